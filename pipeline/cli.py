@@ -1,0 +1,135 @@
+"""The ``ordercube`` command: run, status, report, validate.
+
+Exit codes: 0 done, 1 finished with failed cells, 2 bad input, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+from pipeline.errors import InputError
+
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too, with our wording
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ordercube", description="Model-order selection by resampling, on Dask, into a zarr cube.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = commands.add_parser("run", help="compute the cells of CONFIG that its cube lacks")
+    run.add_argument("config")
+    run.add_argument("--out", help="cube path (default: the config's 'out', else results/<name>.zarr)")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, help="LocalCluster worker processes (default: one per core)")
+    where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://127.0.0.1:8786")
+    where.add_argument("--scheduler-file", help="scheduler file written by 'dask scheduler --scheduler-file'")
+    run.add_argument("--retry-failed", action="store_true", help="compute failed cells again")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    status = commands.add_parser("status", help="count the cells of a cube by status")
+    status.add_argument("cube")
+    status.add_argument("--json", action="store_true", help="print a JSON object")
+    report = commands.add_parser("report", help="print the k̂ table, write selection.csv and figures")
+    report.add_argument("cube")
+    report.add_argument("--out", help="report folder (default: <cube>-report next to the cube)")
+    validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
+    validate.add_argument("config")
+    validate.add_argument("--out", help="cube path to plan against")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline.config import load_config
+    from pipeline.run import Interrupted, run_sweep
+
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
+    config = load_config(args.config, out=args.out)
+    try:
+        summary = run_sweep(config, workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file,
+                            retry_failed=args.retry_failed, show_progress=not args.no_progress)
+    except Interrupted:
+        again = ["ordercube", "run", args.config, "--out", config.out]
+        print(f"interrupted: every finished cell is in {config.out}. Resume with:\n  {shlex.join(again)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if summary.computed:
+        print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "
+              f"({summary.failed} failed, {summary.infeasible} infeasible) -> {config.out}")
+    return EXIT_FAILED_CELLS if summary.failed else EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from pipeline.report import status_counts
+    from pipeline.store import open_cube
+
+    counts = status_counts(open_cube(args.cube))
+    if args.json:
+        print(json.dumps(counts))
+    else:
+        print("  ".join(f"{key}: {value}" for key, value in counts.items()))
+    return EXIT_FAILED_CELLS if counts["failed"] else EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pipeline.report import write_report
+    from pipeline.store import open_cube
+
+    cube_path = Path(args.cube)
+    out = Path(args.out) if args.out else cube_path.with_name(cube_path.stem + "-report")
+    table = write_report(open_cube(cube_path), out)
+    if table.empty:
+        print("no computed cells yet")
+    else:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"report written to {out}")
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from pipeline.config import load_config
+    from pipeline.run import dry_plan
+
+    config = load_config(args.config, out=args.out)
+    plan = dry_plan(config)
+    shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
+    print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")
+    print(f"  cube: {config.out}  ({shape}); chunks {plan.chunks}")
+    print(f"  cells: {plan.planned_cells} planned in {len(plan.tasks)} tasks; criteria: {', '.join(config.criteria)}")
+    for dataset in config.datasets:
+        print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
+    for method in config.methods:
+        print(f"  method {method.name}: {method.algorithm} + {method.predictor} -> {', '.join(method.criteria)}")
+    return EXIT_OK
+
+
+COMMANDS = {"run": _run, "status": _status, "report": _report, "validate": _validate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    # A process started in the background by a non-interactive shell ignores SIGINT: take it back,
+    # and treat SIGTERM the same way so that a stopped sweep always says how to resume.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

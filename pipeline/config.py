@@ -1,0 +1,343 @@
+"""The study config: YAML in, validated frozen specs out.
+
+Every error names the key path, the value and the fix, e.g.
+``methods[0].criteria[1]: unknown criterion 'lnage'; expected one of ['lange', 'pairwise']``.
+Relative file paths are read from the config file's folder; the output path from the working folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import NDArray
+
+from pipeline.datafiles import load_file_dataset
+from pipeline.errors import ConfigError
+from tasks.algorithms import ALGORITHMS, get_algorithm
+from tasks.criteria import CRITERIA, get_criterion
+from tasks.datasets import SYNTHETIC, get_synthetic
+from tasks.predictors import PREDICTORS
+from tasks.preprocess import STEP_NAMES
+
+TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution"}
+DATASET_KEYS = {"name", "kind", "params", "n", "path", "labels", "preprocess"}
+METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
+EXECUTION_KEYS = {"trials_per_chunk", "task_seconds", "max_tasks_in_flight"}
+MIN_N = 4
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset: a registered generator (``kind``) or a file (``kind == 'file'``)."""
+
+    name: str
+    kind: str
+    params: Mapping[str, Any]
+    n: tuple[int, ...]
+    true_k: int  # -1 when unknown
+    path: str | None = None
+    labels_path: str | None = None
+    labels_column: str | None = None
+    preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits."""
+
+    name: str
+    algorithm: str
+    params: Mapping[str, Any]
+    predictor: str
+    criteria: tuple[str, ...]
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
+                "criteria": list(self.criteria)}
+
+    @property
+    def needs_evaluation_sample(self) -> bool:
+        return any(get_criterion(name).needs_evaluation_sample for name in self.criteria)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How work is cut into tasks; never changes a result."""
+
+    trials_per_chunk: int | None = None  # None: all trials of a (dataset, n, method, k) in one chunk, up to 100
+    task_seconds: float = 0.5
+    max_tasks_in_flight: int | None = None  # None: four per worker thread
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    seed: int
+    out: str
+    datasets: tuple[DatasetSpec, ...]
+    methods: tuple[MethodSpec, ...]
+    k: tuple[int, ...]
+    resamples: int
+    baseline_draws: int
+    execution: Execution
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Everything a stored cell's value depends on; two configs agreeing here may share a cube."""
+        return {"seed": self.seed, "baseline_draws": self.baseline_draws,
+                "datasets": {d.name: dict(d.identity) for d in self.datasets},
+                "methods": {m.name: m.identity for m in self.methods}}
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.identity)
+
+    @property
+    def criteria(self) -> list[str]:
+        """Every criterion used by some method, in registry order."""
+        used = {name for method in self.methods for name in method.criteria}
+        return [name for name in CRITERIA if name in used]
+
+
+def fingerprint(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _require(mapping: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in mapping:
+        raise ConfigError(f"{path}{key}" if path else key, "missing", f"add the key '{key}'")
+    return mapping[key]
+
+
+def _check_keys(mapping: Any, allowed: set[str], path: str) -> None:
+    if not isinstance(mapping, Mapping):
+        raise ConfigError(path or "config", f"expected a mapping, got {mapping!r}", "write 'key: value' entries")
+    unknown = sorted(set(map(str, mapping)) - allowed)
+    if unknown:
+        where = f"{path}.{unknown[0]}" if path else unknown[0]
+        raise ConfigError(where, "unknown key", f"expected one of {sorted(allowed)}")
+
+
+def _integer(value: Any, key: str, *, minimum: int, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(key, f"expected an integer >= {minimum}, got {value!r}", fix)
+    if value < minimum:
+        raise ConfigError(key, f"expected an integer >= {minimum}, got {value}", fix)
+    return int(value)
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
+        raise ConfigError(key, f"expected a name of letters, digits, '_' or '-', got {value!r}", "rename it")
+    return value
+
+
+def _k_values(value: Any) -> tuple[int, ...]:
+    fix = "write a list like [2, 3, 4] or a range like {from: 2, to: 10}"
+    if isinstance(value, Mapping):
+        _check_keys(value, {"from", "to", "step"}, "k")
+        start = _integer(_require(value, "from", "k."), "k.from", minimum=1, fix=fix)
+        stop = _integer(_require(value, "to", "k."), "k.to", minimum=start, fix="k.to must not be below k.from")
+        step = _integer(value.get("step", 1), "k.step", minimum=1, fix=fix)
+        return tuple(range(start, stop + 1, step))
+    if not isinstance(value, list) or not value:
+        raise ConfigError("k", f"expected a non-empty list or a range, got {value!r}", fix)
+    ks = tuple(_integer(v, f"k[{i}]", minimum=1, fix="use cluster numbers >= 1") for i, v in enumerate(value))
+    if len(set(ks)) != len(ks):
+        raise ConfigError("k", f"repeated values in {list(ks)}", "list each k once")
+    return ks
+
+
+def _n_values(value: Any, key: str) -> list[int | str]:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(key, "empty list", "give at least one sample size")
+    out: list[int | str] = []
+    for i, v in enumerate(values):
+        if v == "all":
+            out.append("all")
+        else:
+            out.append(_integer(v, f"{key}[{i}]", minimum=MIN_N, fix=f"use sample sizes >= {MIN_N} or 'all'"))
+    return out
+
+
+def _steps(value: Any, key: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError(key, f"expected a list of steps, got {value!r}", "write '- step: {params}' items")
+    steps = []
+    for i, item in enumerate(value):
+        name, params = (item, {}) if isinstance(item, str) else (next(iter(item)), item[next(iter(item))] or {}) \
+            if isinstance(item, Mapping) and len(item) == 1 else (None, None)
+        if name not in STEP_NAMES or not isinstance(params, Mapping):
+            raise ConfigError(f"{key}[{i}]", f"unknown step {item!r}", f"expected one of {STEP_NAMES}")
+        steps.append((name, dict(params)))
+    return tuple(steps)
+
+
+def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -> DatasetSpec:
+    key = f"datasets[{i}]"
+    _check_keys(entry, DATASET_KEYS, key)
+    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
+    kind = _require(entry, "kind", f"{key}.")
+    n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
+    if n_raw is None:
+        raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
+    if kind == "file":
+        return _file_dataset(entry, key, name, n_raw, base)
+    if kind not in SYNTHETIC:
+        raise ConfigError(f"{key}.kind", f"unknown dataset {kind!r}", f"expected one of {sorted([*SYNTHETIC, 'file'])}")
+    for extra in ("path", "labels", "preprocess"):
+        if extra in entry:
+            raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")
+    generator = get_synthetic(kind)
+    try:
+        params = generator.resolve(entry.get("params") or {})
+        generator.sample(MIN_N, np.random.default_rng(0), **params)  # fail here, not in every cell
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{key}.params", str(error), f"see the parameters of {kind}") from None
+    if "all" in n_raw:
+        raise ConfigError(f"{key}.n", "'all' is the size of a file dataset; a synthetic one has no size",
+                          "give integer sample sizes")
+    identity = {"kind": kind, "params": params}
+    return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
+                       true_k=generator.true_k(params), identity=identity)
+
+
+def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:
+    if "params" in entry:
+        raise ConfigError(f"{key}.params", "file datasets take no params", "use 'preprocess' steps")
+    path = _require(entry, "path", f"{key}.")
+    if not isinstance(path, str):
+        raise ConfigError(f"{key}.path", f"expected a file path, got {path!r}", "give a string")
+    labels = entry.get("labels")
+    labels_path = labels_column = None
+    if labels is not None:
+        labels = {"path": labels} if isinstance(labels, str) else labels
+        _check_keys(labels, {"path", "column"}, f"{key}.labels")
+        labels_path = str(base / _require(labels, "path", f"{key}.labels."))
+        labels_column = labels.get("column")
+    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, path=str(base / path),
+                       labels_path=labels_path, labels_column=labels_column,
+                       preprocess=_steps(entry.get("preprocess"), f"{key}.preprocess"))
+    loaded = load_file_dataset(spec, key)
+    size = loaded.X.shape[0]
+    n = tuple(size if v == "all" else int(v) for v in n_raw)
+    for j, value in enumerate(n):
+        if value > size:
+            raise ConfigError(f"{key}.n[{j}]", f"{value} exceeds the {size} rows of {path}", f"use n <= {size} or 'all'")
+    true_k = int(loaded.labels.max()) + 1 if loaded.labels is not None else -1
+    identity = {"kind": "file", "sha256": loaded.sha256, "labels_column": labels_column,
+                "preprocess": [[step, dict(params)] for step, params in spec.preprocess]}
+    return DatasetSpec(name=name, kind="file", params={}, n=n, true_k=true_k, path=spec.path,
+                       labels_path=labels_path, labels_column=labels_column, preprocess=spec.preprocess,
+                       data=loaded.X, identity=identity)
+
+
+def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
+    key = f"methods[{i}]"
+    _check_keys(entry, METHOD_KEYS, key)
+    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
+    algorithm = _require(entry, "algorithm", f"{key}.")
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {algorithm!r}", f"expected one of {sorted(ALGORITHMS)}")
+    try:
+        params = get_algorithm(algorithm).resolve(entry.get("params") or {})
+    except ValueError as error:
+        raise ConfigError(f"{key}.params", str(error)) from None
+    predictor = _require(entry, "predictor", f"{key}.")
+    if predictor not in PREDICTORS:
+        raise ConfigError(f"{key}.predictor", f"unknown predictor {predictor!r}", f"expected one of {sorted(PREDICTORS)}")
+    criteria = _require(entry, "criteria", f"{key}.")
+    if not isinstance(criteria, list) or not criteria:
+        raise ConfigError(f"{key}.criteria", f"expected a non-empty list, got {criteria!r}", f"choose from {sorted(CRITERIA)}")
+    for j, criterion in enumerate(criteria):
+        if criterion not in CRITERIA:
+            raise ConfigError(f"{key}.criteria[{j}]", f"unknown criterion {criterion!r}", f"expected one of {sorted(CRITERIA)}")
+        min_k = get_criterion(criterion).min_k
+        if min(ks) < min_k:
+            raise ConfigError("k", f"criterion {criterion!r} of {key} needs k >= {min_k}, got k = {min(ks)}",
+                              f"start k at {min_k}")
+    if len(set(criteria)) != len(criteria):
+        raise ConfigError(f"{key}.criteria", f"repeated criteria in {criteria}", "list each criterion once")
+    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=tuple(criteria))
+
+
+def _execution(value: Any) -> Execution:
+    if value is None:
+        return Execution()
+    _check_keys(value, EXECUTION_KEYS, "execution")
+    chunk = value.get("trials_per_chunk")
+    in_flight = value.get("max_tasks_in_flight")
+    seconds = value.get("task_seconds", 0.5)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise ConfigError("execution.task_seconds", f"expected a positive number, got {seconds!r}", "e.g. 0.5")
+    return Execution(
+        trials_per_chunk=None if chunk is None else _integer(chunk, "execution.trials_per_chunk", minimum=1, fix="e.g. 20"),
+        task_seconds=float(seconds),
+        max_tasks_in_flight=None if in_flight is None else _integer(in_flight, "execution.max_tasks_in_flight", minimum=1, fix="e.g. 8"),
+    )
+
+
+def _unique(names: list[str], key: str) -> None:
+    seen = [n for i, n in enumerate(names) if n in names[:i]]
+    if seen:
+        raise ConfigError(key, f"the name {seen[0]!r} is used twice", "give every entry its own name")
+
+
+def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) -> Config:
+    """Validate a parsed YAML document; ``base`` is the folder relative file paths start from."""
+    _check_keys(raw, TOP_KEYS, "")
+    name = _name(_require(raw, "name", ""), "name")
+    seed = _integer(_require(raw, "seed", ""), "seed", minimum=0, fix="use a non-negative integer seed")
+    resamples = _integer(_require(raw, "resamples", ""), "resamples", minimum=1, fix="use at least 1 resample")
+    ks = _k_values(_require(raw, "k", ""))
+    global_n = _n_values(raw["n"], "n") if "n" in raw else None
+    datasets_raw, methods_raw = _require(raw, "datasets", ""), _require(raw, "methods", "")
+    for key, value in (("datasets", datasets_raw), ("methods", methods_raw)):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(key, f"expected a non-empty list, got {value!r}", f"add at least one entry under {key}")
+    methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
+    datasets = tuple(_dataset(entry, i, global_n, base) for i, entry in enumerate(datasets_raw))
+    _unique([d.name for d in datasets], "datasets")
+    _unique([m.name for m in methods], "methods")
+    if any(m.needs_evaluation_sample for m in methods):
+        for i, dataset in enumerate(datasets):
+            if dataset.data is not None and 2 * max(dataset.n) > dataset.data.shape[0]:
+                rows = dataset.data.shape[0]
+                raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
+                                  f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
+                                  f"use n <= {rows // 2} for this dataset")
+    baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, fix="e.g. 200")
+    out_path = out or raw.get("out") or f"results/{name}.zarr"
+    if not isinstance(out_path, str):
+        raise ConfigError("out", f"expected a path, got {out_path!r}", "give a string")
+    return Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
+                  baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw)
+
+
+def load_config(path: str | Path, *, out: str | None = None) -> Config:
+    """Read and validate the YAML file at ``path`` (with ``yaml.safe_load``: configs are data)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("CONFIG", f"file {str(path)!r} does not exist", "give the path of a YAML config")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(str(path), f"YAML syntax error{where}: {getattr(error, 'problem', error)}",
+                          "fix the YAML (indentation, ':' after keys, closed brackets)") from None
+    return parse_config(raw, base=path.parent, out=out)

@@ -1,0 +1,61 @@
+"""From planned chunks to task payloads, and the function a Dask worker runs for one task.
+
+Building the work (which chunks, which seeds) is kept apart from running it (``pipeline.run``):
+a task is a list of whole chunks of one dataset, each described by coordinate values only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.config import Config
+from pipeline.grid import Chunk, Coords
+from tasks.cell import BlockResult, BlockSpec, run_block
+from tasks.datasets import ArraySource, SyntheticSource
+from tasks.seeding import label_id
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of Dask work: chunks of a single dataset, with what each one computes."""
+
+    dataset: str
+    blocks: tuple[tuple[Chunk, BlockSpec], ...]
+
+    @property
+    def cells(self) -> int:
+        return sum(chunk.cells for chunk, _ in self.blocks)
+
+
+def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
+    """The coordinate values and method settings of one chunk."""
+    dataset = coords.dataset[chunk.dataset]
+    method = next(m for m in config.methods if m.name == coords.model[chunk.model])
+    return BlockSpec(
+        root_seed=config.seed,
+        dataset_id=label_id(dataset),
+        n=coords.n[chunk.n],
+        method_id=label_id(method.name),
+        algorithm=method.algorithm,
+        algorithm_params=tuple(sorted(method.params.items())),
+        predictor=method.predictor,
+        criteria=method.criteria,
+        ks=tuple(coords.k[i] for i in chunk.k),
+        trials=tuple(coords.trial[i] for i in chunk.trial),
+    )
+
+
+def build_tasks(config: Config, coords: Coords, groups: list[list[Chunk]]) -> list[Task]:
+    return [Task(dataset=coords.dataset[group[0].dataset],
+                 blocks=tuple((chunk, block_spec(config, coords, chunk)) for chunk in group))
+            for group in groups]
+
+
+def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np.float64] | None
+                 ) -> list[tuple[Chunk, BlockResult]]:
+    """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array)."""
+    source = synthetic if synthetic is not None else ArraySource(np.asarray(data))
+    return [(chunk, run_block(spec, source)) for chunk, spec in task.blocks]

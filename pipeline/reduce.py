@@ -1,0 +1,118 @@
+"""Reducers: pure functions from the cube (an ``xarray.Dataset``) to decisions and summaries.
+
+Each takes and returns an ``xarray.Dataset`` with one variable per criterion, so they compose:
+``select_k(criterion_scores(cube))``. Only cells with status ok carry values; everything else is NaN
+and is left out of every mean, never silently counted. Coordinates are sorted (extensions append
+labels at the end of the cube).
+
+Decision rule (every criterion here is an instability: smaller is better): k̂ is the argmin over k of
+the mean score; **exact ties go to the largest k**. Ties are exact float equalities and in practice
+mean "perfectly reproducible" (an instability of 0, e.g. k = 2 and k = 3 on well-separated clouds where
+the two small ones merge stably): the finer of two equally reproducible solutions is the one the data
+supports, since the coarser adds nothing the finer does not reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from pipeline.store import BASELINE
+
+DECISION_DIMS = ("dataset", "n", "model")
+
+
+def _sorted(ds: xr.Dataset) -> xr.Dataset:
+    return ds.sortby([dim for dim in ("n", "k", "trial") if dim in ds.dims])
+
+
+def criteria_in(cube: xr.Dataset) -> list[str]:
+    """Criterion variables present in the cube."""
+    return [name for name in cube.data_vars if name not in ("status", "reason", "seconds", BASELINE)]
+
+
+def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
+    """Per-trial scores on a common scale, one variable per criterion (smaller is better).
+
+    ``lange``: seed 002 eq. (5), the raw disagreement divided by the random-labeling baseline of the
+    same (n, k): ``S_n = S(alpha) / S(rho_k)``. ``pairwise``: the raw theta_k of seed 001 Thm. 3.
+    """
+    cube = _sorted(cube)
+    scores = {}
+    for name in criteria_in(cube):
+        values = cube[name].where(cube["status"] == 1)
+        scores[name] = values / cube[BASELINE] if name == "lange" else values
+    return xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
+
+
+def summarise(scores: xr.Dataset) -> xr.Dataset:
+    """Mean, standard deviation, quartiles and number of trials of every score over ``trial``."""
+    out = {}
+    for name, values in scores.data_vars.items():
+        out[f"{name}_mean"] = values.mean("trial")
+        out[f"{name}_std"] = values.std("trial", ddof=1)
+        out[f"{name}_q25"] = values.quantile(0.25, "trial").drop_vars("quantile")
+        out[f"{name}_q75"] = values.quantile(0.75, "trial").drop_vars("quantile")
+        out[f"{name}_trials"] = values.notnull().sum("trial")
+    return xr.Dataset(out, attrs=scores.attrs)
+
+
+def _argmin_k(values: xr.DataArray) -> xr.DataArray:
+    """The k of the smallest value along ``k`` (largest k on exact ties), -1 where all are NaN."""
+    values = values.sortby("k", ascending=False)
+    filled = values.fillna(np.inf)
+    index = filled.argmin("k")  # first occurrence in descending k: the largest k among exact ties
+    chosen = values["k"].isel(k=index).drop_vars("k", errors="ignore")
+    return chosen.where(np.isfinite(filled.min("k")), -1).astype(np.int64)
+
+
+def select_k(scores: xr.Dataset) -> xr.Dataset:
+    """k̂ per (dataset, n, model) for each criterion: argmin over k of the mean over trials."""
+    return xr.Dataset({name: _argmin_k(values.mean("trial")) for name, values in scores.data_vars.items()},
+                      attrs=scores.attrs)
+
+
+def choice_per_trial(scores: xr.Dataset) -> xr.Dataset:
+    """Each trial's own choice of k (same rule as :func:`select_k`), -1 for a trial without values."""
+    return xr.Dataset({name: _argmin_k(values) for name, values in scores.data_vars.items()}, attrs=scores.attrs)
+
+
+def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
+    """For every k, the fraction of trials (among those with a choice) that chose it."""
+    out = {}
+    for name, choice in choices.data_vars.items():
+        valid = (choice >= 0).sum("trial")
+        hits = xr.concat([(choice == value).sum("trial") for value in k.values], dim=k)
+        out[name] = (hits / valid.where(valid > 0)).transpose(*DECISION_DIMS, "k")
+    return xr.Dataset(out, attrs=choices.attrs)
+
+
+def true_k(ds: xr.Dataset) -> xr.DataArray:
+    """The known number of clusters of each dataset (-1 when unknown), from the cube's attributes."""
+    known = json.loads(ds.attrs.get("true_k", "{}"))
+    names = ds["dataset"].values
+    return xr.DataArray([int(known.get(str(name), -1)) for name in names], dims="dataset", coords={"dataset": names})
+
+
+def failure_rate(choices: xr.Dataset) -> xr.Dataset:
+    """Fraction of trials whose own choice is not the dataset's true k (NaN when k is unknown).
+
+    For the pairwise criterion with k in {2, 3, 4} this is seed 001's failure rate: the share of
+    trials where theta of the true k was not the smallest.
+    """
+    truth = true_k(choices)
+    out = {}
+    for name, choice in choices.data_vars.items():
+        valid = choice >= 0
+        wrong = (valid & (choice != truth)).sum("trial")
+        rate = wrong / valid.sum("trial").where(valid.sum("trial") > 0)
+        out[name] = rate.where(truth >= 0)
+    return xr.Dataset(out, attrs=choices.attrs)
+
+
+def sqrt_n_scaled(summary: xr.Dataset) -> xr.Dataset:
+    """Mean scores multiplied by sqrt(n): flat in n when an instability shrinks like 1/sqrt(n)."""
+    means = {name.removesuffix("_mean"): values for name, values in summary.data_vars.items() if name.endswith("_mean")}
+    return xr.Dataset({name: values * np.sqrt(values["n"]) for name, values in means.items()}, attrs=summary.attrs)

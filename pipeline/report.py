@@ -1,0 +1,124 @@
+"""Reports: the k̂ table (printed and as ``selection.csv``) and the figures, all from the reducers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from pipeline.grid import DIMS, Coords, planned_mask  # noqa: E402
+from pipeline.reduce import (  # noqa: E402
+    choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise, true_k,
+)
+from tasks.cell import Status  # noqa: E402
+
+
+def status_counts(cube: xr.Dataset) -> dict[str, int]:
+    """Planned cells by status: the integer keys ``total, ok, failed, infeasible, pending``."""
+    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
+    mask = planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
+    status = cube["status"].values[mask]
+    counts = {s.name.lower(): int((status == s).sum()) for s in Status}
+    return {"total": int(mask.sum()), "ok": counts["ok"], "failed": counts["failed"],
+            "infeasible": counts["infeasible"], "pending": counts["pending"]}
+
+
+def selection_table(cube: xr.Dataset) -> pd.DataFrame:
+    """One row per (dataset, n, method, criterion): k̂, how often trials chose it, the failure rate."""
+    scores = criterion_scores(cube)
+    chosen, choices = select_k(scores), choice_per_trial(scores)
+    frequency, failures, truth = selection_frequency(choices, scores["k"]), failure_rate(choices), true_k(scores)
+    rows = []
+    for criterion in scores.data_vars:
+        trials = scores[criterion].notnull().any("k").sum("trial")
+        for dataset in scores["dataset"].values:
+            for n in scores["n"].values:
+                for model in scores["model"].values:
+                    at = {"dataset": dataset, "n": n, "model": model}
+                    if int(trials.sel(at)) == 0:
+                        continue
+                    k_hat = int(chosen[criterion].sel(at))
+                    rows.append({
+                        "dataset": str(dataset), "n": int(n), "method": str(model), "criterion": criterion,
+                        "k_hat": k_hat,
+                        "k_hat_frequency": float(frequency[criterion].sel(at).sel(k=k_hat)) if k_hat > 0 else np.nan,
+                        "true_k": int(truth.sel(dataset=dataset)),
+                        "failure_rate": float(failures[criterion].sel(at)),
+                        "trials": int(trials.sel(at)),
+                    })
+    return pd.DataFrame(rows)
+
+
+def _panels(count: int) -> tuple[plt.Figure, np.ndarray]:
+    columns = min(count, 3)
+    rows = int(np.ceil(count / columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.4 * rows), squeeze=False)
+    for ax in axes.ravel()[count:]:
+        ax.set_visible(False)
+    return figure, axes.ravel()
+
+
+def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
+    """Mean score vs k for every (dataset, method), one line per n, quartiles shaded."""
+    pairs = [(d, m) for d in summary["dataset"].values for m in summary["model"].values
+             if summary[f"{criterion}_trials"].sel(dataset=d, model=m).sum() > 0]
+    figure, axes = _panels(len(pairs))
+    for ax, (dataset, model) in zip(axes, pairs):
+        for n in summary["n"].values:
+            at = {"dataset": dataset, "model": model, "n": n}
+            mean = summary[f"{criterion}_mean"].sel(at)
+            if mean.notnull().sum() == 0:
+                continue
+            line, = ax.plot(mean["k"], mean, marker="o", ms=3, label=f"n={n}")
+            ax.fill_between(mean["k"], summary[f"{criterion}_q25"].sel(at), summary[f"{criterion}_q75"].sel(at),
+                            color=line.get_color(), alpha=0.15)
+        ax.set(title=f"{dataset} / {model}", xlabel="k", ylabel=f"{criterion} (mean, quartiles)")
+        ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, per_k: bool, log: bool) -> None:
+    """A quantity vs n for every (dataset, method): one line per k, or one line when ``per_k`` is False."""
+    data = values[criterion]
+    pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
+             if data.sel(dataset=d, model=m).notnull().sum() > 0]
+    figure, axes = _panels(max(len(pairs), 1))
+    for ax, (dataset, model) in zip(axes, pairs):
+        curve = data.sel(dataset=dataset, model=model)
+        for k in (curve["k"].values if per_k else [None]):
+            y = curve.sel(k=k) if per_k else curve
+            ax.plot(curve["n"], y, marker="o", ms=3, label=f"k={k}" if per_k else None)
+        ax.set(title=f"{dataset} / {model}", xlabel="n", ylabel=ylabel, xscale="log")
+        if log:
+            ax.set_yscale("log")
+        if per_k:
+            ax.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
+    """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = selection_table(cube)
+    table.to_csv(out / "selection.csv", index=False)
+    scores = criterion_scores(cube)
+    summary, failures = summarise(scores), failure_rate(choice_per_trial(scores))
+    scaled = sqrt_n_scaled(summary)
+    for criterion in scores.data_vars:
+        plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
+        plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
+                  ylabel="failure rate (choice != true k)", per_k=False, log=False)
+        plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",
+                  ylabel=f"sqrt(n) * mean {criterion}", per_k=True, log=True)
+    return table

@@ -1,0 +1,182 @@
+"""Running a sweep: connect to Dask, submit tasks through a bounded window, persist as results arrive.
+
+The driver (this process) is the cube's only writer. At most ``max_tasks_in_flight`` tasks exist at
+any time, so the driver's memory stays flat in the grid size; each finished task is written before
+the next result is read, so a crash loses at most the tasks in flight. Resuming reads the cube alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask
+import numpy as np
+import zarr
+from distributed import Client, LocalCluster, as_completed
+
+from pipeline.config import Config
+from pipeline.errors import InputError
+from pipeline.graph import Task, build_tasks, execute_task
+from pipeline.grid import Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, plan_of, planned_mask
+from pipeline.progress import SweepProgress
+from pipeline.store import BASELINE, open_for_run, write_block
+from tasks.cell import Status
+from tasks.criteria.stability import random_labeling_disagreement
+from tasks.datasets import SyntheticSource
+from tasks.seeding import Purpose, stream
+
+
+class Interrupted(Exception):
+    """The sweep was stopped by the user (Ctrl-C or SIGTERM); what arrived is on disk."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The work a config still needs on a cube, without running anything."""
+
+    coords: Coords
+    chunks: dict[str, int]
+    planned_cells: int
+    tasks: list[Task]
+
+    @property
+    def cells_to_compute(self) -> int:
+        return sum(task.cells for task in self.tasks)
+
+
+@dataclass(frozen=True)
+class Summary:
+    computed: int
+    failed: int
+    infeasible: int
+    seconds: float
+
+
+def make_plan(config: Config, coords: Coords, chunks: dict[str, int], status: np.ndarray, *, retry_failed: bool = False) -> Plan:
+    mask = planned_mask(plan_of(config), coords)
+    todo = status == Status.PENDING
+    if retry_failed:
+        todo |= status == Status.FAILED
+    groups = group_into_tasks(list(chunks_to_compute(mask, todo, chunks)), coords, config.execution.task_seconds)
+    return Plan(coords=coords, chunks=chunks, planned_cells=int(mask.sum()), tasks=build_tasks(config, coords, groups))
+
+
+def dry_plan(config: Config) -> Plan:
+    """The plan for a fresh cube (what ``ordercube validate`` prints)."""
+    coords = config_coords(config)
+    return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+
+
+def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
+    """Estimate the random-labeling baseline for every planned (n, k) that lacks it; returns how many.
+
+    One estimate per (n, k), from its own stream, reused by every dataset, method and trial.
+    """
+    if "lange" not in config.criteria:
+        return 0
+    baseline = group[BASELINE][:]
+    wanted_n = {n for d in config.datasets for n in d.n}
+    filled = 0
+    for i, n in enumerate(coords.n):
+        for j, k in enumerate(coords.k):
+            if n in wanted_n and k in config.k and np.isnan(baseline[i, j]):
+                rng = stream(config.seed, Purpose.BASELINE, n, k)
+                baseline[i, j] = random_labeling_disagreement(n // 2, k, rng, draws=config.baseline_draws)
+                filled += 1
+    if filled:
+        group[BASELINE][:] = baseline
+    return filled
+
+
+@contextmanager
+def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str | None) -> Iterator[Client]:
+    """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only)."""
+    if scheduler or scheduler_file:
+        try:
+            client = Client(address=scheduler, scheduler_file=scheduler_file, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as error:
+            target = scheduler or scheduler_file
+            raise InputError(f"--scheduler: cannot reach a Dask scheduler at {target} ({error}); "
+                             "start one (dask scheduler) or fix the address") from None
+        with client:
+            yield client
+        return
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
+    # temporary array of a kernel is then mapped and unmapped again, and k-means ran 2x slower here.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def run_sweep(
+    config: Config,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
+    retry_failed: bool = False,
+    echo: Callable[[str], None] = print,
+    show_progress: bool = True,
+) -> Summary:
+    """Compute every planned cell of ``config`` that its cube lacks (see the module docstring)."""
+    path = Path(config.out)
+    group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
+    for note in notes:
+        echo(note)
+    chunks = dict(zip(("dataset", "n", "model", "k", "trial"), group["status"].chunks))
+    plan = make_plan(config, coords, chunks, group["status"][:], retry_failed=retry_failed)
+    fill_baseline(group, config, coords)
+    if not plan.tasks:
+        echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
+        return Summary(0, 0, 0, 0.0)
+    echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(plan.tasks)} tasks -> {path}")
+    with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
+        echo(f"dask dashboard: {client.dashboard_link}")
+        return _submit_and_store(client, config, plan, group, echo=echo, show_progress=show_progress)
+
+
+def _submit_and_store(client: Client, config: Config, plan: Plan, group: zarr.Group, *,
+                      echo: Callable[[str], None], show_progress: bool) -> Summary:
+    started = time.perf_counter()
+    threads = sum(client.nthreads().values()) or 1
+    window = config.execution.max_tasks_in_flight or 4 * threads
+    needed = {task.dataset for task in plan.tasks}
+    arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
+              if d.data is not None and d.name in needed}
+    synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
+    pending = iter(plan.tasks)
+    futures = as_completed()
+    in_flight = set()
+
+    def submit_next() -> None:
+        task = next(pending, None)
+        if task is not None:
+            future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset), pure=False)
+            in_flight.add(future)
+            futures.add(future)
+
+    for _ in range(window):
+        submit_next()
+    counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0}
+    with SweepProgress(plan.cells_to_compute, enabled=show_progress) as progress:
+        try:
+            for future in futures:
+                for chunk, result in future.result():
+                    write_block(group, chunk, result)
+                    for code in counts:
+                        counts[code] += int((result.status == code).sum())
+                    progress.advance(chunk.cells, failed=int((result.status == Status.FAILED).sum()))
+                in_flight.discard(future)
+                future.release()
+                submit_next()
+        except KeyboardInterrupt:
+            futures.clear()
+            client.cancel(list(in_flight), force=True)
+            raise Interrupted() from None
+    return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
+                   infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - started)

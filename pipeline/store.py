@@ -1,0 +1,231 @@
+"""The cube on disk: a zarr v3 group written by one process, read with xarray.
+
+Layout: per-cell variables over ``(dataset, n, model, k, trial)`` (one float variable per criterion
+with the raw value, ``status``, ``reason`` and ``seconds``), the random-labeling baseline over
+``(n, k)``, and attributes holding the config, its identity and fingerprint, the plan and the
+package versions. Values of a block are written before its status, so a cell counts as done only once
+its values are on disk; the cube is the only durable state of a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+import zarr
+
+from pipeline.config import Config, fingerprint
+from pipeline.errors import InputError
+from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
+from tasks.cell import BlockResult, Status
+
+BASELINE = "lange_random"
+CELL_VARIABLES = ("status", "reason", "seconds")
+STATUS_MEANINGS = {int(s): s.name.lower() for s in Status}
+PACKAGES = ("ordercube", "numpy", "scipy", "scikit-learn", "dask", "distributed", "xarray", "zarr")
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def _fill(dtype: Any) -> Any:
+    if np.dtype(dtype).kind == "f":
+        return np.nan
+    if np.dtype(dtype).kind == "O":
+        return ""
+    return 0
+
+
+def _cell_variable(shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any) -> da.Array:
+    return da.full(shape, _fill(dtype), dtype=dtype, chunks=chunks)
+
+
+def template(coords: Coords, chunks: dict[str, int], criteria: list[str]) -> xr.Dataset:
+    """An all-pending cube (lazy: writing it with ``compute=False`` stores only metadata)."""
+    shape, chunk_shape = coords.shape, chunk_shape_of(chunks)
+    data = {name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in criteria}
+    data["status"] = (DIMS, _cell_variable(shape, chunk_shape, np.int8))
+    data["seconds"] = (DIMS, _cell_variable(shape, chunk_shape, np.float64))
+    data[BASELINE] = (("n", "k"), da.full((len(coords.n), len(coords.k)), np.nan, chunks=(1, len(coords.k))))
+    labels = coords.as_dict()
+    ds = xr.Dataset(data, coords={dim: np.array(labels[dim], dtype=object if dim in ("dataset", "model") else np.int64)
+                                  for dim in DIMS})
+    ds["status"].attrs = {"meaning": json.dumps(STATUS_MEANINGS)}
+    ds[BASELINE].attrs = {"description": "mean Hungarian-matched disagreement of two random labelings of n//2 points"}
+    return ds
+
+
+def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    return {name: {"chunks": tuple(c[0] for c in ds[name].chunks), "fill_value": _fill(ds[name].dtype)}
+            for name in ds.data_vars}
+
+
+def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int]) -> dict[str, str]:
+    return {
+        "ordercube_true_k": json.dumps(true_k),
+        "ordercube_config": json.dumps(config.raw, default=str),
+        "ordercube_identity": json.dumps(identity, sort_keys=True),
+        "ordercube_fingerprint": fingerprint(identity),
+        "ordercube_plan": json.dumps(plan_of(config)),
+        "ordercube_versions": json.dumps(versions()),
+        "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
+    }
+
+
+def remove_partial_files(path: Path) -> int:
+    """Delete the temp files a crash can leave behind (zarr writes ``*.partial`` then renames)."""
+    leftovers = list(path.rglob("*.partial"))
+    for file in leftovers:
+        file.unlink(missing_ok=True)
+    return len(leftovers)
+
+
+def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int]) -> zarr.Group:
+    ds = template(coords, chunks, config.criteria)
+    ds.attrs = _attrs(config, config.identity, {d.name: d.true_k for d in config.datasets})
+    ds.to_zarr(path, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
+    group = zarr.open_group(path, mode="r+")
+    # Variable-length strings go through zarr directly: a lazy object array cannot be templated.
+    group.create_array("reason", shape=coords.shape, chunks=chunk_shape_of(chunks), dtype=str, fill_value="",
+                       dimension_names=DIMS)
+    return group
+
+
+def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
+    return tuple(chunks[d] for d in DIMS)
+
+
+def stored_coords(group: zarr.Group) -> Coords:
+    values = {}
+    for dim in DIMS:
+        raw = group[dim][:]
+        values[dim] = tuple(str(v) for v in raw) if dim in ("dataset", "model") else tuple(int(v) for v in raw)
+    return Coords(**values)
+
+
+def compatibility_problem(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """The first difference that would change stored cells, or None when the cube can be extended."""
+    for key in ("seed", "baseline_draws"):
+        if stored[key] != wanted[key]:
+            return f"'{key}' is {stored[key]} in the cube but {wanted[key]} in the config"
+    for section in ("datasets", "methods"):
+        for name, spec in wanted[section].items():
+            old = stored[section].get(name)
+            if old is not None and old != spec:
+                changed = sorted(k for k in set(old) | set(spec) if old.get(k) != spec.get(k))
+                return (f"{section[:-1]} {name!r} differs from the one stored in the cube in {changed}: "
+                        f"stored {json.dumps({k: old.get(k) for k in changed})}, "
+                        f"config {json.dumps({k: spec.get(k) for k in changed})}")
+    return None
+
+
+def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
+    """Append coordinate labels along ``dim`` and resize every array that has that dimension.
+
+    The new region reads as the fill value (pending / NaN / ''); it is written explicitly so that a
+    partly used edge chunk cannot carry stale values into it.
+    """
+    new_size = len(labels)
+    coordinate = group[dim]
+    coordinate.resize((new_size,))
+    fresh = np.array(labels[old_size:], dtype=object if dim in ("dataset", "model") else np.int64)
+    coordinate[old_size:] = fresh
+    for name, array in group.arrays():
+        names = array.metadata.dimension_names or ()
+        if name in DIMS or dim not in names:
+            continue
+        axis = names.index(dim)
+        shape = list(array.shape)
+        shape[axis] = new_size
+        array.resize(tuple(shape))
+        region = [slice(None)] * len(shape)
+        region[axis] = slice(old_size, new_size)
+        array[tuple(region)] = array.fill_value
+
+
+def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, int]) -> tuple[zarr.Group, Coords, list[str]]:
+    """Create the cube, or check and extend an existing one; returns it, its coordinates and notes.
+
+    Refuses (``InputError``) a cube whose stored identity disagrees with the config on anything that
+    old cells depend on; everything else (new datasets, sample sizes, methods, k, trials) is appended.
+    """
+    notes: list[str] = []
+    if not (path / "zarr.json").exists():
+        if path.exists() and any(path.iterdir()):
+            raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
+        if path.exists():
+            path.rmdir()
+        return create(path, config, wanted, chunks), wanted, notes
+    try:
+        group = zarr.open_group(path, mode="r+")
+        stored_identity = json.loads(group.attrs["ordercube_identity"])
+    except (KeyError, ValueError, zarr.errors.ZarrError) as error:
+        raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
+    problem = compatibility_problem(stored_identity, config.identity)
+    if problem:
+        raise InputError(f"--out: the cube at {path} was computed with another config: {problem}. "
+                         "Old cells would no longer match it; write to a new cube with --out NEW_PATH "
+                         "(or restore the old setting to extend this one)")
+    removed = remove_partial_files(path)
+    if removed:
+        notes.append(f"removed {removed} temp file(s) left by an interrupted write")
+    coords = stored_coords(group)
+    merged = merge_coords(coords, wanted)
+    for dim in DIMS:
+        old_size = len(getattr(coords, dim))
+        if len(getattr(merged, dim)) > old_size:
+            _grow(group, dim, getattr(merged, dim), old_size)
+            notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
+    cell_chunks = group["status"].chunks
+    for name in config.criteria:
+        if name not in group:
+            array = group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64",
+                                       fill_value=np.nan, dimension_names=DIMS)
+            notes.append(f"added variable {array.basename}")
+    identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
+                "methods": {**stored_identity["methods"], **config.identity["methods"]}}
+    true_k = {**json.loads(group.attrs.get("ordercube_true_k", "{}")), **{d.name: d.true_k for d in config.datasets}}
+    group.attrs.update(_attrs(config, identity, true_k))
+    return group, merged, notes
+
+
+def write_block(group: zarr.Group, chunk: Chunk, result: BlockResult) -> None:
+    """Store one computed chunk: the values first, then the status that marks them done."""
+    selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
+    for name, values in result.values.items():
+        group[name].set_orthogonal_selection(selection, values)
+    group["reason"].set_orthogonal_selection(selection, result.reason)
+    group["seconds"].set_orthogonal_selection(selection, result.seconds)
+    group["status"].set_orthogonal_selection(selection, result.status)
+
+
+def open_cube(path: str | Path) -> xr.Dataset:
+    """The cube at ``path`` as an ``xarray.Dataset`` (lazily loaded, no Dask needed).
+
+    Dimensions: ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (resamples).
+    Coordinates appear in the order they were added; sort with ``cube.sortby('n')`` when it matters.
+    """
+    path = Path(path)
+    if not (path / "zarr.json").exists():
+        raise InputError(f"CUBE: {path} is not a cube (no zarr.json); give the --out path of an ordercube run")
+    cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
+    if "ordercube_plan" not in cube.attrs:
+        raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
+    return cube
+
+
+def delete_cube(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,34 @@
+"""Shamir & Tishby's pairwise co-membership instability (seed 001, Theorem 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.criteria.base import Criterion, TrialFits
+
+
+def pairwise_instability(fits: TrialFits) -> float:
+    """Seed 001, Theorem 3: the estimate theta_{k,4m} of ``stab(A_k, D, m)``.
+
+    ``S1`` and ``S2`` are the two halves of m points, ``S3`` the independent evaluation sample of
+    2m points. With ``(x_1, ..., x_2m)`` a random permutation of ``S3``,
+    ``theta = (1/m) sum_{i<=m} 1{ A_k(S1)(x_i, x_{m+i}) != A_k(S2)(x_i, x_{m+i}) }``, where
+    ``A(S)(x, y)`` is 1 when the solution fitted on ``S`` puts x and y in the same cluster.
+    It is invariant to relabeling either solution and lies in [0, 1].
+    """
+    on_first, on_second = fits.evaluation_labels
+    assert fits.pairing is not None  # drawn together with the evaluation sample
+    m = fits.pairing.shape[0] // 2
+    left, right = fits.pairing[:m], fits.pairing[m : 2 * m]
+    together_first = on_first[left] == on_first[right]
+    together_second = on_second[left] == on_second[right]
+    return float(np.mean(together_first != together_second))
+
+
+PAIRWISE = Criterion(
+    name="pairwise",
+    evaluate=pairwise_instability,
+    min_k=2,
+    needs_evaluation_sample=True,
+    description="Shamir-Tishby pairwise co-membership instability on an independent sample",
+)

@@ -1,0 +1,46 @@
+"""Lange, Braun, Roth & Buhmann's stability (seed 000 eqs. 5-6; seed 002 eqs. 2-5)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from tasks.criteria.base import Criterion, TrialFits
+from tasks.matching import matched_disagreement
+
+
+def lange_disagreement(fits: TrialFits) -> float:
+    """Seed 000 eq. (5) for one split: ``min_pi (1/m) sum_i 1{pi(h(X'_i)) != alpha_X'(X'_i)}``.
+
+    ``h`` is the first half's solution extended to the second half by the predictor, and
+    ``alpha_X'`` the second half's own clustering. The expectation of eq. (5) is the mean over trials,
+    taken by the reducers; the normalisation of eq. (6) divides by :func:`random_labeling_disagreement`.
+    """
+    return matched_disagreement(fits.second_predicted_from_first, fits.labels_second, fits.k)
+
+
+def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator, *, draws: int) -> float:
+    """Seed 002 eq. (5)'s denominator: the same statistic for the random predictor rho_k.
+
+    The mean, over ``draws`` pairs of independent uniform labelings of ``n_points`` points with ``k``
+    labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
+    asymptotic ``1 - 1/k`` (seed 002 section 2), which is why it is estimated rather than assumed.
+    """
+    a = rng.integers(k, size=(draws, n_points))
+    b = rng.integers(k, size=(draws, n_points))
+    offsets = (np.arange(draws) * k * k)[:, None]
+    tables = np.bincount((offsets + a * k + b).ravel(), minlength=draws * k * k).reshape(draws, k, k)
+    matched = np.empty(draws)
+    for i, table in enumerate(tables):
+        rows, cols = linear_sum_assignment(table, maximize=True)
+        matched[i] = table[rows, cols].sum()
+    return float(np.mean(1.0 - matched / n_points))
+
+
+LANGE = Criterion(
+    name="lange",
+    evaluate=lange_disagreement,
+    min_k=2,
+    needs_evaluation_sample=False,
+    description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
+)

@@ -1,0 +1,80 @@
+"""Where a trial's points come from: fresh synthetic draws or rows subsampled from an array.
+
+Both sources draw the fitting sample first and the evaluation sample after it, from streams that
+do not depend on whether an evaluation sample is wanted: a method without the pairwise criterion
+sees exactly the same halves as one with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tasks.datasets.synthetic import get_synthetic
+
+
+@dataclass(frozen=True)
+class TrialData:
+    """The points of one trial.
+
+    Attributes
+    ----------
+    first, second : ndarray of shape (n // 2, n_features)
+        The two disjoint halves that are clustered.
+    evaluation : ndarray of shape (n, n_features) or None
+        An independent sample, disjoint from both halves, when asked for.
+    """
+
+    first: NDArray[np.float64]
+    second: NDArray[np.float64]
+    evaluation: NDArray[np.float64] | None
+
+
+class Source(Protocol):
+    def draw(
+        self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
+    ) -> TrialData: ...
+
+
+def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None) -> TrialData:
+    half = X.shape[0] // 2
+    return TrialData(first=X[:half], second=X[half : 2 * half], evaluation=evaluation)
+
+
+@dataclass(frozen=True)
+class SyntheticSource:
+    """Fresh i.i.d. points from a registered generator for every trial."""
+
+    name: str
+    params: dict[str, Any]
+
+    def draw(
+        self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
+    ) -> TrialData:
+        sample = get_synthetic(self.name).sample
+        X, _ = sample(n, draw_rng, **self.params)
+        # Generators may emit points grouped by component: shuffle so the halves are i.i.d.
+        X = X[draw_rng.permutation(n)]
+        evaluation = sample(n, eval_rng, **self.params)[0] if with_eval else None
+        return _halves(X, evaluation)
+
+
+@dataclass(frozen=True)
+class ArraySource:
+    """Rows of a fixed array, subsampled without replacement for every trial.
+
+    The first ``n`` rows of a random permutation are the fitting sample; the next ``n`` rows, when
+    asked for, are the evaluation sample, so the two never share a row.
+    """
+
+    X: NDArray[np.float64]
+
+    def draw(
+        self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
+    ) -> TrialData:
+        order = draw_rng.permutation(self.X.shape[0])
+        evaluation = self.X[order[n : 2 * n]] if with_eval else None
+        return _halves(self.X[order[:n]], evaluation)

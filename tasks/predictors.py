@@ -1,0 +1,65 @@
+"""Predictors: the extension operators that transfer a clustering solution to new points.
+
+Seed 000, section 3: the predictor must match the clustering principle (nearest centroid for
+k-means, nearest neighbour for path-based and spectral clustering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+from tasks.algorithms.kmeans import squared_distances
+
+Predictor = Callable[[NDArray[np.float64], NDArray[np.int64], int, NDArray[np.float64]], NDArray[np.int64]]
+
+
+def nearest_centroid(
+    X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """Label of the closest cluster mean; empty clusters never win.
+
+    Parameters
+    ----------
+    X_train : ndarray of shape (n_train, n_features)
+    labels : ndarray of shape (n_train,)
+        Values in ``0..k-1``.
+    k : int
+    X_new : ndarray of shape (n_new, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_new,)
+    """
+    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    sums = np.zeros((k, X_train.shape[1]))
+    np.add.at(sums, labels, X_train)
+    centers = sums / np.maximum(counts, 1.0)[:, None]
+    d2 = squared_distances(X_new, centers)
+    d2[:, counts == 0] = np.inf
+    return d2.argmin(axis=1)
+
+
+def nearest_neighbor(
+    X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """Label of the closest training point (ties to the lowest index, as cKDTree returns)."""
+    _, index = cKDTree(X_train).query(X_new, k=1)
+    return labels[index]
+
+
+PREDICTORS: dict[str, Predictor] = {
+    "nearest_centroid": nearest_centroid,
+    "nearest_neighbor": nearest_neighbor,
+}
+
+
+def get_predictor(name: str) -> Predictor:
+    """The registered predictor ``name``; an unknown name lists the valid ones."""
+    try:
+        return PREDICTORS[name]
+    except KeyError:
+        raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)}") from None
