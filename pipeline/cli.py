@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.plugins import load_plugins
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     args = _parser().parse_args(argv)
     try:
+        load_plugins()
         return COMMANDS[args.command](args)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -85,7 +85,7 @@ def plan_of(config: Config) -> dict:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One storage chunk of the cube with the planned cells it holds (indices into the cube)."""
+    """The cells to compute in one storage chunk: k indices x trial indices into the cube."""
 
     dataset: int
     n: int
@@ -99,24 +99,26 @@ class Chunk:
 
 
 def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, int]) -> Iterator[Chunk]:
-    """Chunks holding a cell that is both planned (``mask``) and not yet done (``todo``).
+    """The cells still to compute (planned in ``mask`` and not done in ``todo``), chunk by chunk.
 
-    The whole planned part of such a chunk is recomputed: results are deterministic, so cells that
-    were done come out bit-identical, and every write covers whole chunks of planned cells.
+    Within a chunk the k values and trials that hold such a cell form the block to compute; for the
+    ways a grid grows (more trials, k, n, datasets, methods) that block holds exactly the new cells.
     """
     kc, tc = chunks["k"], chunks["trial"]
     D, N, M, K, T = mask.shape
+    wanted = mask & todo
     for d in range(D):
         for i in range(N):
             for m in range(M):
+                if not wanted[d, i, m].any():
+                    continue
                 for k0 in range(0, K, kc):
                     for t0 in range(0, T, tc):
-                        block = mask[d, i, m, k0 : k0 + kc, t0 : t0 + tc]
-                        if not (block & todo[d, i, m, k0 : k0 + kc, t0 : t0 + tc]).any():
-                            continue
-                        ks = tuple(k0 + j for j in np.flatnonzero(block.any(axis=1)))
-                        trials = tuple(t0 + j for j in np.flatnonzero(block.any(axis=0)))
-                        yield Chunk(d, i, m, ks, trials)
+                        block = wanted[d, i, m, k0 : k0 + kc, t0 : t0 + tc]
+                        if block.any():
+                            ks = tuple(k0 + j for j in np.flatnonzero(block.any(axis=1)))
+                            trials = tuple(t0 + j for j in np.flatnonzero(block.any(axis=0)))
+                            yield Chunk(d, i, m, ks, trials)
 
 
 def estimated_seconds(chunk: Chunk, coords: Coords) -> float:

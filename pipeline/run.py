@@ -23,6 +23,7 @@ from pipeline.config import Config
 from pipeline.errors import InputError
 from pipeline.graph import Task, build_tasks, execute_task
 from pipeline.grid import Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, plan_of, planned_mask
+from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
 from pipeline.store import BASELINE, open_for_run, write_block
 from tasks.cell import Status
@@ -108,7 +109,10 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
         return
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
     # temporary array of a kernel is then mapped and unmapped again, and k-means ran 2x slower here.
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+    settings = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    if plugin_modules():
+        settings["distributed.worker.preload"] = plugin_modules()
+    with dask.config.set(settings), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         yield client
 

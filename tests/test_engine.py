@@ -1,0 +1,171 @@
+"""End to end on a real LocalCluster and a real zarr store: determinism, resume, extension, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from conftest import REPO, STUBS, cli, small_config, write_config
+from pipeline import open_cube
+
+NOT_REPRODUCIBLE = {"seconds"}  # wall-clock time per cell; everything else is bit-identical
+
+
+def cube_bytes(path: Path, *, keep_seconds: bool = False) -> dict[str, bytes]:
+    cube = open_cube(path).load()
+    out = {}
+    for name, variable in {**cube.coords, **cube.data_vars}.items():
+        if name in NOT_REPRODUCIBLE and not keep_seconds:
+            continue
+        values = variable.values
+        out[name] = "\x00".join(map(str, values.ravel())).encode() if values.dtype.kind in "OUT" else values.tobytes()
+    return out
+
+
+def assert_same_cells(a: Path, b: Path) -> None:
+    left, right = cube_bytes(a), cube_bytes(b)
+    assert left.keys() == right.keys()
+    different = [name for name in left if left[name] != right[name]]
+    assert not different, f"variables differ between {a} and {b}: {different}"
+
+
+def run_ok(config_path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    result = cli("run", str(config_path), "--out", str(out), "--no-progress", *extra)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(tmp_path):
+    config = write_config(tmp_path / "c.yaml", **small_config())
+    run_ok(config, tmp_path / "one.zarr", "--workers", "1")
+    run_ok(config, tmp_path / "two.zarr", "--workers", "2")
+    assert_same_cells(tmp_path / "one.zarr", tmp_path / "two.zarr")
+
+    before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
+    again = run_ok(config, tmp_path / "two.zarr", "--workers", "2")
+    assert "nothing to compute" in again.stdout
+    assert cube_bytes(tmp_path / "two.zarr", keep_seconds=True) == before
+
+    status = cli("status", str(tmp_path / "two.zarr"), "--json")
+    counts = json.loads(status.stdout)
+    assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "pending": 0}
+
+
+def test_extension_computes_only_new_cells_and_keeps_old_ones_bit_identical(tmp_path):
+    base = small_config()
+    run_ok(write_config(tmp_path / "base.yaml", **base), tmp_path / "grown.zarr", "--workers", "2")
+    old = open_cube(tmp_path / "grown.zarr").load()
+
+    extended = small_config(n=[40, 80, 60], k=[2, 3, 4, 5], resamples=9)
+    extended["datasets"].append({"name": "rings", "kind": "rings3"})
+    extended["methods"].append({"name": "km1", "algorithm": "kmeans", "params": {"n_init": 1},
+                                "predictor": "nearest_centroid", "criteria": ["lange"]})
+    extended_path = write_config(tmp_path / "extended.yaml", **extended)
+    result = run_ok(extended_path, tmp_path / "grown.zarr", "--workers", "2")
+    new_cells = 3 * 3 * 2 * 4 * 9 - 2 * 2 * 1 * 3 * 6
+    assert f"computing {new_cells} of {new_cells + 72} planned cells" in result.stdout
+
+    grown = open_cube(tmp_path / "grown.zarr").load()
+    at_old = {dim: old[dim].values for dim in ("dataset", "n", "model", "k", "trial")}
+    for name in ("lange", "pairwise", "status", "seconds"):
+        assert grown[name].sel(at_old).values.tobytes() == old[name].values.tobytes(), name
+
+    run_ok(extended_path, tmp_path / "fresh.zarr", "--workers", "2")
+    fresh = open_cube(tmp_path / "fresh.zarr").load()
+    for name in ("lange", "pairwise", "status", "lange_random"):
+        aligned = grown[name].sel({dim: fresh[dim].values for dim in fresh[name].dims})
+        assert aligned.values.tobytes() == fresh[name].values.tobytes(), name
+
+
+def test_a_config_that_changes_old_cells_is_refused_and_the_cube_is_untouched(tmp_path):
+    run_ok(write_config(tmp_path / "a.yaml", **small_config()), tmp_path / "cube.zarr", "--workers", "1")
+    before = cube_bytes(tmp_path / "cube.zarr", keep_seconds=True)
+    for change, word in [({"seed": 8}, "seed"),
+                         ({"datasets": [{"name": "gauss", "kind": "lange_gaussians3", "params": {"std": 1.5}}]}, "std")]:
+        result = cli("run", str(write_config(tmp_path / "b.yaml", **small_config(**change))), "--out",
+                     str(tmp_path / "cube.zarr"), "--no-progress")
+        assert result.returncode == 2
+        assert word in result.stderr and "--out" in result.stderr and "Traceback" not in result.stderr
+    assert cube_bytes(tmp_path / "cube.zarr", keep_seconds=True) == before
+
+
+def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_path):
+    config = small_config(n=[8, 40], k=[2, 3, 4])
+    config["methods"] = [{"name": "stub", "algorithm": "stub_failing", "predictor": "nearest_centroid",
+                          "criteria": ["lange"]}]
+    path = write_config(tmp_path / "f.yaml", **config)
+    env = {"ORDERCUBE_PLUGINS": "ordercube_test_stubs"}
+    result = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "2", env=env)
+    assert result.returncode == 1, result.stderr
+    cube = open_cube(tmp_path / "f.zarr").load()
+    status = cube["status"].sel(model="stub")
+    # n = 8: halves of 4 points fit k = 2 only (2 points per cluster); k = 4 fails wherever it is feasible
+    assert (status.sel(n=8, k=2) == 1).all() and (status.sel(n=8, k=[3, 4]) == 3).all()
+    assert (status.sel(n=40, k=[2, 3]) == 1).all() and (status.sel(n=40, k=4) == 2).all()
+    reasons = set(cube["reason"].sel(model="stub", n=40, k=4).values.ravel())
+    assert reasons == {"RuntimeError: stub failure at k=4"}
+    assert np.isnan(cube["lange"].sel(model="stub", n=40, k=4)).all()
+    assert cube["lange"].sel(model="stub", n=40, k=[2, 3]).notnull().all()
+    counts = json.loads(cli("status", str(tmp_path / "f.zarr"), "--json").stdout)
+    assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "pending": 0}
+
+
+def _status_counts(path: Path) -> tuple[int, int]:
+    try:
+        status = zarr.open_group(path, mode="r")["status"][:]
+    except Exception:  # the cube may not exist yet
+        return 0, 1
+    return int((status != 0).sum()), status.size
+
+
+def _start(config: Path, out: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)])}
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(out),
+                             "--workers", "2", "--no-progress"], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_until_partly_done(path: Path, at_least: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, total = _status_counts(path)
+        if done >= at_least:
+            assert done < total, "the sweep finished before it could be interrupted: make it longer"
+            return
+        time.sleep(0.05)
+    raise AssertionError("the sweep made no progress")
+
+
+def test_interrupt_and_kill_then_resume_equals_an_uninterrupted_run(tmp_path):
+    config = write_config(tmp_path / "long.yaml", **small_config(
+        n=[200, 400], k=[2, 3, 4, 5, 6], resamples=24, execution={"trials_per_chunk": 2, "task_seconds": 0.01}))
+    cube = tmp_path / "interrupted.zarr"
+
+    process = _start(config, cube)
+    _wait_until_partly_done(cube, at_least=20)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Resume with" in stderr and str(cube) in stderr
+
+    done_after_interrupt, _ = _status_counts(cube)
+    process = _start(config, cube)
+    _wait_until_partly_done(cube, at_least=done_after_interrupt + 20)
+    os.killpg(process.pid, signal.SIGKILL)  # the driver and its LocalCluster, no clean-up at all
+    process.wait(timeout=30)
+
+    (cube / "status" / "leftover.partial").write_bytes(b"torn")  # what a crash mid-write leaves
+    resumed = run_ok(config, cube, "--workers", "2")
+    assert "removed 1 temp file" in resumed.stdout
+    assert not list(cube.rglob("*.partial"))
+    run_ok(config, tmp_path / "straight.zarr", "--workers", "2")
+    assert_same_cells(cube, tmp_path / "straight.zarr")

@@ -1,0 +1,160 @@
+"""Kernels against hand-worked examples, scikit-learn and scipy."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.neighbors import KNeighborsClassifier
+
+from tasks.algorithms.kmeans import kmeans, kmeans_plusplus, lloyd
+from tasks.criteria.base import TrialFits
+from tasks.criteria.pairwise import pairwise_instability
+from tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
+from tasks.datasets import ArraySource, SyntheticSource
+from tasks.matching import confusion, matched_disagreement
+from tasks.predictors import nearest_centroid, nearest_neighbor
+from tasks.seeding import Purpose, label_id, stream
+
+
+def blobs(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [6.0, 6.0]])
+    return centers[rng.integers(4, size=n)] + rng.standard_normal((n, 2))
+
+
+@pytest.mark.parametrize("n, k", [(50, 2), (200, 4), (1000, 7)])
+def test_lloyd_matches_sklearn_from_the_same_start(n, k):
+    X = blobs(n, seed=n)
+    start = kmeans_plusplus(X, k, np.random.default_rng(1), 1)
+    labels, centers, inertia = lloyd(X, start, max_iter=300, tol=1e-4)
+    reference = KMeans(n_clusters=k, init=start[0], n_init=1, algorithm="lloyd", tol=1e-4, max_iter=300).fit(X)
+    assert np.array_equal(labels[0], reference.labels_)
+    assert inertia[0] == pytest.approx(reference.inertia_, rel=1e-9)
+    np.testing.assert_allclose(centers[0], reference.cluster_centers_, rtol=1e-9, atol=1e-9)
+
+
+def test_best_of_restarts_reaches_sklearns_objective():
+    X = blobs(400, seed=3)
+    ours = kmeans(X, 4, np.random.default_rng(0), n_init=10)
+    reference = KMeans(n_clusters=4, n_init=10, random_state=0).fit(X)
+    assert ours.inertia == pytest.approx(reference.inertia_, rel=1e-9)
+    assert matched_disagreement(ours.labels, reference.labels_, 4) == 0.0
+    assert ours.inertia == pytest.approx(((X - ours.centers[ours.labels]) ** 2).sum(), rel=1e-12)
+
+
+def test_kmeans_plusplus_picks_data_points_and_spreads_them():
+    X = np.array([[0.0], [0.1], [10.0], [10.1]])
+    seeds = kmeans_plusplus(X, 2, np.random.default_rng(0), 50)
+    assert seeds.shape == (50, 2, 1)
+    # the second centre is far from the first with probability 1 - 0.01/(2*~100): one per side
+    sides = (seeds[:, :, 0] > 5).sum(axis=1)
+    assert (sides == 1).mean() > 0.9
+
+
+def test_confusion_and_matching_by_hand():
+    a = np.array([0, 0, 1, 1, 2, 2])
+    b = np.array([1, 1, 0, 0, 0, 2])
+    assert confusion(a, b, 3).tolist() == [[0, 2, 0], [2, 0, 0], [1, 0, 1]]
+    # best relabeling maps b's 1->0, 0->1, 2->2: only point 4 (a=2, b=0) disagrees
+    assert matched_disagreement(a, b, 3) == pytest.approx(1 / 6)
+
+
+def test_matching_equals_brute_force_over_permutations():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        k = int(rng.integers(2, 5))
+        a, b = rng.integers(k, size=30), rng.integers(k, size=30)
+        brute = min(np.mean(a != np.array(p)[b]) for p in itertools.permutations(range(k)))
+        assert matched_disagreement(a, b, k) == pytest.approx(brute)
+
+
+def test_nearest_centroid_by_hand():
+    X = np.array([[0.0, 0.0], [2.0, 0.0], [10.0, 10.0], [12.0, 10.0]])
+    labels = np.array([1, 1, 0, 0])
+    new = np.array([[1.0, 1.0], [11.0, 8.0], [5.9, 5.0], [6.1, 5.0]])
+    # centroids (1, 0) for label 1 and (11, 10) for label 0; (5.9, 5) is closer to (1, 0)
+    assert nearest_centroid(X, labels, 2, new).tolist() == [1, 0, 1, 0]
+
+
+def test_nearest_centroid_never_predicts_an_empty_cluster():
+    X = np.array([[0.0], [1.0]])
+    assert set(nearest_centroid(X, np.array([0, 0]), 3, np.array([[0.5], [100.0]]))) == {0}
+
+
+def test_nearest_neighbor_matches_sklearn():
+    rng = np.random.default_rng(2)
+    X, new = rng.standard_normal((60, 3)), rng.standard_normal((200, 3))
+    labels = rng.integers(4, size=60)
+    reference = KNeighborsClassifier(n_neighbors=1).fit(X, labels).predict(new)
+    assert np.array_equal(nearest_neighbor(X, labels, 4, new), reference)
+
+
+def fits(first, second, la, lb, k, evaluation=None, pairing=None):
+    return TrialFits(first=first, second=second, labels_first=la, labels_second=lb, k=k,
+                     predictor=nearest_centroid, evaluation=evaluation, pairing=pairing)
+
+
+def test_lange_disagreement_by_hand():
+    first = np.array([[0.0], [1.0], [10.0], [11.0]])
+    second = np.array([[0.5], [4.0], [6.0], [10.5]])
+    # first's centroids: 0.5 (label 0) and 10.5 (label 1); 4 -> 0, 6 -> 1 (midpoint 5.5)
+    # second's own labels put 4 with 10.5: one point of four disagrees after matching
+    value = lange_disagreement(fits(first, second, np.array([0, 0, 1, 1]), np.array([1, 0, 0, 0]), 2))
+    assert value == pytest.approx(0.25)
+
+
+def test_pairwise_instability_by_hand():
+    first = np.array([[0.0], [1.0], [10.0], [11.0]])
+    second = np.array([[0.0], [1.0], [2.0], [11.0]])
+    evaluation = np.array([[0.0], [5.7], [8.0], [11.0]])
+    # first: centroids 0.5 | 10.5, boundary 5.5 -> evaluation labels [0, 1, 1, 1]
+    # second: centroids 1 | 11, boundary 6 -> evaluation labels [0, 0, 1, 1]
+    # pairs (0, 1) and (2, 3): apart/together differ, together/together agree -> 1 of 2
+    value = pairwise_instability(fits(first, second, np.array([0, 0, 1, 1]), np.array([0, 0, 0, 1]), 2,
+                                      evaluation=evaluation, pairing=np.array([0, 2, 1, 3])))
+    assert value == pytest.approx(0.5)
+
+
+def test_random_baseline_matches_the_exact_expectation():
+    # Two points, two labels: the partitions agree with probability 1/2 (disagreement 0),
+    # otherwise one of the two points disagrees after matching: expectation 1/4.
+    assert random_labeling_disagreement(2, 2, np.random.default_rng(0), draws=40_000) == pytest.approx(0.25, abs=0.01)
+
+
+def test_random_baseline_is_below_the_asymptote_and_approaches_it():
+    rng = np.random.default_rng(1)
+    small = random_labeling_disagreement(50, 5, rng, draws=500)
+    large = random_labeling_disagreement(20_000, 5, rng, draws=50)
+    assert small < large < 1 - 1 / 5
+    assert large == pytest.approx(0.8, abs=0.01)
+
+
+def test_label_id_is_blake2b_and_streams_are_keyed_by_values():
+    expected = int.from_bytes(hashlib.blake2b(b"gaussians3", digest_size=8).digest(), "little")
+    assert label_id("gaussians3") == expected
+    a = stream(11, Purpose.DRAW, 5, 100, 3).random(4)
+    assert np.array_equal(a, stream(11, Purpose.DRAW, 5, 100, 3).random(4))
+    assert not np.array_equal(a, stream(11, Purpose.DRAW, 5, 100, 4).random(4))
+    assert not np.array_equal(a, stream(11, Purpose.EVAL, 5, 100, 3).random(4))
+    assert not np.array_equal(a, stream(12, Purpose.DRAW, 5, 100, 3).random(4))
+
+
+@pytest.mark.parametrize("source", [SyntheticSource("shamir_mixture1d", {"mu": 5.0}),
+                                    ArraySource(np.arange(40, dtype=float)[:, None])])
+def test_halves_do_not_depend_on_whether_an_evaluation_sample_is_drawn(source):
+    draw = lambda with_eval: source.draw(12, np.random.default_rng(3), np.random.default_rng(4), with_eval=with_eval)  # noqa: E731
+    plain, full = draw(False), draw(True)
+    assert plain.evaluation is None and full.evaluation.shape == (12, 1)
+    assert np.array_equal(plain.first, full.first) and np.array_equal(plain.second, full.second)
+    assert plain.first.shape == plain.second.shape == (6, 1)
+
+
+def test_array_source_halves_and_evaluation_are_disjoint_rows():
+    X = np.arange(30, dtype=float)[:, None]
+    data = ArraySource(X).draw(10, np.random.default_rng(0), np.random.default_rng(1), with_eval=True)
+    rows = np.concatenate([data.first, data.second, data.evaluation]).ravel()
+    assert len(set(rows)) == 20
