@@ -62,8 +62,14 @@ def pca(X: Array, *, components: int) -> Array:
 def impute(X: Array, *, strategy: Literal["column_mean", "row_mean"] = "row_mean") -> Array:
     """Replace missing values by the mean of their column or of their row."""
     along = 0 if strategy == "column_mean" else 1
-    means = np.nanmean(X, axis=along, keepdims=True)
-    return np.where(np.isnan(X), means, X)
+    present = ~np.isnan(X)
+    counts = present.sum(axis=along, keepdims=True)
+    if (counts == 0).any():
+        what = "row" if along == 1 else "column"
+        raise ValueError(f"impute: a {what} has no values to take a mean from; add a '- drop_missing: "
+                         "{max_missing: M}' step before it")
+    means = np.where(present, X, 0.0).sum(axis=along, keepdims=True) / counts
+    return np.where(present, X, means)
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,9 @@ STEPS: dict[str, Step] = {
 }
 
 
-def drop_missing_rows(X: Array) -> tuple[Array, NDArray[np.int64]]:
-    """Rows without a missing value, and their indices in ``X``."""
-    keep = np.flatnonzero(~np.isnan(X).any(axis=1))
+def drop_missing_rows(X: Array, *, max_missing: int = 0) -> tuple[Array, NDArray[np.int64]]:
+    """Rows with at most ``max_missing`` missing values, and their indices in ``X``."""
+    keep = np.flatnonzero(np.isnan(X).sum(axis=1) <= max_missing)
     return X[keep], keep
 
 
@@ -110,7 +116,7 @@ def apply_steps(
     rows: NDArray[np.int64] | None = np.arange(X.shape[0])
     for name, params in steps:
         if name == "drop_missing":
-            X, keep = drop_missing_rows(X)
+            X, keep = drop_missing_rows(X, **params)
             rows = None if rows is None else rows[keep]
             continue
         step = STEPS[name]

@@ -1,0 +1,101 @@
+"""Bad input: exit code 2, one message naming the key, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import cli, small_config, write_config
+
+
+def _file_dataset(tmp_path, text: str, **extra) -> dict:
+    (tmp_path / "data.csv").write_text(text)
+    return {"name": "file", "kind": "file", "path": "data.csv", **extra}
+
+
+CASES = {
+    "unknown dataset": (lambda tmp: small_config(datasets=[{"name": "x", "kind": "gausians3"}]),
+                        ["datasets[0].kind", "gausians3", "lange_gaussians3"]),
+    "k = 1 for stability": (lambda tmp: small_config(k=[1, 2, 3]), ["k", "'lange'", "k >= 2"]),
+    "negative resamples": (lambda tmp: small_config(resamples=-3), ["resamples", "-3", ">= 1"]),
+    "zero resamples": (lambda tmp: small_config(resamples=0), ["resamples", "0"]),
+    "missing file": (lambda tmp: small_config(datasets=[{"name": "f", "kind": "file", "path": "nope.csv"}]),
+                     ["datasets[0].path", "nope.csv", "does not exist"]),
+    "unknown top-level key": (lambda tmp: {**small_config(), "resample": 3}, ["resample", "unknown key"]),
+    "wrong type": (lambda tmp: small_config(seed="abc"), ["seed", "'abc'", "integer"]),
+    "unknown criterion": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                          "predictor": "nearest_centroid", "criteria": ["lnage"]}]), ["methods[0].criteria[0]", "lnage"]),
+    "unknown algorithm": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmean",
+                          "predictor": "nearest_centroid", "criteria": ["lange"]}]), ["methods[0].algorithm", "kmean"]),
+    "unknown algorithm parameter": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                                    "params": {"ninit": 3}, "predictor": "nearest_centroid", "criteria": ["lange"]}]),
+                                    ["methods[0].params", "ninit", "n_init"]),
+    "n too small": (lambda tmp: small_config(n=[2]), ["n[0]", ">= 4"]),
+    "n = all for synthetic": (lambda tmp: small_config(n=["all"]), ["datasets[0].n", "'all'"]),
+    "duplicate dataset names": (lambda tmp: small_config(datasets=[{"name": "a", "kind": "rings3"},
+                                                                   {"name": "a", "kind": "rings3"}]), ["datasets", "'a'"]),
+    "csv with text": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(tmp, "a,b\n1,2\n3,x\n5,6\n7,8\n9,1\n")]),
+                      ["datasets[0].path", "'x'", "column 'b'"]),
+    "csv with NaN": (lambda tmp: small_config(n=[4], methods=[{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}],
+                                              datasets=[_file_dataset(tmp, "a,b\n1,2\n3,\n5,6\n7,8\n9,1\n")]),
+                     ["datasets[0].path", "missing", "impute"]),
+    "labels of the wrong length": (lambda tmp: (tmp.joinpath("labels.csv").write_text("y\n1\n2\n"), small_config(
+        n=[4], datasets=[_file_dataset(tmp, "a,b\n1,2\n3,4\n5,6\n7,8\n", labels="labels.csv")]))[1],
+        ["datasets[0].labels", "2 labels", "4 rows"]),
+    "n above the file's rows": (lambda tmp: small_config(n=[40], datasets=[_file_dataset(tmp, "a\n1\n2\n3\n4\n5\n")]),
+                                ["datasets[0].n[0]", "40", "5 rows"]),
+    "pairwise needs twice the rows": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(tmp, "a\n1\n2\n3\n4\n5\n")]),
+                                      ["datasets[0].n", "evaluation sample", "n <= 2"]),
+    "unknown preprocessing step": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(
+        tmp, "a\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", preprocess=["standardise"])]), ["datasets[0].preprocess[0]", "standardize"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_config_exits_2_naming_the_key(tmp_path, case):
+    build, expected = CASES[case]
+    path = write_config(tmp_path / "bad.yaml", **build(tmp_path))
+    for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "cube.zarr")]):
+        result = cli(*command)
+        assert result.returncode == 2, (case, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert result.stderr.startswith("error: ")
+        for fragment in expected:
+            assert fragment in result.stderr, (case, fragment, result.stderr)
+    assert not (tmp_path / "cube.zarr").exists()
+
+
+def test_yaml_syntax_error_names_the_file_and_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: broken\nseed: 1\nk: [2, 3\nresamples: 4\n")
+    result = cli("run", str(path), "--out", str(tmp_path / "cube.zarr"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "broken.yaml" in result.stderr and "YAML syntax error at line" in result.stderr
+    assert not (tmp_path / "cube.zarr").exists()
+
+
+def test_missing_config_file_and_bad_options(tmp_path):
+    result = cli("run", str(tmp_path / "absent.yaml"))
+    assert result.returncode == 2 and "absent.yaml" in result.stderr and "Traceback" not in result.stderr
+    config = write_config(tmp_path / "ok.yaml", **small_config())
+    result = cli("run", str(config), "--workers", "0")
+    assert result.returncode == 2 and "--workers" in result.stderr
+    result = cli("run", str(config), "--workers", "two")
+    assert result.returncode == 2 and "--workers" in result.stderr
+    result = cli("status", str(tmp_path / "not-a-cube.zarr"))
+    assert result.returncode == 2 and "not a cube" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_out_pointing_at_a_folder_that_is_not_a_cube_is_refused_untouched(tmp_path):
+    folder = tmp_path / "precious"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(folder))
+    assert result.returncode == 2 and "not an ordercube cube" in result.stderr
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_unreachable_scheduler_exits_2(tmp_path):
+    result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(tmp_path / "c.zarr"),
+                 "--scheduler", "tcp://127.0.0.1:1", timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "--scheduler" in result.stderr and "Traceback" not in result.stderr

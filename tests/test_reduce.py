@@ -1,0 +1,96 @@
+"""Reducers on small cubes built in memory, with answers worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pipeline.reduce import (
+    choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
+)
+from pipeline.report import selection_table
+
+NAN = np.nan
+
+
+def tiny_cube(lange: list[list[float]], status: list[list[int]] | None = None, ks=(2, 3, 4), n=100) -> xr.Dataset:
+    """One dataset, one n, one model; ``lange[k_index][trial]``."""
+    values = np.array(lange, dtype=float)[None, None, None]
+    status_values = np.ones_like(values, dtype=np.int8) if status is None else np.array(status, np.int8)[None, None, None]
+    dims = ("dataset", "n", "model", "k", "trial")
+    coords = {"dataset": ["a"], "n": [n], "model": ["m"], "k": list(ks), "trial": list(range(values.shape[-1]))}
+    baseline = np.array([[0.5, 0.6, 0.8][: len(ks)]])
+    return xr.Dataset(
+        {"lange": (dims, values), "pairwise": (dims, values / 10), "status": (dims, status_values),
+         "lange_random": (("n", "k"), baseline)},
+        coords=coords, attrs={"ordercube_true_k": json.dumps({"a": 3})},
+    )
+
+
+def test_lange_is_normalised_by_the_random_baseline_and_pairwise_is_raw():
+    cube = tiny_cube([[0.1, 0.2, 0.3], [0.06, 0.0, 0.12], [0.4, 0.4, 0.4]])
+    scores = criterion_scores(cube)
+    np.testing.assert_allclose(scores["lange"].sel(k=2).values.ravel(), [0.2, 0.4, 0.6])
+    np.testing.assert_allclose(scores["lange"].sel(k=3).values.ravel(), [0.1, 0.0, 0.2])
+    np.testing.assert_allclose(scores["pairwise"].sel(k=4).values.ravel(), [0.04, 0.04, 0.04])
+
+
+def test_selection_summary_choices_frequency_and_failure_rate_by_hand():
+    # normalised lange per trial: k=2 -> [0.2, 0.4, 0.6]; k=3 -> [0.1, 0.0, 0.7]; k=4 -> [0.5, 0.5, 0.5]
+    cube = tiny_cube([[0.1, 0.2, 0.3], [0.06, 0.0, 0.42], [0.4, 0.4, 0.4]])
+    scores = criterion_scores(cube)
+    summary = summarise(scores)
+    assert float(summary["lange_mean"].sel(k=3).squeeze()) == pytest.approx(0.8 / 3)
+    assert float(summary["lange_std"].sel(k=2).squeeze()) == pytest.approx(0.2)
+    assert int(summary["lange_trials"].sel(k=2).squeeze()) == 3
+    # means: k=2 0.4, k=3 0.2667, k=4 0.5 -> 3
+    assert int(select_k(scores)["lange"].squeeze()) == 3
+    choices = choice_per_trial(scores)
+    assert choices["lange"].values.ravel().tolist() == [3, 3, 4]
+    frequency = selection_frequency(choices, scores["k"])["lange"].squeeze()
+    np.testing.assert_allclose(frequency.values, [0.0, 2 / 3, 1 / 3])
+    assert float(failure_rate(choices)["lange"].squeeze()) == pytest.approx(1 / 3)
+    scaled = sqrt_n_scaled(summary)["lange"].sel(k=4).squeeze()
+    assert float(scaled) == pytest.approx(0.5 * 10)
+
+
+def test_exact_ties_go_to_the_largest_k():
+    # normalised: k=2 [0, 0], k=3 [0, 0.5], k=4 [0, 0.25]: per trial ties at 0 -> largest k among them
+    cube = tiny_cube([[0.0, 0.0], [0.0, 0.3], [0.0, 0.2]])
+    scores = criterion_scores(cube)
+    assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [4, 2]
+    assert int(select_k(scores)["lange"].squeeze()) == 2  # means 0, 0.25, 0.125
+
+
+def test_cells_that_are_not_ok_are_left_out_not_counted_as_values():
+    # the failed cell (k=3, trial 0) holds a stale value that must be ignored
+    cube = tiny_cube([[0.2, 0.2], [0.0, 0.3], [0.4, 0.4]], status=[[1, 1], [2, 1], [1, 1]])
+    scores = criterion_scores(cube)
+    assert np.isnan(scores["lange"].sel(k=3, trial=0)).all()
+    assert int(summarise(scores)["lange_trials"].sel(k=3).squeeze()) == 1
+    # trial 0 chooses among k=2 (0.4) and k=4 (0.5): 2; trial 1 among 0.4, 0.5, 0.5: 2
+    assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [2, 2]
+
+
+def test_a_trial_without_any_value_has_no_choice_and_unknown_truth_has_no_failure_rate():
+    cube = tiny_cube([[0.2, NAN], [0.0, NAN], [0.4, NAN]], status=[[1, 3], [1, 3], [1, 3]])
+    cube.attrs["ordercube_true_k"] = json.dumps({"a": -1})
+    choices = choice_per_trial(criterion_scores(cube))
+    assert choices["lange"].values.ravel().tolist() == [3, -1]
+    assert np.isnan(failure_rate(choices)["lange"]).all()
+    table = selection_table(cube)
+    row = table[table.criterion == "lange"].iloc[0]
+    assert (row.k_hat, row.trials, row.true_k) == (3, 1, -1)
+    assert np.isnan(row.failure_rate) and row.k_hat_frequency == 1.0
+
+
+def test_unsorted_coordinates_from_an_extension_are_sorted():
+    cube = tiny_cube([[0.4, 0.4], [0.1, 0.1], [0.2, 0.2]], ks=(4, 2, 3))
+    cube["lange_random"] = (("n", "k"), np.array([[0.8, 0.5, 0.6]]))
+    scores = criterion_scores(cube)
+    assert scores["k"].values.tolist() == [2, 3, 4]
+    # normalised means: k=4 0.5, k=2 0.2, k=3 0.333 -> 2
+    assert int(select_k(scores)["lange"].squeeze()) == 2
