@@ -15,6 +15,7 @@ supports, since the coarser adds nothing the finer does not reproduce.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -50,12 +51,16 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
 def summarise(scores: xr.Dataset) -> xr.Dataset:
     """Mean, standard deviation, quartiles and number of trials of every score over ``trial``."""
     out = {}
-    for name, values in scores.data_vars.items():
-        out[f"{name}_mean"] = values.mean("trial")
-        out[f"{name}_std"] = values.std("trial", ddof=1)
-        out[f"{name}_q25"] = values.quantile(0.25, "trial").drop_vars("quantile")
-        out[f"{name}_q75"] = values.quantile(0.75, "trial").drop_vars("quantile")
-        out[f"{name}_trials"] = values.notnull().sum("trial")
+    with warnings.catch_warnings():
+        # cells that are not planned or not ok are NaN by design: an all-NaN slice is a normal case
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+        warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
+        for name, values in scores.data_vars.items():
+            out[f"{name}_mean"] = values.mean("trial")
+            out[f"{name}_std"] = values.std("trial", ddof=1)
+            out[f"{name}_q25"] = values.quantile(0.25, "trial").drop_vars("quantile")
+            out[f"{name}_q75"] = values.quantile(0.75, "trial").drop_vars("quantile")
+            out[f"{name}_trials"] = values.notnull().sum("trial")
     return xr.Dataset(out, attrs=scores.attrs)
 
 
