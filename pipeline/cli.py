@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import signal
 import sys
@@ -98,14 +99,16 @@ def _report(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
-    from pipeline.run import dry_plan
+    from pipeline.run import preview_plan
 
     config = load_config(args.config, out=args.out)
-    plan = dry_plan(config)
+    plan = preview_plan(config)
+    workers = os.cpu_count() or 1
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
     print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")
-    print(f"  cube: {config.out}  ({shape}); chunks {plan.chunks}")
-    print(f"  cells: {plan.planned_cells} planned in {len(plan.tasks)} tasks; criteria: {', '.join(config.criteria)}")
+    print(f"  cube: {config.out}  ({shape}); chunks {plan.chunk_shape}")
+    print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
+          f"{len(plan.tasks(workers=workers))} tasks on {workers} workers; criteria: {', '.join(config.criteria)}")
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
     for method in config.methods:

@@ -131,20 +131,23 @@ def estimated_seconds(chunk: Chunk, coords: Coords) -> float:
     return chunk.cells * (3e-4 + 2.5e-6 * n * mean_k)
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, task_seconds: float) -> list[list[Chunk]]:
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, task_seconds: float, workers: int) -> list[list[Chunk]]:
     """Consecutive chunks of one dataset grouped until a task is worth about ``task_seconds``.
 
-    Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n one chunk per task.
+    Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n one chunk per task; a
+    small grid is cut finer, so that every worker gets at least three tasks when there are enough chunks.
     """
+    costs = [estimated_seconds(chunk, coords) for chunk in chunks]
+    target = min(task_seconds, sum(costs) / (3 * max(workers, 1)))
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []
     cost = 0.0
-    for chunk in chunks:
-        if current and (chunk.dataset != current[0].dataset or cost >= task_seconds):
+    for chunk, chunk_cost in zip(chunks, costs):
+        if current and (chunk.dataset != current[0].dataset or cost >= target):
             tasks.append(current)
             current, cost = [], 0.0
         current.append(chunk)
-        cost += estimated_seconds(chunk, coords)
+        cost += chunk_cost
     if current:
         tasks.append(current)
     return tasks

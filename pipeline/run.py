@@ -22,10 +22,13 @@ from distributed import Client, LocalCluster, as_completed
 from pipeline.config import Config
 from pipeline.errors import InputError
 from pipeline.graph import Task, build_tasks, execute_task
-from pipeline.grid import Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, plan_of, planned_mask
+from pipeline.grid import (
+    DIMS, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
+    planned_mask,
+)
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
-from pipeline.store import BASELINE, open_for_run, write_block
+from pipeline.store import BASELINE, open_existing, open_for_run, stored_coords, write_block
 from tasks.cell import Status
 from tasks.criteria.stability import random_labeling_disagreement
 from tasks.datasets import SyntheticSource
@@ -38,16 +41,22 @@ class Interrupted(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """The work a config still needs on a cube, without running anything."""
+    """The cells a config still needs on a cube, chunk by chunk, before they are grouped into tasks."""
 
+    config: Config
     coords: Coords
-    chunks: dict[str, int]
+    chunk_shape: dict[str, int]
     planned_cells: int
-    tasks: list[Task]
+    chunks: list[Chunk]
 
     @property
     def cells_to_compute(self) -> int:
-        return sum(task.cells for task in self.tasks)
+        return sum(chunk.cells for chunk in self.chunks)
+
+    def tasks(self, workers: int) -> list[Task]:
+        groups = group_into_tasks(self.chunks, self.coords, task_seconds=self.config.execution.task_seconds,
+                                  workers=workers)
+        return build_tasks(self.config, self.coords, groups)
 
 
 @dataclass(frozen=True)
@@ -58,19 +67,33 @@ class Summary:
     seconds: float
 
 
-def make_plan(config: Config, coords: Coords, chunks: dict[str, int], status: np.ndarray, *, retry_failed: bool = False) -> Plan:
+def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
+              retry_failed: bool = False) -> Plan:
     mask = planned_mask(plan_of(config), coords)
     todo = status == Status.PENDING
     if retry_failed:
         todo |= status == Status.FAILED
-    groups = group_into_tasks(list(chunks_to_compute(mask, todo, chunks)), coords, config.execution.task_seconds)
-    return Plan(coords=coords, chunks=chunks, planned_cells=int(mask.sum()), tasks=build_tasks(config, coords, groups))
+    return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
+                chunks=list(chunks_to_compute(mask, todo, chunk_shape)))
 
 
-def dry_plan(config: Config) -> Plan:
-    """The plan for a fresh cube (what ``ordercube validate`` prints)."""
-    coords = config_coords(config)
-    return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+def preview_plan(config: Config) -> Plan:
+    """What ``run`` would compute, without writing anything (``ordercube validate``).
+
+    Against the existing cube at ``config.out`` when there is one (checking that it may be extended),
+    else against a fresh cube.
+    """
+    path = Path(config.out)
+    if not (path / "zarr.json").exists():
+        coords = config_coords(config)
+        return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+    group = open_existing(path, config)
+    stored = stored_coords(group)
+    coords = merge_coords(stored, config_coords(config))
+    status = np.zeros(coords.shape, dtype=np.int8)
+    status[tuple(slice(0, size) for size in stored.shape)] = group["status"][:]
+    chunk_shape = dict(zip(DIMS, group["status"].chunks))
+    return make_plan(config, coords, chunk_shape, status)
 
 
 def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
@@ -132,28 +155,29 @@ def run_sweep(
     group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
     for note in notes:
         echo(note)
-    chunks = dict(zip(("dataset", "n", "model", "k", "trial"), group["status"].chunks))
-    plan = make_plan(config, coords, chunks, group["status"][:], retry_failed=retry_failed)
+    chunk_shape = dict(zip(DIMS, group["status"].chunks))
+    plan = make_plan(config, coords, chunk_shape, group["status"][:], retry_failed=retry_failed)
     fill_baseline(group, config, coords)
-    if not plan.tasks:
+    if not plan.chunks:
         echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
         return Summary(0, 0, 0, 0.0)
-    echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(plan.tasks)} tasks -> {path}")
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
+        tasks = plan.tasks(workers=sum(client.nthreads().values()) or 1)
+        echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
         echo(f"dask dashboard: {client.dashboard_link}")
-        return _submit_and_store(client, config, plan, group, echo=echo, show_progress=show_progress)
+        return _submit_and_store(client, config, tasks, group, echo=echo, show_progress=show_progress)
 
 
-def _submit_and_store(client: Client, config: Config, plan: Plan, group: zarr.Group, *,
+def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: zarr.Group, *,
                       echo: Callable[[str], None], show_progress: bool) -> Summary:
     started = time.perf_counter()
     threads = sum(client.nthreads().values()) or 1
     window = config.execution.max_tasks_in_flight or 4 * threads
-    needed = {task.dataset for task in plan.tasks}
+    needed = {task.dataset for task in tasks}
     arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
               if d.data is not None and d.name in needed}
     synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
-    pending = iter(plan.tasks)
+    pending = iter(tasks)
     futures = as_completed()
     in_flight = set()
 
@@ -167,7 +191,7 @@ def _submit_and_store(client: Client, config: Config, plan: Plan, group: zarr.Gr
     for _ in range(window):
         submit_next()
     counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0}
-    with SweepProgress(plan.cells_to_compute, enabled=show_progress) as progress:
+    with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
             for future in futures:
                 for chunk, result in future.result():

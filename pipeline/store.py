@@ -13,7 +13,7 @@ import json
 import shutil
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dask.array as da
 import numpy as np
@@ -156,6 +156,21 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
         array[tuple(region)] = array.fill_value
 
 
+def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r") -> zarr.Group:
+    """The cube at ``path``, after checking that ``config`` may extend it (``InputError`` if not)."""
+    try:
+        group = zarr.open_group(path, mode=mode)
+        stored_identity = json.loads(group.attrs["ordercube_identity"])
+    except (KeyError, ValueError, zarr.errors.ZarrError) as error:
+        raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
+    problem = compatibility_problem(stored_identity, config.identity)
+    if problem:
+        raise InputError(f"--out: the cube at {path} was computed with another config: {problem}. "
+                         "Old cells would no longer match it; write to a new cube with --out NEW_PATH "
+                         "(or restore the old setting to extend this one)")
+    return group
+
+
 def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, int]) -> tuple[zarr.Group, Coords, list[str]]:
     """Create the cube, or check and extend an existing one; returns it, its coordinates and notes.
 
@@ -169,16 +184,8 @@ def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, i
         if path.exists():
             path.rmdir()
         return create(path, config, wanted, chunks), wanted, notes
-    try:
-        group = zarr.open_group(path, mode="r+")
-        stored_identity = json.loads(group.attrs["ordercube_identity"])
-    except (KeyError, ValueError, zarr.errors.ZarrError) as error:
-        raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
-    problem = compatibility_problem(stored_identity, config.identity)
-    if problem:
-        raise InputError(f"--out: the cube at {path} was computed with another config: {problem}. "
-                         "Old cells would no longer match it; write to a new cube with --out NEW_PATH "
-                         "(or restore the old setting to extend this one)")
+    group = open_existing(path, config, mode="r+")
+    stored_identity = json.loads(group.attrs["ordercube_identity"])
     removed = remove_partial_files(path)
     if removed:
         notes.append(f"removed {removed} temp file(s) left by an interrupted write")
