@@ -29,7 +29,7 @@ from pipeline.grid import (
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
 from pipeline.store import BASELINE, open_existing, open_for_run, stored_coords, write_block
-from tasks.cell import Status
+from tasks.cell import BlockResult, Status, describe
 from tasks.criteria.stability import random_labeling_disagreement
 from tasks.datasets import SyntheticSource
 from tasks.seeding import Purpose, stream
@@ -168,6 +168,21 @@ def run_sweep(
         return _submit_and_store(client, config, tasks, group, echo=echo, show_progress=show_progress)
 
 
+def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
+    """A task's results; if the task itself failed (a worker died, a result could not be sent), every
+    cell of it is recorded as failed with that reason, so the sweep goes on and nothing is silent."""
+    if future.status != "error":
+        return future.result()
+    reason = f"task failed: {describe(future.exception())}"
+    results = []
+    for chunk, spec in task.blocks:
+        shape = (len(chunk.k), len(chunk.trial))
+        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.criteria},
+                                           status=np.full(shape, Status.FAILED, dtype=np.int8),
+                                           reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
+    return results
+
+
 def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: zarr.Group, *,
                       echo: Callable[[str], None], show_progress: bool) -> Summary:
     started = time.perf_counter()
@@ -179,13 +194,13 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: 
     synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
     pending = iter(tasks)
     futures = as_completed()
-    in_flight = set()
+    in_flight: dict = {}
 
     def submit_next() -> None:
         task = next(pending, None)
         if task is not None:
             future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset), pure=False)
-            in_flight.add(future)
+            in_flight[future] = task
             futures.add(future)
 
     for _ in range(window):
@@ -194,12 +209,12 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: 
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
             for future in futures:
-                for chunk, result in future.result():
+                task = in_flight.pop(future)
+                for chunk, result in _results_of(future, task):
                     write_block(group, chunk, result)
                     for code in counts:
                         counts[code] += int((result.status == code).sum())
                     progress.advance(chunk.cells, failed=int((result.status == Status.FAILED).sum()))
-                in_flight.discard(future)
                 future.release()
                 submit_next()
         except KeyboardInterrupt:

@@ -169,3 +169,21 @@ def test_interrupt_and_kill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert not list(cube.rglob("*.partial"))
     run_ok(config, tmp_path / "straight.zarr", "--workers", "2")
     assert_same_cells(cube, tmp_path / "straight.zarr")
+
+
+def test_a_task_that_kills_its_worker_is_recorded_as_failed_and_the_sweep_finishes(tmp_path):
+    config = small_config(n=[40], k=[2, 5], resamples=4, execution={"trials_per_chunk": 4, "task_seconds": 0.0001})
+    config["datasets"] = [{"name": "gauss", "kind": "lange_gaussians3"}]
+    config["methods"] = [{"name": "crash", "algorithm": "stub_crashing", "predictor": "nearest_centroid",
+                          "criteria": ["lange"]},
+                         {"name": "fine", "algorithm": "stub_constant", "predictor": "nearest_centroid",
+                          "criteria": ["lange"]}]
+    env = {"ORDERCUBE_PLUGINS": "ordercube_test_stubs", "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
+    result = cli("run", str(write_config(tmp_path / "c.yaml", **config)), "--out", str(tmp_path / "c.zarr"),
+                 "--workers", "2", "--no-progress", env=env)
+    assert result.returncode == 1, result.stderr
+    cube = open_cube(tmp_path / "c.zarr").load()
+    assert (cube["status"].sel(model="fine") == 1).all()
+    crashed = cube["status"].sel(model="crash")
+    assert (crashed == 2).all()  # one task holds both k of the chunk: all its cells are recorded as failed
+    assert all(reason.startswith("task failed: KilledWorker") for reason in cube["reason"].sel(model="crash").values.ravel())

@@ -24,3 +24,15 @@ def failing(X, k, rng):
 
 ALGORITHMS["stub_constant"] = Algorithm("stub_constant", constant, {})
 ALGORITHMS["stub_failing"] = Algorithm("stub_failing", failing, {})
+
+
+def crashing(X, k, rng):
+    """Kills its own worker process at k = 5 (a segfault, an OOM kill), every time it runs."""
+    if k == 5:
+        import os
+
+        os._exit(1)
+    return constant(X, k, rng)
+
+
+ALGORITHMS["stub_crashing"] = Algorithm("stub_crashing", crashing, {})
