@@ -287,7 +287,8 @@ def _execution(value: Any) -> Execution:
     return Execution(
         trials_per_chunk=None if chunk is None else _integer(chunk, "execution.trials_per_chunk", minimum=1, fix="e.g. 20"),
         task_seconds=float(seconds),
-        max_tasks_in_flight=None if in_flight is None else _integer(in_flight, "execution.max_tasks_in_flight", minimum=1, fix="e.g. 8"),
+        max_tasks_in_flight=None if in_flight is None
+        else _integer(in_flight, "execution.max_tasks_in_flight", minimum=1, fix="e.g. 8"),
     )
 
 

@@ -35,7 +35,8 @@ CASES = {
                                                                    {"name": "a", "kind": "rings3"}]), ["datasets", "'a'"]),
     "csv with text": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(tmp, "a,b\n1,2\n3,x\n5,6\n7,8\n9,1\n")]),
                       ["datasets[0].path", "'x'", "column 'b'"]),
-    "csv with NaN": (lambda tmp: small_config(n=[4], methods=[{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}],
+    "csv with NaN": (lambda tmp: small_config(n=[4], methods=[{"name": "m", "algorithm": "kmeans",
+                                                                "predictor": "nearest_centroid", "criteria": ["lange"]}],
                                               datasets=[_file_dataset(tmp, "a,b\n1,2\n3,\n5,6\n7,8\n9,1\n")]),
                      ["datasets[0].path", "missing", "impute"]),
     "labels of the wrong length": (lambda tmp: (tmp.joinpath("labels.csv").write_text("y\n1\n2\n"), small_config(

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 import zarr
 
 from conftest import REPO, STUBS, cli, small_config, write_config
