@@ -101,20 +101,35 @@ def true_k(ds: xr.Dataset) -> xr.DataArray:
     return xr.DataArray([int(known.get(str(name), -1)) for name in names], dims="dataset", coords={"dataset": names})
 
 
-def failure_rate(choices: xr.Dataset) -> xr.Dataset:
-    """Fraction of trials whose own choice is not the dataset's true k (NaN when k is unknown).
+def failure_rate(scores: xr.Dataset) -> xr.Dataset:
+    """Fraction of trials in which the dataset's true k was not the smallest score (NaN when k is unknown).
 
-    For the pairwise criterion with k in {2, 3, 4} this is seed 001's failure rate: the share of
-    trials where theta of the true k was not the smallest.
+    Seed 001's definition ("theta_3 was not the smallest of the three"): a trial fails when some other k
+    scores strictly lower than the true k, or when the true k has no value in that trial. Without exact
+    ties this is the trial's own choice differing from the true k; with a tie at the minimum the true k
+    is among the smallest and the trial does not count as a failure, whichever k the tie rule picks.
+    Trials without any value are left out.
     """
-    truth = true_k(choices)
+    truth = true_k(scores)
     out = {}
-    for name, choice in choices.data_vars.items():
-        valid = choice >= 0
-        wrong = (valid & (choice != truth)).sum("trial")
-        rate = wrong / valid.sum("trial").where(valid.sum("trial") > 0)
-        out[name] = rate.where(truth >= 0)
-    return xr.Dataset(out, attrs=choices.attrs)
+    for name, values in scores.data_vars.items():
+        valid = values.notnull().any("k")
+        at_truth = _at_true_k(values, truth)
+        failed = valid & ~(at_truth <= values.min("k"))
+        count = valid.sum("trial")
+        out[name] = (failed.sum("trial") / count.where(count > 0)).where(truth >= 0)
+    return xr.Dataset(out, attrs=scores.attrs)
+
+
+def _at_true_k(values: xr.DataArray, truth: xr.DataArray) -> xr.DataArray:
+    """Each dataset's values at its own true k (NaN where that k is not in the cube or unknown)."""
+    rows = []
+    for name in values["dataset"].values:
+        k = int(truth.sel(dataset=name))
+        row = values.sel(dataset=name)
+        at_k = row.sel(k=k) if k in values["k"].values else xr.full_like(row.isel(k=0), np.nan)
+        rows.append(at_k.drop_vars("k"))
+    return xr.concat(rows, dim="dataset")
 
 
 def sqrt_n_scaled(summary: xr.Dataset) -> xr.Dataset:

@@ -34,7 +34,7 @@ def selection_table(cube: xr.Dataset) -> pd.DataFrame:
     """One row per (dataset, n, method, criterion): k̂, how often trials chose it, the failure rate."""
     scores = criterion_scores(cube)
     chosen, choices = select_k(scores), choice_per_trial(scores)
-    frequency, failures, truth = selection_frequency(choices, scores["k"]), failure_rate(choices), true_k(scores)
+    frequency, failures, truth = selection_frequency(choices, scores["k"]), failure_rate(scores), true_k(scores)
     rows = []
     for criterion in scores.data_vars:
         trials = scores[criterion].notnull().any("k").sum("trial")
@@ -113,12 +113,12 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     table = selection_table(cube)
     table.to_csv(out / "selection.csv", index=False)
     scores = criterion_scores(cube)
-    summary, failures = summarise(scores), failure_rate(choice_per_trial(scores))
+    summary, failures = summarise(scores), failure_rate(scores)
     scaled = sqrt_n_scaled(summary)
     for criterion in scores.data_vars:
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
-                  ylabel="failure rate (choice != true k)", per_k=False, log=False)
+                  ylabel="failure rate (true k not smallest)", per_k=False, log=False)
         plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",
                   ylabel=f"sqrt(n) * mean {criterion}", per_k=True, log=True)
     return table

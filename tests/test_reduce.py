@@ -52,7 +52,7 @@ def test_selection_summary_choices_frequency_and_failure_rate_by_hand():
     assert choices["lange"].values.ravel().tolist() == [3, 3, 4]
     frequency = selection_frequency(choices, scores["k"])["lange"].squeeze()
     np.testing.assert_allclose(frequency.values, [0.0, 2 / 3, 1 / 3])
-    assert float(failure_rate(choices)["lange"].squeeze()) == pytest.approx(1 / 3)
+    assert float(failure_rate(scores)["lange"].squeeze()) == pytest.approx(1 / 3)
     scaled = sqrt_n_scaled(summary)["lange"].sel(k=4).squeeze()
     assert float(scaled) == pytest.approx(0.5 * 10)
 
@@ -63,6 +63,8 @@ def test_exact_ties_go_to_the_largest_k():
     scores = criterion_scores(cube)
     assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [4, 2]
     assert int(select_k(scores)["lange"].squeeze()) == 2  # means 0, 0.25, 0.125
+    # the true k = 3 ties for the smallest in trial 0 (no failure) and is beaten in trial 1 (failure)
+    assert float(failure_rate(scores)["lange"].squeeze()) == pytest.approx(1 / 2)
 
 
 def test_cells_that_are_not_ok_are_left_out_not_counted_as_values():
@@ -78,9 +80,9 @@ def test_cells_that_are_not_ok_are_left_out_not_counted_as_values():
 def test_a_trial_without_any_value_has_no_choice_and_unknown_truth_has_no_failure_rate():
     cube = tiny_cube([[0.2, NAN], [0.0, NAN], [0.4, NAN]], status=[[1, 3], [1, 3], [1, 3]])
     cube.attrs["ordercube_true_k"] = json.dumps({"a": -1})
-    choices = choice_per_trial(criterion_scores(cube))
-    assert choices["lange"].values.ravel().tolist() == [3, -1]
-    assert np.isnan(failure_rate(choices)["lange"]).all()
+    scores = criterion_scores(cube)
+    assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [3, -1]
+    assert np.isnan(failure_rate(scores)["lange"]).all()
     table = selection_table(cube)
     row = table[table.criterion == "lange"].iloc[0]
     assert (row.k_hat, row.trials, row.true_k) == (3, 1, -1)
