@@ -65,7 +65,7 @@ def test_shamir_tishby2007_figure1_trends(tmp_path):
     assert (failures.sel(dataset="mu8") <= 0.02).all()
     for mu in ("mu5", "mu8"):
         rate = failures.sel(dataset=mu).values
-        assert rate[-1] <= rate[0], (mu, rate)
+        assert rate[-1] <= rate[0] + 0.02, (mu, rate)  # 0.02: about two binomial SEs at 200 trials
     scaled = sqrt_n_scaled(summary)["pairwise"].sel(k=4, model="kmeans")
     ratio = scaled.max("n") / scaled.min("n")
     assert (ratio < 2.0).all(), ratio.values
