@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import xarray as xr
+from matplotlib.figure import Figure  # no pyplot: reports never touch the global backend
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import xarray as xr  # noqa: E402
-
-from pipeline.grid import DIMS, Coords, planned_mask  # noqa: E402
-from pipeline.reduce import (  # noqa: E402
+from pipeline.grid import DIMS, Coords, planned_mask
+from pipeline.reduce import (
     choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise, true_k,
 )
-from tasks.cell import Status  # noqa: E402
+from tasks.cell import Status
 
 
 def status_counts(cube: xr.Dataset) -> dict[str, int]:
@@ -56,10 +53,11 @@ def selection_table(cube: xr.Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _panels(count: int) -> tuple[plt.Figure, np.ndarray]:
+def _panels(count: int) -> tuple[Figure, np.ndarray]:
     columns = min(count, 3)
     rows = int(np.ceil(count / columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.4 * rows), squeeze=False)
+    figure = Figure(figsize=(4.5 * columns, 3.4 * rows))
+    axes = figure.subplots(rows, columns, squeeze=False)
     for ax in axes.ravel()[count:]:
         ax.set_visible(False)
     return figure, axes.ravel()
@@ -83,7 +81,6 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
         ax.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, per_k: bool, log: bool) -> None:
@@ -104,7 +101,6 @@ def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, pe
             ax.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
