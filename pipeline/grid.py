@@ -131,23 +131,35 @@ def estimated_seconds(chunk: Chunk, coords: Coords) -> float:
     return chunk.cells * (3e-4 + 2.5e-6 * n * mean_k)
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, task_seconds: float, workers: int) -> list[list[Chunk]]:
-    """Consecutive chunks of one dataset grouped until a task is worth about ``task_seconds``.
+def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
+    """``chunk`` cut along its trials into pieces of about ``target`` seconds (at least one trial each).
 
-    Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n one chunk per task; a
-    small grid is cut finer, so that every worker gets at least three tasks when there are enough chunks.
+    Every piece lies inside the chunk: the single writer stores it as a region of that chunk.
+    """
+    pieces = min(len(chunk.trial), max(1, int(np.ceil(cost / target))))
+    return [Chunk(chunk.dataset, chunk.n, chunk.model, chunk.k, tuple(int(t) for t in part))
+            for part in np.array_split(np.array(chunk.trial), pieces)]
+
+
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, task_seconds: float, workers: int) -> list[list[Chunk]]:
+    """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
+
+    Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n a chunk cut into several
+    tasks; a small grid is cut finer, so that every worker gets about three tasks.
     """
     costs = [estimated_seconds(chunk, coords) for chunk in chunks]
-    target = min(task_seconds, sum(costs) / (3 * max(workers, 1)))
+    target = max(min(task_seconds, sum(costs) / (3 * max(workers, 1))), 1e-6)
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []
     cost = 0.0
     for chunk, chunk_cost in zip(chunks, costs):
-        if current and (chunk.dataset != current[0].dataset or cost >= target):
-            tasks.append(current)
-            current, cost = [], 0.0
-        current.append(chunk)
-        cost += chunk_cost
+        for piece in split_by_cost(chunk, chunk_cost, target):
+            piece_cost = chunk_cost * len(piece.trial) / len(chunk.trial)
+            if current and (piece.dataset != current[0].dataset or cost + piece_cost > target):
+                tasks.append(current)
+                current, cost = [], 0.0
+            current.append(piece)
+            cost += piece_cost
     if current:
         tasks.append(current)
     return tasks

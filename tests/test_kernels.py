@@ -10,7 +10,7 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.neighbors import KNeighborsClassifier
 
-from tasks.algorithms.kmeans import kmeans, kmeans_plusplus, lloyd
+from tasks.algorithms.kmeans import BATCHED_MAX_POINTS_TIMES_K, kmeans, kmeans_plusplus, lloyd, lloyd_compiled
 from tasks.criteria.base import TrialFits
 from tasks.criteria.pairwise import pairwise_instability
 from tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
@@ -35,6 +35,24 @@ def test_lloyd_matches_sklearn_from_the_same_start(n, k):
     assert np.array_equal(labels[0], reference.labels_)
     assert inertia[0] == pytest.approx(reference.inertia_, rel=1e-9)
     np.testing.assert_allclose(centers[0], reference.cluster_centers_, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("n, k", [(300, 3), (2000, 6)])
+def test_batched_and_compiled_kernels_agree_from_the_same_seeds(n, k):
+    X = blobs(n, seed=k)
+    seeds = kmeans_plusplus(X, k, np.random.default_rng(7), 5)
+    batched, compiled = lloyd(X, seeds), lloyd_compiled(X, seeds)
+    assert np.array_equal(batched[0], compiled[0])
+    np.testing.assert_allclose(batched[2], compiled[2], rtol=1e-9)
+    np.testing.assert_allclose(batched[1], compiled[1], rtol=1e-9, atol=1e-9)
+
+
+def test_kernel_choice_by_size_gives_the_optimum_on_both_sides_of_the_threshold():
+    for n in (BATCHED_MAX_POINTS_TIMES_K // 4 - 100, BATCHED_MAX_POINTS_TIMES_K // 4 + 100):
+        X = blobs(n, seed=n)
+        ours = kmeans(X, 4, np.random.default_rng(0), n_init=10)
+        reference = KMeans(n_clusters=4, n_init=10, random_state=0).fit(X)
+        assert ours.inertia == pytest.approx(reference.inertia_, rel=1e-9)
 
 
 def test_best_of_restarts_reaches_sklearns_objective():

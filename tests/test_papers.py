@@ -47,7 +47,8 @@ def test_shamir_tishby2007_figure1_trends(tmp_path):
 
     Claims checked, with m = n/2 from 32 to 2048 and 200 trials (the paper: 1000 trials, m to 2^22):
     theta_3 is the smallest mean at every mu and m; the failure rate (theta_3 not the smallest of a
-    trial) does not increase with m and is near zero for well-separated mu = 8 (<= 0.02 at every m); theta_4 shrinks like 1/sqrt(m), so sqrt(m) * theta_4 stays within a factor of 2.
+    trial) does not increase with m and is near zero for well-separated mu = 8 (<= 0.02 at every m);
+    theta_4 shrinks like 1/sqrt(m), so sqrt(m) * theta_4 stays within a factor of 2.
     Not checked: theta_2, which does not shrink here: the mixture is symmetric, so k = 2 has two
     mirror-image optimal solutions and each sample picks one of them.
     """

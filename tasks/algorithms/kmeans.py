@@ -1,9 +1,14 @@
-"""k-means by Lloyd's algorithm, batched over restarts.
+"""k-means by Lloyd's algorithm from k-means++ seeds, with the kernel chosen by problem size.
 
-All restarts of one fit run together as ``(n_init, n, k)`` array operations: at the sample sizes of a
-stability sweep (tens to thousands of points) this removes the per-call overhead that dominates a
-loop of scikit-learn fits, while computing the same iterations (scikit-learn's tolerance rule, the
-same objective). The tests check the result against :class:`sklearn.cluster.KMeans`.
+Small problems run all restarts together as ``(n_init, n, k)`` array operations: at the sample sizes
+of a stability sweep (tens to hundreds of points) this removes the ~1 ms per-call overhead that
+dominates a loop of scikit-learn fits. Large problems run scikit-learn's compiled Lloyd iterations from
+the same seeds, one restart at a time, with one thread (so that results never depend on the machine's
+thread count). Both compute the same iterations (scikit-learn's tolerance rule, the same objective);
+the tests check them against each other and against :class:`sklearn.cluster.KMeans`.
+
+Measured on this project's 2-core machine (10 restarts, 2-D): batched numpy 0.4 ms vs scikit-learn
+4.8 ms at n = 50, k = 3; 15 ms vs 11 ms at n = 1000, k = 8; 169 ms vs 27 ms at n = 5000, k = 8.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+BATCHED_MAX_POINTS_TIMES_K = 6000  # above this n * k, scikit-learn's compiled iterations are faster
 
 
 @dataclass(frozen=True)
@@ -93,11 +102,28 @@ def lloyd(
     return labels, centers, inertia
 
 
+def lloyd_compiled(
+    X: NDArray[np.float64], centers: NDArray[np.float64], *, max_iter: int = 300, tol: float = 1e-4
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`lloyd` through scikit-learn's compiled iterations, one restart at a time, one thread."""
+    n_init, k, _ = centers.shape
+    labels = np.empty((n_init, X.shape[0]), dtype=np.int64)
+    final = np.empty_like(centers)
+    inertia = np.empty(n_init)
+    with threadpool_limits(limits=1):
+        for r in range(n_init):
+            fitted = KMeans(n_clusters=k, init=centers[r], n_init=1, algorithm="lloyd", max_iter=max_iter, tol=tol,
+                            copy_x=False).fit(X)
+            labels[r], final[r], inertia[r] = fitted.labels_, fitted.cluster_centers_, fitted.inertia_
+    return labels, final, inertia
+
+
 def kmeans(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
     tol: float = 1e-4,
 ) -> KMeansResult:
     """The best of ``n_init`` k-means++-seeded Lloyd runs on ``X`` of shape (n_samples, n_features)."""
-    labels, centers, inertia = lloyd(X, kmeans_plusplus(X, k, rng, n_init), max_iter=max_iter, tol=tol)
+    iterate = lloyd if X.shape[0] * k <= BATCHED_MAX_POINTS_TIMES_K else lloyd_compiled
+    labels, centers, inertia = iterate(X, kmeans_plusplus(X, k, rng, n_init), max_iter=max_iter, tol=tol)
     best = int(np.argmin(inertia))
     return KMeansResult(labels=labels[best], centers=centers[best], inertia=float(inertia[best]))

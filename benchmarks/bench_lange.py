@@ -1,0 +1,124 @@
+"""Throughput of one Lange-stability workload: ``ordercube run`` against plain serial loops.
+
+Workload (ENGINE_NOTES' peer comparison): ``lange_gaussians3``, k = 2..10, 20 resamples, k-means
+(``n_init=10``) + nearest-centroid predictor + Hungarian matching, for each n in {100, 1000, 10000}.
+
+Measured, in the same run:
+  (a) ``ordercube run`` end to end (a subprocess: Python start, LocalCluster start, the zarr cube);
+      (a') its compute part, as the CLI reports it ("done: X cells in Y s");
+  (b) a serial loop in this process calling the same kernels (``tasks.cell.run_block``);
+  (c) a serial loop of scikit-learn ``KMeans(n_init=10)`` + nearest centroid + scipy's Hungarian.
+Threads are pinned to 1 for the serial loops (as Dask's nanny does for workers). Figures are printed
+as cells/s and as ratios against the baselines; nothing here is a pass/fail test.
+
+    python benchmarks/bench_lange.py [--n 100 1000 10000] [--resamples 20] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
+
+import argparse  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from importlib import metadata  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
+
+from tasks.cell import BlockSpec, run_block  # noqa: E402
+from tasks.criteria.stability import random_labeling_disagreement  # noqa: E402
+from tasks.datasets import SyntheticSource  # noqa: E402
+from tasks.matching import matched_disagreement  # noqa: E402
+from tasks.predictors import nearest_centroid  # noqa: E402
+from tasks.seeding import Purpose, label_id, stream  # noqa: E402
+
+KS = tuple(range(2, 11))
+SEED = 12345
+BASELINE_DRAWS = 200
+
+
+def config(n: int, resamples: int) -> dict:
+    return {"name": f"bench{n}", "seed": SEED, "n": [n], "k": {"from": 2, "to": 10}, "resamples": resamples,
+            "baseline_draws": BASELINE_DRAWS, "datasets": [{"name": "gaussians3", "kind": "lange_gaussians3"}],
+            "methods": [{"name": "kmeans", "algorithm": "kmeans", "params": {"n_init": 10},
+                         "predictor": "nearest_centroid", "criteria": ["lange"]}]}
+
+
+def through_ordercube(n: int, resamples: int, workers: int) -> tuple[float, float]:
+    """Wall seconds of ``ordercube run`` and the compute seconds it reports."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench.yaml"
+        path.write_text(yaml.safe_dump(config(n, resamples)))
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path), "--out",
+                                 str(Path(folder) / "cube.zarr"), "--workers", str(workers), "--no-progress"],
+                                capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - started
+    compute = float(re.search(r"done: \d+ cells in ([\d.]+) s", result.stdout).group(1))
+    return wall, compute
+
+
+def baselines(n: int) -> None:
+    for k in KS:
+        random_labeling_disagreement(n // 2, k, stream(SEED, Purpose.BASELINE, n, k), draws=BASELINE_DRAWS)
+
+
+def serial_same_kernels(n: int, resamples: int) -> float:
+    started = time.perf_counter()
+    baselines(n)
+    source = SyntheticSource("lange_gaussians3", {"centers": [[-2.5, 4.0], [2.5, 4.0], [0.0, 0.0]], "std": 0.8})
+    for trial in range(resamples):
+        spec = BlockSpec(root_seed=SEED, dataset_id=label_id("gaussians3"), n=n, method_id=label_id("kmeans"),
+                         algorithm="kmeans", algorithm_params=(("max_iter", 300), ("n_init", 10), ("tol", 1e-4)),
+                         predictor="nearest_centroid", criteria=("lange",), ks=KS, trials=(trial,))
+        run_block(spec, source)
+    return time.perf_counter() - started
+
+
+def serial_sklearn(n: int, resamples: int) -> float:
+    started = time.perf_counter()
+    baselines(n)
+    source = SyntheticSource("lange_gaussians3", {"centers": [[-2.5, 4.0], [2.5, 4.0], [0.0, 0.0]], "std": 0.8})
+    for trial in range(resamples):
+        data = source.draw(n, np.random.default_rng([trial, SEED]), np.random.default_rng(0), with_eval=False)
+        for k in KS:
+            first = KMeans(n_clusters=k, n_init=10, random_state=trial).fit(data.first)
+            second = KMeans(n_clusters=k, n_init=10, random_state=trial + 1).fit(data.second)
+            predicted = nearest_centroid(data.first, first.labels_, k, data.second)
+            matched_disagreement(predicted, second.labels_, k)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--resamples", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("numpy", "scikit-learn", "dask", "zarr"))
+    print(f"cores: {os.cpu_count()}; workers: {args.workers}; {versions}")
+    header = (f"{'n':>6} {'cells':>6} | {'run wall s':>10} {'cells/s':>8} | {'compute s':>9} {'cells/s':>8} | "
+              f"{'serial s':>8} {'cells/s':>8} | {'sklearn s':>9} {'cells/s':>8} | "
+              f"{'serial/run':>10} {'sklearn/run':>11} {'sklearn/serial':>14}")
+    print(header)
+    for n in args.n:
+        cells = len(KS) * args.resamples
+        wall, compute = through_ordercube(n, args.resamples, args.workers)
+        serial = serial_same_kernels(n, args.resamples)
+        sklearn = serial_sklearn(n, args.resamples)
+        print(f"{n:>6} {cells:>6} | {wall:>10.2f} {cells / wall:>8.1f} | {compute:>9.2f} {cells / compute:>8.1f} | "
+              f"{serial:>8.2f} {cells / serial:>8.1f} | {sklearn:>9.2f} {cells / sklearn:>8.1f} | "
+              f"{serial / wall:>10.2f} {sklearn / wall:>11.2f} {sklearn / serial:>14.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
