@@ -12,6 +12,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
@@ -20,7 +21,7 @@ EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too, with our wording
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too, with our wording
         self.print_usage(sys.stderr)
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)

@@ -116,8 +116,8 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
                     for t0 in range(0, T, tc):
                         block = wanted[d, i, m, k0 : k0 + kc, t0 : t0 + tc]
                         if block.any():
-                            ks = tuple(k0 + j for j in np.flatnonzero(block.any(axis=1)))
-                            trials = tuple(t0 + j for j in np.flatnonzero(block.any(axis=0)))
+                            ks = tuple(int(k0 + j) for j in np.flatnonzero(block.any(axis=1)))
+                            trials = tuple(int(t0 + j) for j in np.flatnonzero(block.any(axis=0)))
                             yield Chunk(d, i, m, ks, trials)
 
 

@@ -31,7 +31,7 @@ def _sorted(ds: xr.Dataset) -> xr.Dataset:
 
 def criteria_in(cube: xr.Dataset) -> list[str]:
     """Criterion variables present in the cube."""
-    return [name for name in cube.data_vars if name not in ("status", "reason", "seconds", BASELINE)]
+    return [str(name) for name in cube.data_vars if name not in ("status", "reason", "seconds", BASELINE)]
 
 
 def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
@@ -134,5 +134,6 @@ def _at_true_k(values: xr.DataArray, truth: xr.DataArray) -> xr.DataArray:
 
 def sqrt_n_scaled(summary: xr.Dataset) -> xr.Dataset:
     """Mean scores multiplied by sqrt(n): flat in n when an instability shrinks like 1/sqrt(n)."""
-    means = {name.removesuffix("_mean"): values for name, values in summary.data_vars.items() if name.endswith("_mean")}
+    means = {str(name).removesuffix("_mean"): values for name, values in summary.data_vars.items()
+             if str(name).endswith("_mean")}
     return xr.Dataset({name: values * np.sqrt(values["n"]) for name, values in means.items()}, attrs=summary.attrs)

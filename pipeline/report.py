@@ -111,7 +111,7 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     scores = criterion_scores(cube)
     summary, failures = summarise(scores), failure_rate(scores)
     scaled = sqrt_n_scaled(summary)
-    for criterion in scores.data_vars:
+    for criterion in map(str, scores.data_vars):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
                   ylabel="failure rate (true k not smallest)", per_k=False, log=False)

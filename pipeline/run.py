@@ -28,7 +28,7 @@ from pipeline.grid import (
 )
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
-from pipeline.store import BASELINE, open_existing, open_for_run, stored_coords, write_block
+from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_coords, write_block
 from tasks.cell import BlockResult, Status, describe
 from tasks.criteria.stability import random_labeling_disagreement
 from tasks.datasets import SyntheticSource
@@ -91,8 +91,8 @@ def preview_plan(config: Config) -> Plan:
     stored = stored_coords(group)
     coords = merge_coords(stored, config_coords(config))
     status = np.zeros(coords.shape, dtype=np.int8)
-    status[tuple(slice(0, size) for size in stored.shape)] = group["status"][:]
-    chunk_shape = dict(zip(DIMS, group["status"].chunks))
+    status[tuple(slice(0, size) for size in stored.shape)] = array(group, "status")[:]
+    chunk_shape = dict(zip(DIMS, array(group, "status").chunks))
     return make_plan(config, coords, chunk_shape, status)
 
 
@@ -103,7 +103,7 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
     """
     if "lange" not in config.criteria:
         return 0
-    baseline = group[BASELINE][:]
+    baseline = np.asarray(array(group, BASELINE)[:])
     wanted_n = {n for d in config.datasets for n in d.n}
     filled = 0
     for i, n in enumerate(coords.n):
@@ -113,7 +113,7 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
                 baseline[i, j] = random_labeling_disagreement(n // 2, k, rng, draws=config.baseline_draws)
                 filled += 1
     if filled:
-        group[BASELINE][:] = baseline
+        array(group, BASELINE)[:] = baseline
     return filled
 
 
@@ -132,7 +132,7 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
         return
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
     # temporary array of a kernel is then mapped and unmapped again, and k-means ran 2x slower here.
-    settings = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    settings: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
     if plugin_modules():
         settings["distributed.worker.preload"] = plugin_modules()
     with dask.config.set(settings), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -155,8 +155,8 @@ def run_sweep(
     group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
     for note in notes:
         echo(note)
-    chunk_shape = dict(zip(DIMS, group["status"].chunks))
-    plan = make_plan(config, coords, chunk_shape, group["status"][:], retry_failed=retry_failed)
+    chunk_shape = dict(zip(DIMS, array(group, "status").chunks))
+    plan = make_plan(config, coords, chunk_shape, np.asarray(array(group, "status")[:]), retry_failed=retry_failed)
     fill_baseline(group, config, coords)
     if not plan.chunks:
         echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")

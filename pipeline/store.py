@@ -31,6 +31,13 @@ STATUS_MEANINGS = {int(s): s.name.lower() for s in Status}
 PACKAGES = ("ordercube", "numpy", "scipy", "scikit-learn", "dask", "distributed", "xarray", "zarr")
 
 
+def array(group: zarr.Group, name: str) -> zarr.Array:
+    """The array ``name`` of the cube (the cube's layout guarantees it is an array, not a group)."""
+    node = group[name]
+    assert isinstance(node, zarr.Array)  # invariant of the layout written by this module
+    return node
+
+
 def versions() -> dict[str, str]:
     found = {}
     for name in PACKAGES:
@@ -56,7 +63,8 @@ def _cell_variable(shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any) 
 def template(coords: Coords, chunks: dict[str, int], criteria: list[str]) -> xr.Dataset:
     """An all-pending cube (lazy: writing it with ``compute=False`` stores only metadata)."""
     shape, chunk_shape = coords.shape, chunk_shape_of(chunks)
-    data = {name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in criteria}
+    data: dict[str, tuple[tuple[str, ...], da.Array]] = {
+        name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in criteria}
     data["status"] = (DIMS, _cell_variable(shape, chunk_shape, np.int8))
     data["seconds"] = (DIMS, _cell_variable(shape, chunk_shape, np.float64))
     data[BASELINE] = (("n", "k"), da.full((len(coords.n), len(coords.k)), np.nan, chunks=(1, len(coords.k))))
@@ -69,7 +77,7 @@ def template(coords: Coords, chunks: dict[str, int], criteria: list[str]) -> xr.
 
 
 def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
-    return {name: {"chunks": tuple(c[0] for c in ds[name].chunks), "fill_value": _fill(ds[name].dtype)}
+    return {str(name): {"chunks": tuple(c[0] for c in ds[name].chunks or ()), "fill_value": _fill(ds[name].dtype)}
             for name in ds.data_vars}
 
 
@@ -109,11 +117,12 @@ def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
 
 
 def stored_coords(group: zarr.Group) -> Coords:
-    values = {}
-    for dim in DIMS:
-        raw = group[dim][:]
-        values[dim] = tuple(str(v) for v in raw) if dim in ("dataset", "model") else tuple(int(v) for v in raw)
-    return Coords(**values)
+    def labels(dim: str) -> list:
+        return np.asarray(array(group, dim)[:]).tolist()
+
+    return Coords(dataset=tuple(map(str, labels("dataset"))), n=tuple(map(int, labels("n"))),
+                  model=tuple(map(str, labels("model"))), k=tuple(map(int, labels("k"))),
+                  trial=tuple(map(int, labels("trial"))))
 
 
 def compatibility_problem(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
@@ -139,29 +148,29 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
     partly used edge chunk cannot carry stale values into it.
     """
     new_size = len(labels)
-    coordinate = group[dim]
+    coordinate = array(group, dim)
     coordinate.resize((new_size,))
     fresh = np.array(labels[old_size:], dtype=object if dim in ("dataset", "model") else np.int64)
     coordinate[old_size:] = fresh
-    for name, array in group.arrays():
-        names = array.metadata.dimension_names or ()
+    for name, stored in group.arrays():
+        names = list(getattr(stored.metadata, "dimension_names", None) or ())
         if name in DIMS or dim not in names:
             continue
         axis = names.index(dim)
-        shape = list(array.shape)
+        shape = list(stored.shape)
         shape[axis] = new_size
-        array.resize(tuple(shape))
-        region = [slice(None)] * len(shape)
+        stored.resize(tuple(shape))
+        region: list[slice] = [slice(None)] * len(shape)
         region[axis] = slice(old_size, new_size)
-        array[tuple(region)] = array.fill_value
+        stored[tuple(region)] = stored.fill_value
 
 
 def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r") -> zarr.Group:
     """The cube at ``path``, after checking that ``config`` may extend it (``InputError`` if not)."""
     try:
         group = zarr.open_group(path, mode=mode)
-        stored_identity = json.loads(group.attrs["ordercube_identity"])
-    except (KeyError, ValueError, zarr.errors.ZarrError) as error:
+        stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
+    except (KeyError, ValueError, TypeError, zarr.errors.BaseZarrError) as error:
         raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
     problem = compatibility_problem(stored_identity, config.identity)
     if problem:
@@ -185,7 +194,7 @@ def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, i
             path.rmdir()
         return create(path, config, wanted, chunks), wanted, notes
     group = open_existing(path, config, mode="r+")
-    stored_identity = json.loads(group.attrs["ordercube_identity"])
+    stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     removed = remove_partial_files(path)
     if removed:
         notes.append(f"removed {removed} temp file(s) left by an interrupted write")
@@ -196,15 +205,15 @@ def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, i
         if len(getattr(merged, dim)) > old_size:
             _grow(group, dim, getattr(merged, dim), old_size)
             notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
-    cell_chunks = group["status"].chunks
+    cell_chunks = array(group, "status").chunks
     for name in config.criteria:
         if name not in group:
-            array = group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64",
-                                       fill_value=np.nan, dimension_names=DIMS)
-            notes.append(f"added variable {array.basename}")
+            group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
+                               dimension_names=DIMS)
+            notes.append(f"added variable {name}")
     identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
-    true_k = {**json.loads(group.attrs.get("ordercube_true_k", "{}")), **{d.name: d.true_k for d in config.datasets}}
+    true_k = {**json.loads(str(group.attrs.get("ordercube_true_k", "{}"))), **{d.name: d.true_k for d in config.datasets}}
     group.attrs.update(_attrs(config, identity, true_k))
     return group, merged, notes
 
@@ -213,10 +222,10 @@ def write_block(group: zarr.Group, chunk: Chunk, result: BlockResult) -> None:
     """Store one computed chunk: the values first, then the status that marks them done."""
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     for name, values in result.values.items():
-        group[name].set_orthogonal_selection(selection, values)
-    group["reason"].set_orthogonal_selection(selection, result.reason)
-    group["seconds"].set_orthogonal_selection(selection, result.seconds)
-    group["status"].set_orthogonal_selection(selection, result.status)
+        array(group, name).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
+    array(group, "reason").set_orthogonal_selection(selection, result.reason)  # type: ignore[arg-type]
+    array(group, "seconds").set_orthogonal_selection(selection, result.seconds)  # type: ignore[arg-type]
+    array(group, "status").set_orthogonal_selection(selection, result.status)  # type: ignore[arg-type]
 
 
 def open_cube(path: str | Path) -> xr.Dataset:

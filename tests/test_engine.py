@@ -186,3 +186,22 @@ def test_a_task_that_kills_its_worker_is_recorded_as_failed_and_the_sweep_finish
     crashed = cube["status"].sel(model="crash")
     assert (crashed == 2).all()  # one task holds both k of the chunk: all its cells are recorded as failed
     assert all(reason.startswith("task failed: KilledWorker") for reason in cube["reason"].sel(model="crash").values.ravel())
+
+
+def test_a_new_method_with_a_new_criterion_adds_its_variable(tmp_path):
+    lange_only = small_config(methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},
+                                        "predictor": "nearest_centroid", "criteria": ["lange"]}])
+    run_ok(write_config(tmp_path / "a.yaml", **lange_only), tmp_path / "cube.zarr", "--workers", "1")
+    old = open_cube(tmp_path / "cube.zarr").load()
+    assert "pairwise" not in old
+
+    both = small_config()
+    both["methods"] = lange_only["methods"] + [{"name": "km2", "algorithm": "kmeans", "params": {"n_init": 3},
+                                                "predictor": "nearest_centroid", "criteria": ["pairwise"]}]
+    result = run_ok(write_config(tmp_path / "b.yaml", **both), tmp_path / "cube.zarr", "--workers", "1")
+    assert "added variable pairwise" in result.stdout
+    cube = open_cube(tmp_path / "cube.zarr").load()
+    assert cube["lange"].sel(model="km").values.tobytes() == old["lange"].sel(model="km").values.tobytes()
+    assert cube["pairwise"].sel(model="km2").notnull().all() and cube["pairwise"].sel(model="km").isnull().all()
+    # the halves of a trial are shared by every method: km's lange and km2's pairwise come from the same draws
+    assert (cube["status"] == 1).all()
