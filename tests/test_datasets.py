@@ -1,0 +1,61 @@
+"""Synthetic datasets: the proportions, scales and true k the papers describe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.datasets import SYNTHETIC, get_synthetic
+
+
+def test_lange_gaussians3_has_exact_counts_25_25_50_at_n_100():
+    X, component = get_synthetic("lange_gaussians3").sample(100, np.random.default_rng(0))
+    assert X.shape == (100, 2)
+    assert np.bincount(component).tolist() == [25, 25, 50]
+    means = np.array([X[component == j].mean(axis=0) for j in range(3)])
+    np.testing.assert_allclose(means, [[-2.5, 4.0], [2.5, 4.0], [0.0, 0.0]], atol=0.5)
+
+
+def test_shamir_mixture_follows_lemma_1():
+    X, component = get_synthetic("shamir_mixture1d").sample(60_000, np.random.default_rng(1), mu=7.0)
+    assert X.shape == (60_000, 1)
+    np.testing.assert_allclose(np.bincount(component) / 60_000, [1 / 6, 2 / 3, 1 / 6], atol=0.01)
+    for j, mean in enumerate([-7.0, 0.0, 7.0]):
+        values = X[component == j, 0]
+        assert values.mean() == pytest.approx(mean, abs=0.03) and values.std() == pytest.approx(1.0, abs=0.03)
+
+
+def test_rings3_radii_and_density_along_the_rings():
+    X, component = get_synthetic("rings3").sample(30_000, np.random.default_rng(2), radii=[1.0, 2.0, 3.0], noise=0.05)
+    radius = np.hypot(X[:, 0], X[:, 1])
+    for j, r in enumerate([1.0, 2.0, 3.0]):
+        assert np.median(radius[component == j]) == pytest.approx(r, abs=0.01)
+    np.testing.assert_allclose(np.bincount(component) / 30_000, [1 / 6, 2 / 6, 3 / 6], atol=0.01)
+
+
+def test_gaussian_mixture_weights_centers_and_true_k():
+    spec = get_synthetic("gaussian_mixture")
+    params = spec.resolve({"centers": [[0, 0], [10, 0], [0, 10], [10, 10], [5, 5]], "std": [1, 1, 1, 1, 0.5],
+                           "weights": [1, 1, 1, 1, 4]})
+    assert spec.true_k(params) == 5
+    X, component = spec.sample(40_000, np.random.default_rng(3), **params)
+    np.testing.assert_allclose(np.bincount(component) / 40_000, [1 / 8] * 4 + [1 / 2], atol=0.01)
+    assert X[component == 4].std(axis=0) == pytest.approx([0.5, 0.5], abs=0.02)
+
+
+def test_parameters_are_checked_against_the_registry():
+    with pytest.raises(ValueError, match="missing parameter 'centers'"):
+        get_synthetic("gaussian_mixture").resolve({})
+    with pytest.raises(ValueError, match="unknown parameter 'sigma'"):
+        get_synthetic("rings3").resolve({"sigma": 1})
+    with pytest.raises(ValueError, match="expected one of"):
+        get_synthetic("moons")
+
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC))
+def test_every_generator_is_reproducible_and_has_the_requested_size(name):
+    spec = get_synthetic(name)
+    params = spec.resolve({"centers": [[0.0], [5.0]]} if "centers" in spec.required else {})
+    a, b = (spec.sample(37, np.random.default_rng(9), **params) for _ in range(2))
+    assert a[0].shape[0] == 37 and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert a[1].max() < spec.true_k(params)
