@@ -53,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
+    from pipeline.report import status_counts
     from pipeline.run import Interrupted, run_sweep
+    from pipeline.store import open_cube
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
@@ -68,7 +70,11 @@ def _run(args: argparse.Namespace) -> int:
     if summary.computed:
         print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "
               f"({summary.failed} failed, {summary.infeasible} infeasible) -> {config.out}")
-    return EXIT_FAILED_CELLS if summary.failed else EXIT_OK
+    failed = status_counts(open_cube(config.out))["failed"]
+    if failed:
+        print(f"{failed} planned cells of {config.out} have failed (reasons in its 'reason' variable); "
+              "'ordercube run --retry-failed' computes them again", file=sys.stderr)
+    return EXIT_FAILED_CELLS if failed else EXIT_OK
 
 
 def _status(args: argparse.Namespace) -> int:

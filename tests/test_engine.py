@@ -117,6 +117,12 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     counts = json.loads(cli("status", str(tmp_path / "f.zarr"), "--json").stdout)
     assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "pending": 0}
 
+    again = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1", env=env)
+    assert again.returncode == 1 and "nothing to compute" in again.stdout and "--retry-failed" in again.stderr
+    retried = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1",
+                  "--retry-failed", env=env)
+    assert retried.returncode == 1 and "computing 12 of 72" in retried.stdout
+
 
 def _status_counts(path: Path) -> tuple[int, int]:
     try:
