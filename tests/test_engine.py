@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -170,7 +171,8 @@ def test_interrupt_and_kill_then_resume_equals_an_uninterrupted_run(tmp_path):
 
     (cube / "status" / "leftover.partial").write_bytes(b"torn")  # what a crash mid-write leaves
     resumed = run_ok(config, cube, "--workers", "2")
-    assert "removed 1 temp file" in resumed.stdout
+    removed = re.search(r"removed (\d+) temp file", resumed.stdout)
+    assert removed and int(removed.group(1)) >= 1  # ours, and any the kill left mid-write
     assert not list(cube.rglob("*.partial"))
     run_ok(config, tmp_path / "straight.zarr", "--workers", "2")
     assert_same_cells(cube, tmp_path / "straight.zarr")
