@@ -42,6 +42,7 @@ class DatasetSpec:
     params: Mapping[str, Any]
     n: tuple[int, ...]
     true_k: int  # -1 when unknown
+    n_features: int
     path: str | None = None
     labels_path: str | None = None
     labels_column: str | None = None
@@ -205,7 +206,7 @@ def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -
     generator = get_synthetic(kind)
     try:
         params = generator.resolve(entry.get("params") or {})
-        generator.sample(MIN_N, np.random.default_rng(0), **params)  # fail here, not in every cell
+        n_features = generator.sample(MIN_N, np.random.default_rng(0), **params)[0].shape[1]  # fail here, not in cells
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error), f"see the parameters of {kind}") from None
     if "all" in n_raw:
@@ -213,7 +214,7 @@ def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -
                           "give integer sample sizes")
     identity = {"kind": kind, "params": params}
     return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
-                       true_k=generator.true_k(params), identity=identity)
+                       true_k=generator.true_k(params), n_features=n_features, identity=identity)
 
 
 def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:
@@ -229,7 +230,7 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
         _check_keys(labels, {"path", "column"}, f"{key}.labels")
         labels_path = str(base / _require(labels, "path", f"{key}.labels."))
         labels_column = labels.get("column")
-    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, path=str(base / path),
+    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0, path=str(base / path),
                        labels_path=labels_path, labels_column=labels_column,
                        preprocess=_steps(entry.get("preprocess"), f"{key}.preprocess"))
     loaded = load_file_dataset(spec, key)
@@ -241,7 +242,7 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
     true_k = int(loaded.labels.max()) + 1 if loaded.labels is not None else -1
     identity = {"kind": "file", "sha256": loaded.sha256, "labels_column": labels_column,
                 "preprocess": [[step, dict(params)] for step, params in spec.preprocess]}
-    return DatasetSpec(name=name, kind="file", params={}, n=n, true_k=true_k, path=spec.path,
+    return DatasetSpec(name=name, kind="file", params={}, n=n, true_k=true_k, n_features=loaded.X.shape[1], path=spec.path,
                        labels_path=labels_path, labels_column=labels_column, preprocess=spec.preprocess,
                        data=loaded.X, identity=identity)
 
@@ -321,6 +322,13 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
+    for i, method in enumerate(methods):
+        limit = get_algorithm(method.algorithm).max_features
+        for dataset in datasets:
+            if limit is not None and dataset.n_features > limit:
+                raise ConfigError(f"methods[{i}].algorithm", f"{method.algorithm!r} takes data with at most {limit} "
+                                  f"feature(s), but dataset {dataset.name!r} has {dataset.n_features}",
+                                  "use 'kmeans' for this dataset, or a config per dimensionality")
     baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, fix="e.g. 200")
     out_path = out or raw.get("out") or f"results/{name}.zarr"
     if not isinstance(out_path, str):

@@ -7,14 +7,16 @@ halves are clustered once and every criterion of the method reads the same fits.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from enum import IntEnum
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms import get_algorithm
+from tasks.algorithms import Algorithm, get_algorithm
 from tasks.criteria import TrialFits, get_criterion
 from tasks.datasets.sources import Source
 from tasks.predictors import get_predictor
@@ -65,6 +67,47 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+Labels = NDArray[np.int64]
+
+
+def _fit_stream(spec: BlockSpec, trial: int, k: int, part: int) -> np.random.Generator:
+    """The algorithm's randomness for one half (``part`` 0 or 1) of one trial, for one k (0: all k)."""
+    return stream(spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, k, part)
+
+
+def _fit_halves(
+    algorithm: Algorithm, params: dict[str, Any], first: NDArray[np.float64], second: NDArray[np.float64],
+    ks: list[int], rng_for: Callable[[int, int], np.random.Generator],
+) -> tuple[dict[int, tuple[Labels, Labels] | Exception], dict[int, float]]:
+    """Both halves clustered for every k: per k, or all k at once when the algorithm can share work.
+
+    Returns the labels (or the exception that stopped the fit) and the fit time charged to each k.
+    An algorithm's randomness for one k comes from ``rng_for(k, half)``; a joint fit of all k uses
+    ``rng_for(0, half)``.
+    """
+    fitted: dict[int, tuple[Labels, Labels] | Exception] = {}
+    seconds: dict[int, float] = {}
+    if algorithm.cluster_many is not None and ks:
+        started = time.perf_counter()
+        try:
+            on_first = algorithm.cluster_many(first, ks, rng_for(0, 0), **params)
+            on_second = algorithm.cluster_many(second, ks, rng_for(0, 1), **params)
+            fitted = {k: (on_first[k], on_second[k]) for k in ks}
+        except Exception as error:  # every k of the joint fit fails with it
+            fitted = {k: error for k in ks}
+        seconds = dict.fromkeys(ks, (time.perf_counter() - started) / len(ks))
+        return fitted, seconds
+    for k in ks:
+        started = time.perf_counter()
+        try:
+            fitted[k] = (algorithm.cluster(first, k, rng_for(k, 0), **params),
+                         algorithm.cluster(second, k, rng_for(k, 1), **params))
+        except Exception as error:
+            fitted[k] = error
+        seconds[k] = time.perf_counter() - started
+    return fitted, seconds
+
+
 def run_block(spec: BlockSpec, source: Source) -> BlockResult:
     """Compute every (k, trial) cell of ``spec`` on points drawn from ``source``.
 
@@ -95,28 +138,28 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
             continue
         draw_share = (time.perf_counter() - started) / len(spec.ks)
         half = data.first.shape[0]
+        feasible = [k for k in spec.ks if algorithm.feasible(k, half)]
+        fitted, fit_seconds = _fit_halves(algorithm, params, data.first, data.second, feasible,
+                                          partial(_fit_stream, spec, trial))
         for i, k in enumerate(spec.ks):
             started = time.perf_counter()
-            if not algorithm.feasible(k, half):
+            if k not in fitted:
                 status[i, j] = Status.INFEASIBLE
                 reason[i, j] = (f"{algorithm.name} needs {algorithm.min_points_per_cluster} points per cluster: "
                                 f"k={k} does not fit a half of {half} points")
                 continue
             try:
-                fits = TrialFits(
-                    first=data.first,
-                    second=data.second,
-                    labels_first=algorithm.cluster(
-                        data.first, k, stream(spec.root_seed, Purpose.FIT, *ids, trial, spec.method_id, k, 0), **params),
-                    labels_second=algorithm.cluster(
-                        data.second, k, stream(spec.root_seed, Purpose.FIT, *ids, trial, spec.method_id, k, 1), **params),
-                    k=k, predictor=predictor, evaluation=data.evaluation, pairing=pairing,
-                )
+                outcome = fitted[k]
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                fits = TrialFits(first=data.first, second=data.second, labels_first=outcome[0],
+                                 labels_second=outcome[1], k=k, predictor=predictor, evaluation=data.evaluation,
+                                 pairing=pairing)
                 for criterion in criteria:
                     values[criterion.name][i, j] = criterion.evaluate(fits)
             except Exception as error:  # a failing cell is data: recorded, and the block goes on
                 status[i, j], reason[i, j] = Status.FAILED, describe(error)
                 for criterion in criteria:
                     values[criterion.name][i, j] = np.nan
-            seconds[i, j] = time.perf_counter() - started + draw_share
+            seconds[i, j] = time.perf_counter() - started + draw_share + fit_seconds.get(k, 0.0)
     return BlockResult(values=values, status=status, reason=reason, seconds=seconds)

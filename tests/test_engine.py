@@ -213,3 +213,25 @@ def test_a_new_method_with_a_new_criterion_adds_its_variable(tmp_path):
     assert cube["pairwise"].sel(model="km2").notnull().all() and cube["pairwise"].sel(model="km").isnull().all()
     # the halves of a trial are shared by every method: km's lange and km2's pairwise come from the same draws
     assert (cube["status"] == 1).all()
+
+
+def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp_path):
+    config = small_config(n=[64, 256], k=[2, 3, 4], resamples=5)
+    config["datasets"] = [{"name": "mix", "kind": "shamir_mixture1d", "params": {"mu": 5.0}}]
+    config["methods"] = [{"name": "exact", "algorithm": "kmeans_1d_exact", "predictor": "nearest_centroid",
+                          "criteria": ["lange", "pairwise"]}]
+    run_ok(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr", "--workers", "2")
+    cube = open_cube(tmp_path / "c.zarr").load()
+    assert (cube["status"] == 1).all()
+
+    from tasks.cell import BlockSpec, run_block
+    from tasks.datasets import SyntheticSource
+    from tasks.seeding import label_id
+
+    spec = BlockSpec(root_seed=7, dataset_id=label_id("mix"), n=256, method_id=label_id("exact"),
+                     algorithm="kmeans_1d_exact", algorithm_params=(), predictor="nearest_centroid",
+                     criteria=("lange", "pairwise"), ks=(2, 3, 4), trials=(3,))
+    direct = run_block(spec, SyntheticSource("shamir_mixture1d", {"mu": 5.0}))
+    for name in ("lange", "pairwise"):
+        stored = cube[name].sel(dataset="mix", n=256, model="exact", trial=3).values
+        assert stored.tobytes() == direct.values[name][:, 0].tobytes()

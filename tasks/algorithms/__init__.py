@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tasks.algorithms.kmeans import kmeans
+from tasks.algorithms.kmeans1d import kmeans_1d_exact
 
 
 def _kmeans_labels(
@@ -31,6 +32,11 @@ class Algorithm:
     ----------
     cluster : callable
         ``cluster(X, k, rng, **params)`` → labels of shape (n_samples,) in ``0..k-1``.
+    cluster_many : callable or None
+        ``cluster_many(X, ks, rng, **params)`` → ``{k: labels}``, for algorithms that share work
+        across k (sorting, prefix sums, dynamic-programming layers); used instead of ``cluster``.
+    max_features : int or None
+        The largest number of features the algorithm accepts (1 for one-dimensional methods).
     defaults : mapping
         The parameters it accepts, with their defaults.
     min_points_per_cluster : int
@@ -41,6 +47,8 @@ class Algorithm:
     cluster: Callable[..., NDArray[np.int64]]
     defaults: Mapping[str, Any] = field(default_factory=dict)
     min_points_per_cluster: int = 2
+    cluster_many: Callable[..., dict[int, NDArray[np.int64]]] | None = None
+    max_features: int | None = None
 
     def feasible(self, k: int, n_points: int) -> bool:
         return 1 <= k and k * self.min_points_per_cluster <= n_points
@@ -52,8 +60,19 @@ class Algorithm:
         return {**self.defaults, **params}
 
 
+def _exact_1d_labels(X: NDArray[np.float64], k: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    return kmeans_1d_exact(X, [k])[k]
+
+
+def _exact_1d_many(X: NDArray[np.float64], ks: list[int], rng: np.random.Generator) -> dict[int, NDArray[np.int64]]:
+    return kmeans_1d_exact(X, ks)
+
+
 ALGORITHMS: dict[str, Algorithm] = {
     "kmeans": Algorithm("kmeans", _kmeans_labels, {"n_init": 10, "max_iter": 300, "tol": 1e-4}),
+    # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
+    "kmeans_1d_exact": Algorithm("kmeans_1d_exact", _exact_1d_labels, {}, cluster_many=_exact_1d_many,
+                                 max_features=1),
 }
 
 
