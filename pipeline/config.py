@@ -161,6 +161,13 @@ def _k_values(value: Any) -> tuple[int, ...]:
 
 
 def _n_values(value: Any, key: str) -> list[int | str]:
+    if isinstance(value, Mapping):  # a geometric grid: {from: 64, to: 131072, factor: 2}
+        _check_keys(value, {"from", "to", "factor"}, key)
+        fix = "write {from: 64, to: 131072, factor: 2}"
+        start = _integer(_require(value, "from", f"{key}."), f"{key}.from", minimum=MIN_N, fix=fix)
+        stop = _integer(_require(value, "to", f"{key}."), f"{key}.to", minimum=start, fix=f"{key}.to must not be below from")
+        factor = _integer(value.get("factor", 2), f"{key}.factor", minimum=2, fix=fix)
+        return [start * factor**i for i in range(int(np.floor(np.log(stop / start) / np.log(factor) + 1e-9)) + 1)]
     values = value if isinstance(value, list) else [value]
     if not values:
         raise ConfigError(key, "empty list", "give at least one sample size")

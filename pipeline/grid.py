@@ -121,14 +121,15 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
                             yield Chunk(d, i, m, ks, trials)
 
 
-def estimated_seconds(chunk: Chunk, coords: Coords) -> float:
-    """A rough cost model for grouping chunks into tasks (k-means on 2 halves, all criteria).
+def estimated_seconds(chunk: Chunk, coords: Coords, seconds_per_point: Mapping[str, float]) -> float:
+    """A rough cost model for grouping work into tasks: ~0.5 ms per cell plus a per-point cost.
 
-    Measured on this project's 2-core machine: ~0.3 ms per cell plus ~2.5 us per point and cluster.
+    ``seconds_per_point`` gives, for each model, the compute time of one cell per point and cluster
+    (its algorithm's ``seconds_per_point``, measured on this project's 2-core machine).
     """
     n = coords.n[chunk.n]
     mean_k = float(np.mean([coords.k[i] for i in chunk.k]))
-    return chunk.cells * (3e-4 + 2.5e-6 * n * mean_k)
+    return chunk.cells * (5e-4 + seconds_per_point[coords.model[chunk.model]] * n * mean_k)
 
 
 def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
@@ -141,13 +142,14 @@ def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
             for part in np.array_split(np.array(chunk.trial), pieces)]
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, task_seconds: float, workers: int) -> list[list[Chunk]]:
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_point: Mapping[str, float],
+                     task_seconds: float, workers: int) -> list[list[Chunk]]:
     """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
 
     Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n a chunk cut into several
     tasks; a small grid is cut finer, so that every worker gets about three tasks.
     """
-    costs = [estimated_seconds(chunk, coords) for chunk in chunks]
+    costs = [estimated_seconds(chunk, coords, seconds_per_point) for chunk in chunks]
     target = max(min(task_seconds, sum(costs) / (3 * max(workers, 1))), 1e-6)
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []

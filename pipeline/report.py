@@ -113,6 +113,8 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     scaled = sqrt_n_scaled(summary)
     for criterion in map(str, scores.data_vars):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
+        plot_vs_n(xr.Dataset({criterion: summary[f"{criterion}_mean"]}), criterion, out / f"{criterion}_mean_vs_n.png",
+                  ylabel=f"mean {criterion}", per_k=True, log=True)
         plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
                   ylabel="failure rate (true k not smallest)", per_k=False, log=False)
         plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",

@@ -29,6 +29,7 @@ from pipeline.grid import (
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
 from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_coords, write_block
+from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
 from tasks.criteria.stability import random_labeling_disagreement
 from tasks.datasets import SyntheticSource
@@ -54,8 +55,9 @@ class Plan:
         return sum(chunk.cells for chunk in self.chunks)
 
     def tasks(self, workers: int) -> list[Task]:
-        groups = group_into_tasks(self.chunks, self.coords, task_seconds=self.config.execution.task_seconds,
-                                  workers=workers)
+        seconds_per_point = {m.name: get_algorithm(m.algorithm).seconds_per_point for m in self.config.methods}
+        groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=seconds_per_point,
+                                  task_seconds=self.config.execution.task_seconds, workers=workers)
         return build_tasks(self.config, self.coords, groups)
 
 

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import zarr
 
 from conftest import REPO, STUBS, cli, small_config, write_config
-from pipeline import open_cube
+from pipeline import criterion_scores, open_cube, select_k
 
 NOT_REPRODUCIBLE = {"seconds"}  # wall-clock time per cell; everything else is bit-identical
 
@@ -58,6 +59,17 @@ def test_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(t
     status = cli("status", str(tmp_path / "two.zarr"), "--json")
     counts = json.loads(status.stdout)
     assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "pending": 0}
+
+    report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    table = pd.read_csv(tmp_path / "report" / "selection.csv")
+    assert {"dataset", "n", "method", "k_hat"} <= set(table.columns) and len(table) == 2 * 2 * 2
+    chosen = select_k(criterion_scores(open_cube(tmp_path / "two.zarr")))
+    for row in table.itertuples():
+        assert row.k_hat == int(chosen[row.criterion].sel(dataset=row.dataset, n=row.n, model=row.method))
+    for criterion in ("lange", "pairwise"):
+        for figure in ("vs_k", "mean_vs_n", "failure_rate_vs_n", "sqrt_n_scaled_vs_n"):
+            assert (tmp_path / "report" / f"{criterion}_{figure}.png").stat().st_size > 10_000
 
 
 def test_extension_computes_only_new_cells_and_keeps_old_ones_bit_identical(tmp_path):

@@ -37,6 +37,9 @@ class Algorithm:
         across k (sorting, prefix sums, dynamic-programming layers); used instead of ``cluster``.
     max_features : int or None
         The largest number of features the algorithm accepts (1 for one-dimensional methods).
+    seconds_per_point : float
+        Rough compute time of one cell (both halves and the criteria) per point and cluster, used only
+        to size tasks.
     defaults : mapping
         The parameters it accepts, with their defaults.
     min_points_per_cluster : int
@@ -49,6 +52,7 @@ class Algorithm:
     min_points_per_cluster: int = 2
     cluster_many: Callable[..., dict[int, NDArray[np.int64]]] | None = None
     max_features: int | None = None
+    seconds_per_point: float = 2.5e-6
 
     def feasible(self, k: int, n_points: int) -> bool:
         return 1 <= k and k * self.min_points_per_cluster <= n_points
@@ -72,7 +76,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "kmeans": Algorithm("kmeans", _kmeans_labels, {"n_init": 10, "max_iter": 300, "tol": 1e-4}),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", _exact_1d_labels, {}, cluster_many=_exact_1d_many,
-                                 max_features=1),
+                                 max_features=1, seconds_per_point=1.5e-7),
 }
 
 
