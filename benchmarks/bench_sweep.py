@@ -49,6 +49,7 @@ def main() -> None:
         wall = time.perf_counter() - started
         compute = float(re.search(r"done: \d+ cells in ([\d.]+) s", result.stdout).group(1))
         tasks = int(re.search(r"in (\d+) tasks", result.stdout).group(1))
+        driver_memory = re.search(r"driver peak memory (\d+) MiB", result.stdout).group(1)
         cube = open_cube(Path(folder) / "cube.zarr").load()
     kernel = float(cube["seconds"].sum())
     cells = int((cube["status"] > 0).sum())
@@ -59,6 +60,7 @@ def main() -> None:
     print(f"cells: {cells}  tasks: {tasks}  cells per task: {cells / tasks:.1f}")
     print(f"wall (with start-up): {wall:.1f} s  compute wall: {compute:.1f} s  kernel: {kernel:.1f} s")
     print(f"overhead ratio (compute wall / (kernel / workers)): {compute / (kernel / args.workers):.3f}")
+    print(f"driver peak memory: {driver_memory} MiB")
     print(f"points per second per core: {points / compute / args.workers:,.0f}")
     per_n = cube["seconds"].where(cube["status"] == 1).mean(["dataset", "model", "k", "trial"])
     for n, seconds in zip(per_n["n"].values, per_n.values):

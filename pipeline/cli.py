@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import signal
 import sys
@@ -68,8 +69,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"interrupted: every finished cell is in {config.out}. Resume with:\n  {shlex.join(again)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if summary.computed:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "
-              f"({summary.failed} failed, {summary.infeasible} infeasible) -> {config.out}")
+              f"({summary.failed} failed, {summary.infeasible} infeasible) -> {config.out}; "
+              f"driver peak memory {peak:.0f} MiB")
     failed = status_counts(open_cube(config.out))["failed"]
     if failed:
         print(f"{failed} planned cells of {config.out} have failed (reasons in its 'reason' variable); "

@@ -34,13 +34,15 @@ def nearest_centroid(
     -------
     ndarray of shape (n_new,)
     """
-    counts = np.bincount(labels, minlength=k).astype(np.float64)
-    sums = np.zeros((k, X_train.shape[1]))
-    np.add.at(sums, labels, X_train)
-    centers = sums / np.maximum(counts, 1.0)[:, None]
-    d2 = squared_distances(X_new, centers)
-    d2[:, counts == 0] = np.inf
-    return d2.argmin(axis=1)
+    counts = np.bincount(labels, minlength=k)
+    sums = np.stack([np.bincount(labels, weights=column, minlength=k) for column in X_train.T], axis=1)
+    present = np.flatnonzero(counts)
+    centers = sums[present] / counts[present, None]
+    if X_train.shape[1] == 1:  # in 1-D the cells of the centres are intervals: a binary search per point
+        order = np.argsort(centers[:, 0], kind="stable")
+        ends = (centers[order[1:], 0] + centers[order[:-1], 0]) / 2
+        return present[order[np.searchsorted(ends, X_new[:, 0])]]
+    return present[squared_distances(X_new, centers).argmin(axis=1)]
 
 
 def nearest_neighbor(

@@ -176,3 +176,13 @@ def test_array_source_halves_and_evaluation_are_disjoint_rows():
     data = ArraySource(X).draw(10, np.random.default_rng(0), np.random.default_rng(1), with_eval=True)
     rows = np.concatenate([data.first, data.second, data.evaluation]).ravel()
     assert len(set(rows)) == 20
+
+
+def test_nearest_centroid_in_one_dimension_agrees_with_the_distance_rule():
+    rng = np.random.default_rng(8)
+    X, new = rng.standard_normal((500, 1)) * 5, rng.standard_normal((20_000, 1)) * 6
+    labels = rng.integers(6, size=500)
+    labels[labels == 4] = 5  # an empty cluster in the middle of the label range
+    centers = np.array([X[labels == j].mean() if (labels == j).any() else np.inf for j in range(6)])
+    expected = np.abs(new - centers[None, :]).argmin(axis=1)
+    assert np.array_equal(nearest_centroid(X, labels, 6, new), expected)
