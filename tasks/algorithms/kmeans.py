@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 BATCHED_MAX_POINTS_TIMES_K = 6000  # above this n * k, scikit-learn's compiled iterations are faster
@@ -106,6 +105,8 @@ def lloyd_compiled(
     X: NDArray[np.float64], centers: NDArray[np.float64], *, max_iter: int = 300, tol: float = 1e-4
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """:func:`lloyd` through scikit-learn's compiled iterations, one restart at a time, one thread."""
+    from sklearn.cluster import KMeans  # here, not at the top: importing it costs 0.75 s per process
+
     n_init, k, _ = centers.shape
     labels = np.empty((n_init, X.shape[0]), dtype=np.int64)
     final = np.empty_like(centers)
