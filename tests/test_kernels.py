@@ -186,3 +186,18 @@ def test_nearest_centroid_in_one_dimension_agrees_with_the_distance_rule():
     centers = np.array([X[labels == j].mean() if (labels == j).any() else np.inf for j in range(6)])
     expected = np.abs(new - centers[None, :]).argmin(axis=1)
     assert np.array_equal(nearest_centroid(X, labels, 6, new), expected)
+
+
+def test_spectral_clustering_separates_rings_that_kmeans_cannot():
+    from tasks.algorithms import get_algorithm
+    from tasks.datasets.synthetic import rings3
+
+    X, truth = rings3(400, np.random.default_rng(3), radii=[1.0, 2.5], noise=0.1)
+    spectral_labels = get_algorithm("spectral").cluster(X, 2, np.random.default_rng(0), n_neighbors=10)
+    assert matched_disagreement(spectral_labels, truth, 2) == 0.0
+    assert matched_disagreement(kmeans(X, 2, np.random.default_rng(0)).labels, truth, 2) > 0.2
+    # the nearest-neighbour predictor extends the rings to new points
+    new, new_truth = rings3(300, np.random.default_rng(4), radii=[1.0, 2.5], noise=0.1)
+    assert matched_disagreement(nearest_neighbor(X, spectral_labels, 2, new), new_truth, 2) == 0.0
+    again = get_algorithm("spectral").cluster(X, 2, np.random.default_rng(0), n_neighbors=10)
+    assert np.array_equal(spectral_labels, again)
