@@ -48,3 +48,9 @@ def test_errors_carry_the_key_path():
     with pytest.raises(ConfigError) as error:
         parse_config(small_config(n={"from": 64, "to": 32}))
     assert error.value.key == "n.to"
+
+
+def test_shipped_figure2_config_is_valid():
+    config = load_config(REPO / "configs" / "shamir_tishby2007_fig2.yaml")
+    assert {d.name: d.true_k for d in config.datasets} == {"gaussians5": 5, "rings2": 2}
+    assert {m.name: m.predictor for m in config.methods} == {"kmeans": "nearest_centroid", "spectral": "nearest_neighbor"}
