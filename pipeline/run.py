@@ -23,12 +23,12 @@ from pipeline.config import Config
 from pipeline.errors import InputError
 from pipeline.graph import Task, build_tasks, execute_task
 from pipeline.grid import (
-    DIMS, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
+    Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
     planned_mask,
 )
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
-from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_coords, write_block
+from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_chunk_shape, stored_coords, write_block
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
 from tasks.criteria.stability import random_labeling_disagreement
@@ -94,8 +94,7 @@ def preview_plan(config: Config) -> Plan:
     coords = merge_coords(stored, config_coords(config))
     status = np.zeros(coords.shape, dtype=np.int8)
     status[tuple(slice(0, size) for size in stored.shape)] = array(group, "status")[:]
-    chunk_shape = dict(zip(DIMS, array(group, "status").chunks))
-    return make_plan(config, coords, chunk_shape, status)
+    return make_plan(config, coords, stored_chunk_shape(group), status)
 
 
 def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
@@ -137,8 +136,10 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     settings: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
     if plugin_modules():
         settings["distributed.worker.preload"] = plugin_modules()
-    with dask.config.set(settings), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (dask.config.set(settings),
+          LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster,
+          Client(cluster) as client):
         yield client
 
 
@@ -157,8 +158,8 @@ def run_sweep(
     group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
     for note in notes:
         echo(note)
-    chunk_shape = dict(zip(DIMS, array(group, "status").chunks))
-    plan = make_plan(config, coords, chunk_shape, np.asarray(array(group, "status")[:]), retry_failed=retry_failed)
+    plan = make_plan(config, coords, stored_chunk_shape(group), np.asarray(array(group, "status")[:]),
+                     retry_failed=retry_failed)
     fill_baseline(group, config, coords)
     if not plan.chunks:
         echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")

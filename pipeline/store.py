@@ -116,6 +116,11 @@ def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
     return tuple(chunks[d] for d in DIMS)
 
 
+def stored_chunk_shape(group: zarr.Group) -> dict[str, int]:
+    """The cube's chunk size along each cell dimension (fixed when the cube was created)."""
+    return dict(zip(DIMS, array(group, "status").chunks, strict=True))
+
+
 def stored_coords(group: zarr.Group) -> Coords:
     def labels(dim: str) -> list:
         return np.asarray(array(group, dim)[:]).tolist()
