@@ -10,7 +10,6 @@ its values are on disk; the cube is the only durable state of a sweep.
 from __future__ import annotations
 
 import json
-import shutil
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -246,7 +245,3 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if "ordercube_plan" not in cube.attrs:
         raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
     return cube
-
-
-def delete_cube(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

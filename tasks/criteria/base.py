@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -39,7 +39,6 @@ class TrialFits:
     predictor: Predictor
     evaluation: NDArray[np.float64] | None = None
     pairing: NDArray[np.int64] | None = None
-    _cache: dict[str, NDArray[np.int64]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def second_predicted_from_first(self) -> NDArray[np.int64]:
