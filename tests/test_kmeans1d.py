@@ -62,3 +62,10 @@ def test_registered_with_a_joint_fit_and_a_one_feature_limit():
     x = np.random.default_rng(6).standard_normal((40, 1))
     assert np.array_equal(algorithm.cluster(x, 3, np.random.default_rng(0)),
                           algorithm.cluster_many(x, [3], np.random.default_rng(1))[3])
+
+
+def test_a_split_between_equal_values_is_still_a_valid_optimal_labeling():
+    x = np.array([10.0, 0.0, 0.0, 0.0])  # k = 3 must split the run of zeros: cost 0
+    labels = kmeans_1d_exact(x, [2, 3])
+    assert within_cluster_sum_of_squares(x, labels[3]) == 0.0 and len(set(labels[3])) == 3
+    assert labels[2].tolist() == [1, 0, 0, 0]  # a clean split: found by binary search on the values
