@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from pipeline.store import BASELINE
+from tasks.criteria import CRITERIA
 
 DECISION_DIMS = ("dataset", "n", "model")
 
@@ -44,7 +45,8 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
     scores = {}
     for name in criteria_in(cube):
         values = cube[name].where(cube["status"] == 1)
-        scores[name] = values / cube[BASELINE] if name == "lange" else values
+        normalised = name in CRITERIA and CRITERIA[name].normalised_by_random_labels
+        scores[name] = values / cube[BASELINE] if normalised else values
     return xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
 
 

@@ -31,6 +31,7 @@ from pipeline.progress import SweepProgress
 from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_chunk_shape, stored_coords, write_block
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
+from tasks.criteria import get_criterion
 from tasks.criteria.stability import random_labeling_disagreement
 from tasks.datasets import SyntheticSource
 from tasks.seeding import Purpose, stream
@@ -102,7 +103,7 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
 
     One estimate per (n, k), from its own stream, reused by every dataset, method and trial.
     """
-    if "lange" not in config.criteria:
+    if not any(get_criterion(name).normalised_by_random_labels for name in config.criteria):
         return 0
     baseline = np.asarray(array(group, BASELINE)[:])
     wanted_n = {n for d in config.datasets for n in d.n}
@@ -165,10 +166,11 @@ def run_sweep(
         echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
         return Summary(0, 0, 0, 0.0)
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
-        tasks = plan.tasks(workers=sum(client.nthreads().values()) or 1)
+        threads = sum(client.nthreads().values()) or 1
+        tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
         echo(f"dask dashboard: {client.dashboard_link}")
-        return _submit_and_store(client, config, tasks, group, echo=echo, show_progress=show_progress)
+        return _submit_and_store(client, config, tasks, group, threads=threads, show_progress=show_progress)
 
 
 def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
@@ -187,9 +189,8 @@ def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
 
 
 def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: zarr.Group, *,
-                      echo: Callable[[str], None], show_progress: bool) -> Summary:
+                      threads: int, show_progress: bool) -> Summary:
     started = time.perf_counter()
-    threads = sum(client.nthreads().values()) or 1
     window = config.execution.max_tasks_in_flight or 4 * threads
     needed = {task.dataset for task in tasks}
     arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets

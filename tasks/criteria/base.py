@@ -71,6 +71,9 @@ class Criterion:
     needs_evaluation_sample : bool
         Whether the trial must draw an independent evaluation sample of n points.
     description : str
+    normalised_by_random_labels : bool
+        Whether its score divides the raw value by the same statistic for random labelings of n/2
+        points with k labels (seed 002 eq. 5); the driver then estimates that baseline per (n, k).
     """
 
     name: str
@@ -78,3 +81,4 @@ class Criterion:
     min_k: int
     needs_evaluation_sample: bool
     description: str
+    normalised_by_random_labels: bool = False

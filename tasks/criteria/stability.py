@@ -43,4 +43,5 @@ LANGE = Criterion(
     min_k=2,
     needs_evaluation_sample=False,
     description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
+    normalised_by_random_labels=True,
 )
