@@ -10,7 +10,7 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.neighbors import KNeighborsClassifier
 
-from tasks.algorithms.kmeans import BATCHED_MAX_POINTS_TIMES_K, kmeans, kmeans_plusplus, lloyd, lloyd_compiled
+from tasks.algorithms.kmeans import COMPILED_MAX_WORK, kmeans, kmeans_plusplus, lloyd, lloyd_sklearn
 from tasks.criteria.base import TrialFits
 from tasks.criteria.pairwise import pairwise_instability
 from tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
@@ -38,18 +38,20 @@ def test_lloyd_matches_sklearn_from_the_same_start(n, k):
 
 
 @pytest.mark.parametrize("n, k", [(300, 3), (2000, 6)])
-def test_batched_and_compiled_kernels_agree_from_the_same_seeds(n, k):
+def test_numba_and_sklearn_kernels_agree_from_the_same_seeds(n, k):
     X = blobs(n, seed=k)
     seeds = kmeans_plusplus(X, k, np.random.default_rng(7), 5)
-    batched, compiled = lloyd(X, seeds), lloyd_compiled(X, seeds)
-    assert np.array_equal(batched[0], compiled[0])
-    np.testing.assert_allclose(batched[2], compiled[2], rtol=1e-9)
-    np.testing.assert_allclose(batched[1], compiled[1], rtol=1e-9, atol=1e-9)
+    ours, reference = lloyd(X, seeds), lloyd_sklearn(X, seeds)
+    assert np.array_equal(ours[0], reference[0])
+    np.testing.assert_allclose(ours[2], reference[2], rtol=1e-9)
+    np.testing.assert_allclose(ours[1], reference[1], rtol=1e-9, atol=1e-9)
 
 
 def test_kernel_choice_by_size_gives_the_optimum_on_both_sides_of_the_threshold():
-    for n in (BATCHED_MAX_POINTS_TIMES_K // 4 - 100, BATCHED_MAX_POINTS_TIMES_K // 4 + 100):
-        X = blobs(n, seed=n)
+    d = 40
+    for n in (COMPILED_MAX_WORK // (4 * d) - 100, COMPILED_MAX_WORK // (4 * d) + 100):
+        rng = np.random.default_rng(n)
+        X = 6.0 * np.eye(d)[rng.integers(4, size=n)] + rng.standard_normal((n, d))  # 4 clouds on 4 axes
         ours = kmeans(X, 4, np.random.default_rng(0), n_init=10)
         reference = KMeans(n_clusters=4, n_init=10, random_state=0).fit(X)
         assert ours.inertia == pytest.approx(reference.inertia_, rel=1e-9)
@@ -201,3 +203,29 @@ def test_spectral_clustering_separates_rings_that_kmeans_cannot():
     assert matched_disagreement(nearest_neighbor(X, spectral_labels, 2, new), new_truth, 2) == 0.0
     again = get_algorithm("spectral").cluster(X, 2, np.random.default_rng(0), n_neighbors=10)
     assert np.array_equal(spectral_labels, again)
+
+
+def test_spectral_for_all_k_at_once_matches_sklearn_fitted_per_k():
+    """One embedding for the largest k, truncated per k, against ``SpectralClustering`` fitted for each k.
+
+    On a connected graph the eigenvalues are distinct and the solutions agree exactly; on a graph of
+    c components the null space is c-dimensional and any k < c of its vectors are an arbitrary pick,
+    for scikit-learn too (its solutions then change with its random_state), so that case is not compared.
+    """
+    from scipy.sparse.csgraph import connected_components
+    from sklearn.cluster import SpectralClustering
+    from sklearn.neighbors import kneighbors_graph
+
+    from tasks.algorithms.spectral import spectral_many
+
+    rng = np.random.default_rng(5)
+    centers = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0], [8.0, 8.0], [4.0, 16.0]])
+    X = centers[rng.integers(5, size=600)] + 1.5 * rng.standard_normal((600, 2))
+    graph = kneighbors_graph(X, 10, include_self=True)
+    assert connected_components(graph + graph.T)[0] == 1
+    ours = spectral_many(X, [2, 3, 4, 5, 6], np.random.default_rng(0), n_neighbors=10)
+    for k, labels in ours.items():
+        reference = SpectralClustering(n_clusters=k, affinity="nearest_neighbors", n_neighbors=10,
+                                       assign_labels="cluster_qr", random_state=1).fit_predict(X)
+        assert matched_disagreement(labels, reference, k) == 0.0, k
+    assert matched_disagreement(ours[5], np.argmin(((X[:, None] - centers) ** 2).sum(-1), axis=1), 5) < 0.02

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
-from tasks.algorithms.spectral import spectral
+from tasks.algorithms.spectral import spectral, spectral_many
 
 
 def _kmeans_labels(
@@ -79,7 +79,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", _exact_1d_labels, {}, cluster_many=_exact_1d_many,
                                  max_features=1, seconds_per_point=1.5e-7),
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
-    "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, seconds_per_point=2e-5),
+    "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, cluster_many=spectral_many, seconds_per_point=2e-5),
 }
 
 
