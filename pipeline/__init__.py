@@ -7,16 +7,28 @@ Python API::
     k_hat = select_k(criterion_scores(cube))
 """
 
-from pipeline.reduce import (
-    choice_per_trial,
-    criterion_scores,
-    failure_rate,
-    select_k,
-    selection_frequency,
-    sqrt_n_scaled,
-    summarise,
-)
-from pipeline.store import open_cube
+from importlib import import_module
+from typing import Any
+
+# Names resolve on first use (PEP 562): a Dask worker imports this package to run a task, and should not
+# pay for xarray, dask.array and zarr, which only the driver's storage and reducers need.
+_HOME = {
+    "choice_per_trial": "pipeline.reduce",
+    "criterion_scores": "pipeline.reduce",
+    "failure_rate": "pipeline.reduce",
+    "select_k": "pipeline.reduce",
+    "selection_frequency": "pipeline.reduce",
+    "sqrt_n_scaled": "pipeline.reduce",
+    "summarise": "pipeline.reduce",
+    "open_cube": "pipeline.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    return getattr(import_module(_HOME[name]), name)
+
 
 __all__ = [
     "choice_per_trial",

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from matplotlib.figure import Figure  # no pyplot: reports never touch the global backend
 
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.reduce import (
     choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise, true_k,
 )
 from tasks.cell import Status
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def status_counts(cube: xr.Dataset) -> dict[str, int]:
@@ -54,6 +57,8 @@ def selection_table(cube: xr.Dataset) -> pd.DataFrame:
 
 
 def _panels(count: int) -> tuple[Figure, np.ndarray]:
+    from matplotlib.figure import Figure  # imported when drawing; never pyplot, never the global backend
+
     columns = min(count, 3)
     rows = int(np.ceil(count / columns))
     figure = Figure(figsize=(4.5 * columns, 3.4 * rows))
@@ -103,6 +108,30 @@ def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, pe
     figure.savefig(path, dpi=110)
 
 
+def plot_selection_frequency(frequency: xr.Dataset, chosen: xr.Dataset, criterion: str, path: Path,
+                             truth: xr.DataArray) -> None:
+    """How often trials chose each k, as a k x n heatmap for every (dataset, method); k̂ circled, true k dashed."""
+    data = frequency[criterion]
+    pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
+             if data.sel(dataset=d, model=m).notnull().sum() > 0]
+    figure, axes = _panels(max(len(pairs), 1))
+    for ax, (dataset, model) in zip(axes, pairs):
+        grid = data.sel(dataset=dataset, model=model).transpose("k", "n")
+        ns, ks = grid["n"].values, grid["k"].values
+        image = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+        k_hat = chosen[criterion].sel(dataset=dataset, model=model).values
+        shown = k_hat > 0
+        ax.plot(np.flatnonzero(shown), np.searchsorted(ks, k_hat[shown]), "o", mfc="none", mec="red", ms=9)
+        if int(truth.sel(dataset=dataset)) in ks:
+            ax.axhline(np.searchsorted(ks, int(truth.sel(dataset=dataset))), color="white", ls="--", lw=0.8)
+        ax.set_xticks(range(len(ns)), [str(n) for n in ns], rotation=45, fontsize=7)
+        ax.set_yticks(range(len(ks)), [str(k) for k in ks], fontsize=7)
+        ax.set(title=f"{dataset} / {model}", xlabel="n", ylabel="k chosen by the trial")
+        figure.colorbar(image, ax=ax, label="fraction of trials")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
 def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table."""
     out.mkdir(parents=True, exist_ok=True)
@@ -111,6 +140,7 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     scores = criterion_scores(cube)
     summary, failures = summarise(scores), failure_rate(scores)
     scaled = sqrt_n_scaled(summary)
+    chosen, frequency = select_k(scores), selection_frequency(choice_per_trial(scores), scores["k"])
     for criterion in map(str, scores.data_vars):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         plot_vs_n(xr.Dataset({criterion: summary[f"{criterion}_mean"]}), criterion, out / f"{criterion}_mean_vs_n.png",
@@ -119,4 +149,6 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
                   ylabel="failure rate (true k not smallest)", per_k=False, log=False)
         plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",
                   ylabel=f"sqrt(n) * mean {criterion}", per_k=True, log=True)
+        plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
+                                 true_k(scores))
     return table
