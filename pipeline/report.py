@@ -88,8 +88,13 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
-def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, per_k: bool, log: bool) -> None:
-    """A quantity vs n for every (dataset, method): one line per k, or one line when ``per_k`` is False."""
+def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, per_k: bool, log: bool,
+              errors: xr.DataArray | None = None) -> None:
+    """A quantity vs n for every (dataset, method): one line per k, or one line when ``per_k`` is False.
+
+    With ``errors`` (one line only) the quantity is a fraction: error bars of that size, y from 0 to at
+    least 0.5 as in seed 001's failure-rate panels, so a few failures do not fill the panel.
+    """
     data = values[criterion]
     pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
              if data.sel(dataset=d, model=m).notnull().sum() > 0]
@@ -99,6 +104,9 @@ def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, pe
         for k in (curve["k"].values if per_k else [None]):
             y = curve.sel(k=k) if per_k else curve
             ax.plot(curve["n"], y, marker="o", ms=3, label=f"k={k}" if per_k else None)
+        if errors is not None:
+            ax.errorbar(curve["n"], curve, yerr=errors.sel(dataset=dataset, model=model), fmt="none", capsize=2)
+            ax.set_ylim(0.0, max(0.5, 1.05 * float(curve.max())))
         ax.set(title=f"{dataset} / {model}", xlabel="n", ylabel=ylabel, xscale="log")
         if log:
             ax.set_yscale("log")
@@ -145,8 +153,10 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         plot_vs_n(xr.Dataset({criterion: summary[f"{criterion}_mean"]}), criterion, out / f"{criterion}_mean_vs_n.png",
                   ylabel=f"mean {criterion}", per_k=True, log=True)
+        trials = scores[criterion].notnull().any("k").sum("trial")
+        standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
         plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
-                  ylabel="failure rate (true k not smallest)", per_k=False, log=False)
+                  ylabel="failure rate (true k not smallest) ± 1 SE", per_k=False, log=False, errors=standard_error)
         plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",
                   ylabel=f"sqrt(n) * mean {criterion}", per_k=True, log=True)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",

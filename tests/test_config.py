@@ -52,5 +52,5 @@ def test_errors_carry_the_key_path():
 
 def test_shipped_figure2_config_is_valid():
     config = load_config(REPO / "configs" / "shamir_tishby2007_fig2.yaml")
-    assert {d.name: d.true_k for d in config.datasets} == {"gaussians5": 5, "rings2": 2}
+    assert {d.name: d.true_k for d in config.datasets} == {"gaussians5": 5, "gaussians5_isolated": 5, "rings2": 2}
     assert {m.name: m.predictor for m in config.methods} == {"kmeans": "nearest_centroid", "spectral": "nearest_neighbor"}
