@@ -41,7 +41,7 @@ def test_shipped_configs_are_valid(name):
 
 def test_shipped_real_data_config_is_valid(shared):
     config = load_config(REPO / "configs" / "yeast_cdc28.yaml")
-    assert config.datasets[0].n == (100, 200, 400, 796) and config.datasets[0].true_k == 5
+    assert config.datasets[0].n == (100, 200, 300, 400, 600, 796) and config.datasets[0].true_k == 5
 
 
 def test_errors_carry_the_key_path():
