@@ -28,7 +28,10 @@ from pipeline.grid import (
 )
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
-from pipeline.store import BASELINE, array, open_existing, open_for_run, stored_chunk_shape, stored_coords, write_block
+from pipeline.store import (
+    BASELINE, array, check_new_cube_path, create, is_cube, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
+    stored_coords, write_block,
+)
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
 from tasks.criteria import get_criterion
@@ -87,7 +90,7 @@ def preview_plan(config: Config) -> Plan:
     else against a fresh cube.
     """
     path = Path(config.out)
-    if not (path / "zarr.json").exists():
+    if not is_cube(path):
         coords = config_coords(config)
         return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
     group = open_existing(path, config)
@@ -156,21 +159,34 @@ def run_sweep(
 ) -> Summary:
     """Compute every planned cell of ``config`` that its cube lacks (see the module docstring)."""
     path = Path(config.out)
-    group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
-    for note in notes:
-        echo(note)
-    plan = make_plan(config, coords, stored_chunk_shape(group), np.asarray(array(group, "status")[:]),
-                     retry_failed=retry_failed)
-    fill_baseline(group, config, coords)
-    if not plan.chunks:
-        echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
-        return Summary(0, 0, 0, 0.0)
+    if is_cube(path):
+        group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
+        for note in notes:
+            echo(note)
+        plan = make_plan(config, coords, stored_chunk_shape(group), np.asarray(array(group, "status")[:]),
+                         retry_failed=retry_failed)
+        fill_baseline(group, config, coords)
+        if not plan.chunks:
+            echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
+            return Summary(0, 0, 0, 0.0)
+        open_cube_for_writing = lambda: group  # noqa: E731
+    else:
+        check_new_cube_path(path)
+        coords = config_coords(config)
+        plan = make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+
+        def open_cube_for_writing() -> zarr.Group:
+            group = create(path, config, coords, default_chunks(config))
+            fill_baseline(group, config, coords)
+            return group
+
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
         threads = sum(client.nthreads().values()) or 1
         tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
         echo(f"dask dashboard: {client.dashboard_link}")
-        return _submit_and_store(client, config, tasks, group, threads=threads, show_progress=show_progress)
+        return _submit_and_store(client, config, tasks, open_cube_for_writing, threads=threads,
+                                 show_progress=show_progress)
 
 
 def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
@@ -188,8 +204,13 @@ def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
     return results
 
 
-def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: zarr.Group, *,
-                      threads: int, show_progress: bool) -> Summary:
+def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group],
+                      *, threads: int, show_progress: bool) -> Summary:
+    """Submit through the window and write results as they arrive.
+
+    The cube is opened (a new one created) after the first window is submitted, so that creating it
+    overlaps the first tasks: for a small sweep, creation costs as much as the computation.
+    """
     started = time.perf_counter()
     window = config.execution.max_tasks_in_flight or 4 * threads
     needed = {task.dataset for task in tasks}
@@ -209,18 +230,23 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], group: 
 
     for _ in range(window):
         submit_next()
+    group = open_cube_for_writing()
     counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0}
+    cube_arrays = dict(group.arrays())
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
-            for future in futures:
-                task = in_flight.pop(future)
-                for chunk, result in _results_of(future, task):
-                    write_block(group, chunk, result)
+            # Whatever has finished while the driver was writing arrives as one batch, and pieces of the
+            # same storage chunk are written together: at small n the writes, not the kernels, set the pace.
+            for batch in futures.batches():
+                done = [(chunk, result) for future in batch for chunk, result in _results_of(future, in_flight.pop(future))]
+                for chunk, result in merge_blocks(done):
+                    write_block(cube_arrays, chunk, result)
                     for code in counts:
                         counts[code] += int((result.status == code).sum())
                     progress.advance(chunk.cells, failed=int((result.status == Status.FAILED).sum()))
-                future.release()
-                submit_next()
+                for future in batch:
+                    future.release()
+                    submit_next()
         except KeyboardInterrupt:
             futures.clear()
             client.cancel(list(in_flight), force=True)

@@ -10,6 +10,8 @@ its values are on disk; the cube is the only durable state of a sweep.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -100,7 +102,26 @@ def remove_partial_files(path: Path) -> int:
     return len(leftovers)
 
 
+def is_cube(path: Path) -> bool:
+    return (path / "zarr.json").exists()
+
+
+def check_new_cube_path(path: Path) -> None:
+    """``InputError`` unless a new cube can be created at ``path``: absent or an empty folder, writable."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
+    existing = next(folder for folder in (path, *path.absolute().parents) if folder.exists())
+    if not existing.is_dir():
+        raise InputError(f"--out: cannot create the cube {path}: {existing} is a file, not a folder; choose another --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"--out: cannot create the cube {path}: {existing} is not writable; "
+                         "choose an --out in a folder you can write to")
+
+
 def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int]) -> zarr.Group:
+    """A new all-pending cube at ``path`` (checked with :func:`check_new_cube_path`)."""
+    if path.exists():
+        path.rmdir()
     ds = template(coords, chunks, config.criteria)
     ds.attrs = _attrs(config, config.identity, {d.name: d.true_k for d in config.datasets})
     ds.to_zarr(path, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
@@ -191,11 +212,8 @@ def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, i
     old cells depend on; everything else (new datasets, sample sizes, methods, k, trials) is appended.
     """
     notes: list[str] = []
-    if not (path / "zarr.json").exists():
-        if path.exists() and any(path.iterdir()):
-            raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
-        if path.exists():
-            path.rmdir()
+    if not is_cube(path):
+        check_new_cube_path(path)
         return create(path, config, wanted, chunks), wanted, notes
     group = open_existing(path, config, mode="r+")
     stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
@@ -222,14 +240,38 @@ def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, i
     return group, merged, notes
 
 
-def write_block(group: zarr.Group, chunk: Chunk, result: BlockResult) -> None:
-    """Store one computed chunk: the values first, then the status that marks them done."""
+def merge_blocks(blocks: Sequence[tuple[Chunk, BlockResult]]) -> list[tuple[Chunk, BlockResult]]:
+    """Pieces of the same storage chunk joined along their trials, so each chunk is written once."""
+    by_chunk: dict[tuple[int, int, int, tuple[int, ...]], list[tuple[Chunk, BlockResult]]] = {}
+    for chunk, result in blocks:
+        by_chunk.setdefault((chunk.dataset, chunk.n, chunk.model, chunk.k), []).append((chunk, result))
+    merged = []
+    for (dataset, n, model, k), pieces in by_chunk.items():
+        if len(pieces) == 1:
+            merged.append(pieces[0])
+            continue
+        results = [result for _, result in pieces]
+        merged.append((
+            Chunk(dataset, n, model, k, tuple(t for chunk, _ in pieces for t in chunk.trial)),
+            BlockResult(values={name: np.concatenate([r.values[name] for r in results], axis=1) for name in results[0].values},
+                        status=np.concatenate([r.status for r in results], axis=1),
+                        reason=np.concatenate([r.reason for r in results], axis=1),
+                        seconds=np.concatenate([r.seconds for r in results], axis=1)),
+        ))
+    return merged
+
+
+def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockResult) -> None:
+    """Store one computed block: the values first, then the status that marks them done.
+
+    ``arrays`` are the cube's arrays by name, opened once per run (opening one reads its metadata file).
+    """
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     for name, values in result.values.items():
-        array(group, name).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
-    array(group, "reason").set_orthogonal_selection(selection, result.reason)  # type: ignore[arg-type]
-    array(group, "seconds").set_orthogonal_selection(selection, result.seconds)  # type: ignore[arg-type]
-    array(group, "status").set_orthogonal_selection(selection, result.status)  # type: ignore[arg-type]
+        arrays[name].set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
+    arrays["reason"].set_orthogonal_selection(selection, result.reason)  # type: ignore[arg-type]
+    arrays["seconds"].set_orthogonal_selection(selection, result.seconds)  # type: ignore[arg-type]
+    arrays["status"].set_orthogonal_selection(selection, result.status)  # type: ignore[arg-type]
 
 
 def open_cube(path: str | Path) -> xr.Dataset:

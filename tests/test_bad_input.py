@@ -98,6 +98,16 @@ def test_out_pointing_at_a_folder_that_is_not_a_cube_is_refused_untouched(tmp_pa
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
 
 
+def test_out_below_a_file_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "results").write_text("a file where a folder should be")
+    out = tmp_path / "results" / "cube.zarr"
+    result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--out" in result.stderr and "is a file, not a folder" in result.stderr
+    assert "dask dashboard" not in result.stdout  # refused before a cluster was started
+    assert (tmp_path / "results").read_text() == "a file where a folder should be"
+
+
 def test_unreachable_scheduler_exits_2(tmp_path):
     result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(tmp_path / "c.zarr"),
                  "--scheduler", "tcp://127.0.0.1:1", timeout=120)

@@ -247,3 +247,24 @@ def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp
     for name in ("lange", "pairwise"):
         stored = cube[name].sel(dataset="mix", n=256, model="exact", trial=3).values
         assert stored.tobytes() == direct.values[name][:, 0].tobytes()
+
+
+def test_pieces_of_one_chunk_are_merged_into_one_write_and_other_chunks_stay_apart():
+    from pipeline.grid import Chunk
+    from pipeline.store import merge_blocks
+    from tasks.cell import BlockResult
+
+    def piece(model: int, trials: tuple[int, ...], offset: float) -> tuple[Chunk, BlockResult]:
+        shape = (2, len(trials))
+        values = offset + np.arange(np.prod(shape), dtype=float).reshape(shape)
+        return Chunk(0, 0, model, (0, 1), trials), BlockResult(
+            values={"lange": values}, status=np.full(shape, 1, dtype=np.int8),
+            reason=np.full(shape, "", dtype=object), seconds=values / 100)
+
+    first, other, second = piece(0, (0, 1), 0.0), piece(1, (0, 1), 50.0), piece(0, (4, 5, 6), 10.0)
+    merged = merge_blocks([first, other, second])
+    assert [chunk for chunk, _ in merged] == [Chunk(0, 0, 0, (0, 1), (0, 1, 4, 5, 6)), other[0]]
+    np.testing.assert_array_equal(merged[0][1].values["lange"], [[0, 1, 10, 11, 12], [2, 3, 13, 14, 15]])
+    np.testing.assert_array_equal(merged[0][1].seconds, merged[0][1].values["lange"] / 100)
+    assert merged[0][1].status.shape == merged[0][1].reason.shape == (2, 5)
+    assert merged[1][1] is other[1]
