@@ -129,7 +129,11 @@ def main() -> None:
           f"{'c/w':>6} {'c/a':>6} {'b/w':>6} {'c/b':>6}")
     with connect(workers=args.workers, scheduler=None, scheduler_file=None) as client:
         address = client.scheduler.address
-        on_running_cluster(100, 2, address)  # warm-up: worker imports and compiled kernels loaded
+        # Warm-up, untimed: worker imports, compiled kernels loaded (numba's cache) in the workers and in
+        # this process, scikit-learn's first call.
+        on_running_cluster(100, 2, address)
+        serial_same_kernels(100, 1)
+        serial_sklearn(100, 1)
         for n in args.n:
             warm = on_running_cluster(n, args.resamples, address)
             cli = through_cli(n, args.resamples, args.workers)
