@@ -17,6 +17,7 @@ from pipeline.reduce import (
 from tasks.cell import Status
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -88,30 +89,62 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
-def plot_vs_n(values: xr.Dataset, criterion: str, path: Path, *, ylabel: str, per_k: bool, log: bool,
-              errors: xr.DataArray | None = None) -> None:
-    """A quantity vs n for every (dataset, method): one line per k, or one line when ``per_k`` is False.
+def _pairs_with_values(data: xr.DataArray) -> list[tuple[str, str]]:
+    return [(d, m) for d in data["dataset"].values for m in data["model"].values
+            if data.sel(dataset=d, model=m).notnull().sum() > 0]
 
-    With ``errors`` (one line only) the quantity is a fraction: error bars of that size, y from 0 to at
-    least 0.5 as in seed 001's failure-rate panels, so a few failures do not fill the panel.
+
+def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
+    """One panel: ``curve`` against n (log axis), one line per k when it has a k dimension.
+
+    With ``errors`` the curve is a fraction: error bars of that size, y from 0 to at least 0.5 as in
+    seed 001's failure-rate panels, so a few failures do not fill the panel.
     """
-    data = values[criterion]
-    pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
-             if data.sel(dataset=d, model=m).notnull().sum() > 0]
+    per_k = "k" in curve.dims
+    for k in (curve["k"].values if per_k else [None]):
+        y = curve.sel(k=k) if per_k else curve
+        ax.plot(curve["n"], y, marker="o", ms=3, label=f"k={k}" if per_k else None)
+    if errors is not None:
+        ax.errorbar(curve["n"], curve, yerr=errors, fmt="none", capsize=2)
+        ax.set_ylim(0.0, max(0.5, 1.05 * float(curve.max())))
+    ax.set(xlabel="n", ylabel=ylabel, xscale="log")
+    if log:
+        ax.set_yscale("log")
+    if per_k:
+        ax.legend(fontsize=7, ncol=2)
+
+
+def plot_vs_n(data: xr.DataArray, path: Path, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
+    """A quantity vs n, one panel per (dataset, method): one line per k if ``data`` has k, else one line."""
+    pairs = _pairs_with_values(data)
     figure, axes = _panels(max(len(pairs), 1))
     for ax, (dataset, model) in zip(axes, pairs):
-        curve = data.sel(dataset=dataset, model=model)
-        for k in (curve["k"].values if per_k else [None]):
-            y = curve.sel(k=k) if per_k else curve
-            ax.plot(curve["n"], y, marker="o", ms=3, label=f"k={k}" if per_k else None)
-        if errors is not None:
-            ax.errorbar(curve["n"], curve, yerr=errors.sel(dataset=dataset, model=model), fmt="none", capsize=2)
-            ax.set_ylim(0.0, max(0.5, 1.05 * float(curve.max())))
-        ax.set(title=f"{dataset} / {model}", xlabel="n", ylabel=ylabel, xscale="log")
-        if log:
-            ax.set_yscale("log")
-        if per_k:
-            ax.legend(fontsize=7, ncol=2)
+        at = {"dataset": dataset, "model": model}
+        _draw_vs_n(ax, data.sel(at), ylabel=ylabel, log=log, errors=None if errors is None else errors.sel(at))
+        ax.set_title(f"{dataset} / {model}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def plot_scaling_study(mean: xr.DataArray, scaled: xr.DataArray, failures: xr.DataArray, errors: xr.DataArray,
+                       criterion: str, path: Path) -> None:
+    """Seed 001's Figures 1 and 2 in one picture: a row per (dataset, method), three columns.
+
+    Mean score per k vs n (log-log); sqrt(n) x mean (flat where the score shrinks like 1/sqrt(n)); the
+    failure rate vs n with ± 1 binomial SE. Seed 001 plots against m = n/2 (the size of one half).
+    """
+    from matplotlib.figure import Figure
+
+    pairs = _pairs_with_values(mean)
+    figure = Figure(figsize=(13.5, 3.2 * max(len(pairs), 1)))
+    axes = figure.subplots(max(len(pairs), 1), 3, squeeze=False)
+    for row, (dataset, model) in zip(axes, pairs):
+        at = {"dataset": dataset, "model": model}
+        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean {criterion}", log=True)
+        _draw_vs_n(row[1], scaled.sel(at), ylabel=f"sqrt(n) * mean {criterion}", log=True)
+        _draw_vs_n(row[2], failures.sel(at), ylabel="failure rate ± 1 SE", log=False, errors=errors.sel(at))
+        for ax in row:
+            ax.set_title(f"{dataset} / {model}", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
@@ -151,14 +184,17 @@ def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
     chosen, frequency = select_k(scores), selection_frequency(choice_per_trial(scores), scores["k"])
     for criterion in map(str, scores.data_vars):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
-        plot_vs_n(xr.Dataset({criterion: summary[f"{criterion}_mean"]}), criterion, out / f"{criterion}_mean_vs_n.png",
-                  ylabel=f"mean {criterion}", per_k=True, log=True)
+        mean = summary[f"{criterion}_mean"]
         trials = scores[criterion].notnull().any("k").sum("trial")
         standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
-        plot_vs_n(failures, criterion, out / f"{criterion}_failure_rate_vs_n.png",
-                  ylabel="failure rate (true k not smallest) ± 1 SE", per_k=False, log=False, errors=standard_error)
-        plot_vs_n(scaled, criterion, out / f"{criterion}_sqrt_n_scaled_vs_n.png",
-                  ylabel=f"sqrt(n) * mean {criterion}", per_k=True, log=True)
+        plot_vs_n(mean, out / f"{criterion}_mean_vs_n.png", ylabel=f"mean {criterion}", log=True)
+        plot_vs_n(failures[criterion], out / f"{criterion}_failure_rate_vs_n.png",
+                  ylabel="failure rate (true k not smallest) ± 1 SE", log=False, errors=standard_error)
+        plot_vs_n(scaled[criterion], out / f"{criterion}_sqrt_n_scaled_vs_n.png", ylabel=f"sqrt(n) * mean {criterion}",
+                  log=True)
+        if scores.sizes["n"] > 1:
+            plot_scaling_study(mean, scaled[criterion], failures[criterion], standard_error, criterion,
+                               out / f"{criterion}_scaling.png")
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
     return table

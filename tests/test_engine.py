@@ -68,7 +68,7 @@ def test_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(t
     for row in table.itertuples():
         assert row.k_hat == int(chosen[row.criterion].sel(dataset=row.dataset, n=row.n, model=row.method))
     for criterion in ("lange", "pairwise"):
-        for figure in ("vs_k", "mean_vs_n", "failure_rate_vs_n", "sqrt_n_scaled_vs_n", "selection_frequency"):
+        for figure in ("vs_k", "mean_vs_n", "failure_rate_vs_n", "sqrt_n_scaled_vs_n", "selection_frequency", "scaling"):
             assert (tmp_path / "report" / f"{criterion}_{figure}.png").stat().st_size > 10_000
 
 
