@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
-from conftest import cli, write_config
+from conftest import REPO, cli, write_config
 from pipeline import criterion_scores, failure_rate, open_cube, select_k, sqrt_n_scaled, summarise
 
 pytestmark = pytest.mark.slow
@@ -43,36 +44,39 @@ def test_lange2002_table1_stability_rows_for_kmeans(tmp_path):
 
 
 def test_shamir_tishby2007_figure1_trends(tmp_path):
-    """Seed 001, Fig. 1 and Theorem 3 on the 1-D mixture of Lemma 1 (pairwise instability theta_k).
+    """Seed 001, Fig. 1 and Theorem 3: the shipped config, 1000 trials, m = n/2 from 32 to 16384.
 
-    The estimator exactly: a fresh sample of 4m points per trial, optimal k-means solutions (exact 1-D).
-    Claims checked, with m = n/2 from 32 to 2048 and 200 trials (the paper: 1000 trials, m to 2^22):
-    theta_3 is the smallest mean at every mu and m; the failure rate (theta_3 not the smallest of a
-    trial) does not increase with m and is near zero for well-separated mu = 8 (<= 0.02 at every m);
-    theta_4 shrinks like 1/sqrt(m), so sqrt(m) * theta_4 stays within a factor of 2.
-    Not checked: theta_2, which does not shrink here: the mixture is symmetric, so k = 2 has two
-    mirror-image optimal solutions and each sample picks one of them.
+    The estimator exactly (a fresh sample of 4m points per trial, exact k-means optima); only the top of
+    the n grid is lowered (the config goes to m = 2^16; this cube's cells are bit-identical to its
+    cells). Claims checked, with tolerances from the binomial and resample noise of 1000 trials:
+    - theta_3 has the smallest mean at every mu and m (k = 3 is the most stable);
+    - the failure rate (theta_3 not the smallest in a trial) does not rise with m: at mu = 5 it ends at
+      least 0.05 below where it starts (measured 0.21 -> 0.10); at mu = 8 it stays <= 0.03 at every m
+      (measured 0.001-0.015; SE about 0.004);
+    - it falls as mu grows: averaged over m, mu 5 > mu 7 > mu 8;
+    - theta_3 and theta_4 shrink like 1/sqrt(m): sqrt(m) * mean theta_4 for m >= 256 stays within a
+      factor 1.3 at every mu (measured <= 1.14 up to m = 2^20), and so does theta_3 at mu = 5 (1.06).
+    theta_2 does not shrink: the mixture is symmetric and k = 2 has two mirror-image optima.
     """
-    cube = run(tmp_path, {
-        "name": "fig1", "seed": 2007, "n": [64, 256, 1024, 4096], "k": [2, 3, 4], "resamples": 200,
-        "datasets": [{"name": "mu5", "kind": "shamir_mixture1d", "params": {"mu": 5.0}},
-                     {"name": "mu8", "kind": "shamir_mixture1d", "params": {"mu": 8.0}}],
-        "methods": [{"name": "kmeans", "algorithm": "kmeans_1d_exact", "predictor": "nearest_centroid",
-                     "criteria": ["pairwise"]}],
-    })
+    config = yaml.safe_load((REPO / "configs" / "shamir_tishby2007_fig1.yaml").read_text())
+    assert config["resamples"] == 1000 and config["n"]["from"] == 64
+    config["n"]["to"] = 32768
+    cube = run(tmp_path, config)
     scores = criterion_scores(cube)
     summary = summarise(scores)
     assert (select_k(scores)["pairwise"] == 3).all()
     failures = failure_rate(scores)["pairwise"].sel(model="kmeans")
-    assert (failures.sel(dataset="mu8") <= 0.02).all()
-    for mu in ("mu5", "mu8"):
-        rate = failures.sel(dataset=mu).values
-        assert rate[-1] <= rate[0] + 0.02, (mu, rate)  # 0.02: about two binomial SEs at 200 trials
-    scaled = sqrt_n_scaled(summary)["pairwise"].sel(k=4, model="kmeans")
-    ratio = scaled.max("n") / scaled.min("n")
-    assert (ratio < 2.0).all(), ratio.values
+    mu5 = failures.sel(dataset="mu5").values
+    assert mu5[-1] <= mu5[0] - 0.05, mu5
+    assert (failures.sel(dataset="mu8") <= 0.03).all(), failures.sel(dataset="mu8").values
+    average = failures.mean("n")
+    assert float(average.sel(dataset="mu5")) > float(average.sel(dataset="mu7")) > float(average.sel(dataset="mu8"))
+    scaled = sqrt_n_scaled(summary)["pairwise"].sel(model="kmeans")
+    settled = scaled.sel(n=scaled["n"][scaled["n"] >= 512])
+    ratio = settled.max("n") / settled.min("n")
+    assert (ratio.sel(k=4) < 1.3).all() and float(ratio.sel(k=3, dataset="mu5")) < 1.3, ratio.values
     theta4 = summary["pairwise_mean"].sel(k=4, model="kmeans")
-    assert (theta4.diff("n") < 0).all()  # but the raw values do shrink with m
+    assert (theta4.diff("n") < 0).all()  # while the raw values do shrink with m
     assert np.isfinite(summary["pairwise_mean"]).all()
 
 
