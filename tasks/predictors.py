@@ -53,9 +53,34 @@ def nearest_neighbor(
     return labels[index]
 
 
+def gaussian_posterior(
+    X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64], *,
+    reg_covar: float = 1e-6,
+) -> NDArray[np.int64]:
+    """The Bayes rule of the Gaussian mixture the labelled training half estimates.
+
+    Each non-empty cluster c gets its share of points w_c, mean mu_c and full covariance Sigma_c (the
+    maximum-likelihood estimates, ``reg_covar`` added to the diagonal as scikit-learn's
+    ``GaussianMixture`` does); a new point goes to argmax_c log w_c + log N(x; mu_c, Sigma_c).
+    """
+    present = np.flatnonzero(np.bincount(labels, minlength=k))
+    scores = np.empty((X_new.shape[0], present.size))
+    for column, c in enumerate(present):
+        members = X_train[labels == c]
+        mean = members.mean(axis=0)
+        centred = members - mean
+        covariance = centred.T @ centred / members.shape[0] + reg_covar * np.eye(X_train.shape[1])
+        cholesky = np.linalg.cholesky(covariance)
+        solved = np.linalg.solve(cholesky, (X_new - mean).T)
+        log_det = 2.0 * np.log(np.diag(cholesky)).sum()
+        scores[:, column] = np.log(members.shape[0] / labels.size) - 0.5 * (log_det + (solved * solved).sum(axis=0))
+    return present[scores.argmax(axis=1)]
+
+
 PREDICTORS: dict[str, Predictor] = {
     "nearest_centroid": nearest_centroid,
     "nearest_neighbor": nearest_neighbor,
+    "gaussian_posterior": gaussian_posterior,
 }
 
 

@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tasks.algorithms.hierarchical import agglomerative, agglomerative_many, path_based, path_based_many
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
+from tasks.algorithms.mixture import gaussian_mixture
 from tasks.algorithms.spectral import spectral, spectral_many
 
 
@@ -80,6 +82,17 @@ ALGORITHMS: dict[str, Algorithm] = {
                                  max_features=1, seconds_per_point=1.5e-7),
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
     "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, cluster_many=spectral_many, seconds_per_point=2e-5),
+    # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
+    "gaussian_mixture": Algorithm("gaussian_mixture", gaussian_mixture,
+                                  {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
+                                  seconds_per_point=2e-5),
+    # one tree cut at every k; linkage: ward, average, complete or single;
+    # use with nearest_centroid (ward) or nearest_neighbor (single)
+    "agglomerative": Algorithm("agglomerative", agglomerative, {"linkage": "ward"}, cluster_many=agglomerative_many,
+                               seconds_per_point=2e-6),
+    # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor
+    "path_based": Algorithm("path_based", path_based, {}, cluster_many=path_based_many,
+                            seconds_per_point=2e-4),
 }
 
 

@@ -1,0 +1,92 @@
+"""The non-centroid algorithms and their predictors, each on data where the answer is known."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+from sklearn.cluster import AgglomerativeClustering
+from sklearn.metrics import adjusted_rand_score
+
+from tasks.algorithms import get_algorithm
+from tasks.algorithms.hierarchical import agglomerative_many, minimax_distances, path_based_many
+from tasks.datasets.synthetic import lange_gaussians3, rings3
+from tasks.predictors import gaussian_posterior
+
+
+@pytest.mark.parametrize("linkage", ["ward", "average", "complete", "single"])
+def test_one_tree_cut_at_every_k_equals_sklearn_fitted_per_k(linkage):
+    X = np.random.default_rng(3).normal(size=(60, 3))
+    ks = [2, 3, 5, 8]
+    ours = agglomerative_many(X, ks, np.random.default_rng(0), linkage=linkage)
+    for k in ks:
+        reference = AgglomerativeClustering(n_clusters=k, linkage=linkage).fit_predict(X)
+        assert adjusted_rand_score(reference, ours[k]) == 1.0, (linkage, k)
+        assert sorted(np.unique(ours[k])) == list(range(k))
+
+
+def test_minimax_distances_equal_a_brute_force_bottleneck_path_search():
+    X = np.random.default_rng(5).normal(size=(12, 2))
+    direct = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    bottleneck = direct.copy()
+    for via in range(len(X)):  # Floyd-Warshall with (max, min) in place of (+, min)
+        bottleneck = np.minimum(bottleneck, np.maximum(bottleneck[:, [via]], bottleneck[[via], :]))
+    np.fill_diagonal(bottleneck, 0.0)
+    np.testing.assert_allclose(minimax_distances(X), bottleneck, rtol=1e-12)
+
+
+def path_cost(D, labels):
+    """H(c) = sum over clusters of (1 / n_v) * sum of D within the cluster (hierarchical's docstring)."""
+    return sum(D[np.ix_(labels == c, labels == c)].sum() / (labels == c).sum() for c in np.unique(labels))
+
+
+def test_path_based_on_a_line_by_hand():
+    # Minimax distances on a line are the largest gap between two points; the three groups below are
+    # separated by gaps of 8 and 19, while no gap inside a group exceeds 1.
+    X = np.array([0.0, 1.0, 2.0, 10.0, 11.0, 30.0])[:, None]
+    labels = path_based_many(X, [2, 3], np.random.default_rng(0))
+    assert labels[3].tolist() == [0, 0, 0, 1, 1, 2]
+    assert labels[2].tolist() == [0, 0, 0, 0, 0, 1]
+
+
+def test_path_based_merges_greedily_by_the_smallest_cost_increase():
+    X = np.random.default_rng(8).normal(size=(9, 2))
+    D = minimax_distances(X)
+    labels = path_based_many(X, [8], np.random.default_rng(0))[8]
+    # From singletons (cost 0), the first merge must be the cheapest pair: cost 2 D_ij / 2 = D_ij.
+    i, j = min(itertools.combinations(range(9), 2), key=lambda pair: D[pair])
+    assert labels[i] == labels[j] and len(np.unique(labels)) == 8
+    assert path_cost(D, labels) == pytest.approx(D[i, j])
+
+
+def test_path_based_recovers_three_rings_where_kmeans_cannot():
+    X, truth = rings3(800, np.random.default_rng(1))
+    labels = path_based_many(X, [3], np.random.default_rng(0))[3]
+    assert adjusted_rand_score(truth, labels) == 1.0
+    kmeans = get_algorithm("kmeans").cluster(X, 3, np.random.default_rng(0))
+    assert adjusted_rand_score(truth, kmeans) < 0.2
+
+
+def test_gaussian_mixture_finds_three_separated_clouds_and_is_reproducible_per_stream():
+    X, truth = lange_gaussians3(300, np.random.default_rng(2))
+    fit = get_algorithm("gaussian_mixture").cluster
+    labels = fit(X, 3, np.random.default_rng(9))
+    assert adjusted_rand_score(truth, labels) > 0.95
+    np.testing.assert_array_equal(labels, fit(X, 3, np.random.default_rng(9)))
+
+
+def test_gaussian_posterior_is_the_bayes_rule_of_the_plug_in_mixture():
+    rng = np.random.default_rng(4)
+    X_train, labels = lange_gaussians3(200, rng)
+    X_new = rng.normal(scale=3.0, size=(500, 2))
+    ours = gaussian_posterior(X_train, labels, 3, X_new)
+    log_posterior = np.column_stack([
+        np.log(np.mean(labels == c))
+        + multivariate_normal(X_train[labels == c].mean(axis=0),
+                              np.cov(X_train[labels == c].T, bias=True) + 1e-6 * np.eye(2)).logpdf(X_new)
+        for c in range(3)])
+    np.testing.assert_array_equal(ours, log_posterior.argmax(axis=1))
+    # an empty cluster never wins
+    assert set(gaussian_posterior(X_train, np.where(labels == 2, 3, labels), 4, X_new)) <= {0, 1, 3}
