@@ -11,8 +11,10 @@ from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
 from tasks.algorithms import get_algorithm
+from tasks.algorithms.annealing import deterministic_annealing
 from tasks.algorithms.hierarchical import agglomerative_many, minimax_distances, path_based_many
-from tasks.datasets.synthetic import lange_gaussians3, rings3
+from tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
+from tasks.datasets.synthetic import lange_gaussians3, rings3, shamir_mixture1d
 from tasks.predictors import gaussian_posterior
 
 
@@ -90,3 +92,31 @@ def test_gaussian_posterior_is_the_bayes_rule_of_the_plug_in_mixture():
     np.testing.assert_array_equal(ours, log_posterior.argmax(axis=1))
     # an empty cluster never wins
     assert set(gaussian_posterior(X_train, np.where(labels == 2, 3, labels), 4, X_new)) <= {0, 1, 3}
+
+
+def test_deterministic_annealing_finds_three_clouds_and_is_reproducible_per_stream():
+    X, truth = lange_gaussians3(300, np.random.default_rng(6))
+    labels = deterministic_annealing(X, 3, np.random.default_rng(1))
+    assert adjusted_rand_score(truth, labels) > 0.95
+    np.testing.assert_array_equal(labels, get_algorithm("deterministic_annealing").cluster(X, 3, np.random.default_rng(1)))
+
+
+def test_deterministic_annealing_gets_closer_to_the_optimum_than_one_lloyd_start():
+    """On 1-D mixtures the exact optimum is known (kmeans_1d_exact): annealing usually reaches it.
+
+    Measured over these 60 fits: median excess cost 5e-5, mean 0.028; one k-means++ start of Lloyd:
+    median 0.022, mean 0.105. Annealing is a heuristic (it follows the data's split hierarchy, which
+    can lead past the optimum), so the check is on the median and on the mean against Lloyd.
+    """
+    annealed, one_start = [], []
+    for seed in range(20):
+        x = shamir_mixture1d(400, np.random.default_rng(seed), mu=5.0)[0]
+        exact = kmeans_1d_exact(x, [4, 5, 6])
+        for k in (4, 5, 6):
+            best = within_cluster_sum_of_squares(x.ravel(), exact[k])
+            annealed_labels = deterministic_annealing(x, k, np.random.default_rng(seed))
+            annealed.append(within_cluster_sum_of_squares(x.ravel(), annealed_labels) / best - 1)
+            lloyd_labels = get_algorithm("kmeans").cluster(x, k, np.random.default_rng(seed), n_init=1)
+            one_start.append(within_cluster_sum_of_squares(x.ravel(), lloyd_labels) / best - 1)
+    assert min(annealed) > -1e-9  # nothing beats the exact optimum
+    assert np.median(annealed) < 1e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)

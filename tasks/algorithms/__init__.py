@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tasks.algorithms.annealing import deterministic_annealing
 from tasks.algorithms.hierarchical import agglomerative, agglomerative_many, path_based, path_based_many
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
@@ -90,6 +91,10 @@ ALGORITHMS: dict[str, Algorithm] = {
     # use with nearest_centroid (ward) or nearest_neighbor (single)
     "agglomerative": Algorithm("agglomerative", agglomerative, {"linkage": "ward"}, cluster_many=agglomerative_many,
                                seconds_per_point=2e-6),
+    # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002); use with nearest_centroid
+    "deterministic_annealing": Algorithm("deterministic_annealing", deterministic_annealing,
+                                         {"cooling": 0.9, "final_temperature": 1e-3, "max_iter": 100, "tol": 1e-6},
+                                         seconds_per_point=1e-5),
     # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor
     "path_based": Algorithm("path_based", path_based, {}, cluster_many=path_based_many,
                             seconds_per_point=2e-4),
