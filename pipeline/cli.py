@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="print the k̂ table, write selection.csv and figures")
     report.add_argument("cube")
     report.add_argument("--out", help="report folder (default: <cube>-report next to the cube)")
+    report.add_argument("--threshold", action="append", default=[], metavar="CRITERION=VALUE",
+                        help="re-decide a threshold criterion from the stored values, e.g. prediction_strength=0.8")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
     validate.add_argument("--out", help="cube path to plan against")
@@ -93,12 +95,26 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import write_report
     from pipeline.store import open_cube
 
+    thresholds = {}
+    for item in args.threshold:
+        name, _, value = item.partition("=")
+        try:
+            thresholds[name] = float(value)
+        except ValueError:
+            raise InputError(f"--threshold: expected CRITERION=NUMBER, got {item!r}; "
+                             "e.g. --threshold prediction_strength=0.8") from None
     cube_path = Path(args.cube)
     out = Path(args.out) if args.out else cube_path.with_name(cube_path.stem + "-report")
-    table = write_report(open_cube(cube_path), out)
+    cube = open_cube(cube_path)
+    try:
+        decisions(criterion_scores(cube), thresholds)
+    except ValueError as error:
+        raise InputError(f"--threshold: {error}") from None
+    table = write_report(cube, out, thresholds)
     if table.empty:
         print("no computed cells yet")
     else:

@@ -274,10 +274,12 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
     for j, criterion in enumerate(criteria):
         if criterion not in CRITERIA:
             raise ConfigError(f"{key}.criteria[{j}]", f"unknown criterion {criterion!r}", f"expected one of {sorted(CRITERIA)}")
-        min_k = get_criterion(criterion).min_k
-        if min(ks) < min_k:
-            raise ConfigError("k", f"criterion {criterion!r} of {key} needs k >= {min_k}, got k = {min(ks)}",
-                              f"start k at {min_k}")
+    # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
+    # as another criterion of the method is defined there; a k that no criterion can use is an error.
+    lowest = min(get_criterion(criterion).min_k for criterion in criteria)
+    if min(ks) < lowest:
+        raise ConfigError("k", f"the criteria {criteria} of {key} need k >= {lowest}, got k = {min(ks)}",
+                          f"start k at {lowest}, or add a criterion defined at k = {min(ks)} (prediction_strength)")
     if len(set(criteria)) != len(criteria):
         raise ConfigError(f"{key}.criteria", f"repeated criteria in {criteria}", "list each criterion once")
     return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=tuple(criteria))

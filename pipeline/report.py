@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,11 +32,12 @@ def status_counts(cube: xr.Dataset) -> dict[str, int]:
             "infeasible": counts["infeasible"], "pending": counts["pending"]}
 
 
-def selection_table(cube: xr.Dataset) -> pd.DataFrame:
+def selection_table(cube: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per (dataset, n, method, criterion): k̂, how often trials chose it, the failure rate."""
     scores = criterion_scores(cube)
-    chosen, choices = select_k(scores), choice_per_trial(scores)
-    frequency, failures, truth = selection_frequency(choices, scores["k"]), failure_rate(scores), true_k(scores)
+    chosen, choices = select_k(scores, thresholds), choice_per_trial(scores, thresholds)
+    frequency, truth = selection_frequency(choices, scores["k"]), true_k(scores)
+    failures = failure_rate(scores, thresholds)
     rows = []
     for criterion in scores.data_vars:
         trials = scores[criterion].notnull().any("k").sum("trial")
@@ -173,15 +175,19 @@ def plot_selection_frequency(frequency: xr.Dataset, chosen: xr.Dataset, criterio
     figure.savefig(path, dpi=110)
 
 
-def write_report(cube: xr.Dataset, out: Path) -> pd.DataFrame:
-    """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table."""
+def write_report(cube: xr.Dataset, out: Path, thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table.
+
+    ``thresholds`` re-decides threshold criteria (``{"prediction_strength": 0.8}``) from the stored values.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    table = selection_table(cube)
+    table = selection_table(cube, thresholds)
     table.to_csv(out / "selection.csv", index=False)
     scores = criterion_scores(cube)
-    summary, failures = summarise(scores), failure_rate(scores)
+    summary, failures = summarise(scores), failure_rate(scores, thresholds)
     scaled = sqrt_n_scaled(summary)
-    chosen, frequency = select_k(scores), selection_frequency(choice_per_trial(scores), scores["k"])
+    chosen = select_k(scores, thresholds)
+    frequency = selection_frequency(choice_per_trial(scores, thresholds), scores["k"])
     for criterion in map(str, scores.data_vars):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         mean = summary[f"{criterion}_mean"]

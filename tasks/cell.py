@@ -156,7 +156,8 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
                                  labels_second=outcome[1], k=k, predictor=predictor, evaluation=data.evaluation,
                                  pairing=pairing)
                 for criterion in criteria:
-                    values[criterion.name][i, j] = criterion.evaluate(fits)
+                    if k >= criterion.min_k:  # below it the value stays NaN: not applicable
+                        values[criterion.name][i, j] = criterion.evaluate(fits)
             except Exception as error:  # a failing cell is data: recorded, and the block goes on
                 status[i, j], reason[i, j] = Status.FAILED, describe(error)
                 for criterion in criteria:

@@ -120,3 +120,29 @@ def test_deterministic_annealing_gets_closer_to_the_optimum_than_one_lloyd_start
             one_start.append(within_cluster_sum_of_squares(x.ravel(), lloyd_labels) / best - 1)
     assert min(annealed) > -1e-9  # nothing beats the exact optimum
     assert np.median(annealed) < 1e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)
+
+
+def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():
+    from tasks.criteria.base import TrialFits
+    from tasks.criteria.prediction_strength import prediction_strength
+
+    def ps_of(test, predicted, k):
+        fits = TrialFits(first=np.zeros((1, 1)), second=np.zeros((len(test), 1)), labels_first=np.zeros(1, np.int64),
+                         labels_second=np.asarray(test), k=k, predictor=lambda *args: np.asarray(predicted))
+        return prediction_strength(fits)
+
+    # test cluster 0 = {0, 1, 2} is predicted [0, 0, 1]: 1 of its 3 pairs stays together; cluster 1 keeps all
+    assert ps_of([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1], 2) == pytest.approx(1 / 3)
+    assert ps_of([0, 0, 0, 0], [0, 0, 0, 0], 1) == 1.0
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        k = int(rng.integers(2, 6))
+        test, predicted = rng.integers(k, size=40), rng.integers(k, size=40)
+        strengths = []
+        for cluster in np.unique(test):
+            members = np.flatnonzero(test == cluster)
+            if members.size < 2:
+                continue
+            pairs = [(i, j) for i in members for j in members if i != j]
+            strengths.append(np.mean([predicted[i] == predicted[j] for i, j in pairs]))
+        assert ps_of(test, predicted, k) == pytest.approx(min(strengths))

@@ -268,3 +268,28 @@ def test_pieces_of_one_chunk_are_merged_into_one_write_and_other_chunks_stay_apa
     np.testing.assert_array_equal(merged[0][1].seconds, merged[0][1].values["lange"] / 100)
     assert merged[0][1].status.shape == merged[0][1].reason.shape == (2, 5)
     assert merged[1][1] is other[1]
+
+
+def test_k_from_1_holds_prediction_strength_and_marks_stability_not_applicable_and_re_deciding_writes_nothing(tmp_path):
+    config = small_config(k=[1, 2, 3, 4], datasets=[{"name": "gauss", "kind": "lange_gaussians3"}],
+                          methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},
+                                    "predictor": "nearest_centroid", "criteria": ["lange", "prediction_strength"]}])
+    run_ok(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr")
+    cube = open_cube(tmp_path / "c.zarr").load()
+    assert (cube["status"] == 1).all()
+    assert cube["lange"].sel(k=1).isnull().all() and cube["lange"].sel(k=[2, 3, 4]).notnull().all()
+    assert (cube["prediction_strength"].sel(k=1) == 1.0).all()  # one cluster keeps every pair together
+
+    before = cube_bytes(tmp_path / "c.zarr", keep_seconds=True)
+    for threshold in (0.9, 0.5):
+        report = cli("report", str(tmp_path / "c.zarr"), "--out", str(tmp_path / f"r{threshold}"),
+                     "--threshold", f"prediction_strength={threshold}")
+        assert report.returncode == 0, report.stderr
+        table = pd.read_csv(tmp_path / f"r{threshold}" / "selection.csv")
+        expected = select_k(criterion_scores(cube), {"prediction_strength": threshold})["prediction_strength"]
+        rows = table[table.criterion == "prediction_strength"]
+        assert rows.k_hat.tolist() == expected.sel(dataset="gauss", model="km").values.ravel().tolist()
+        assert (table[table.criterion == "lange"].k_hat >= 2).all()
+    assert cube_bytes(tmp_path / "c.zarr", keep_seconds=True) == before
+    refused = cli("report", str(tmp_path / "c.zarr"), "--threshold", "lange=0.2")
+    assert refused.returncode == 2 and "--threshold" in refused.stderr and "Traceback" not in refused.stderr

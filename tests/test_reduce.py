@@ -96,3 +96,37 @@ def test_unsorted_coordinates_from_an_extension_are_sorted():
     assert scores["k"].values.tolist() == [2, 3, 4]
     # normalised means: k=4 0.5, k=2 0.2, k=3 0.333 -> 2
     assert int(select_k(scores)["lange"].squeeze()) == 2
+
+
+def ps_cube(ps: list[list[float]], ks=(1, 2, 3, 4)) -> xr.Dataset:
+    """One dataset (true k = 3), one n, one model; ``ps[k_index][trial]`` as prediction strength."""
+    values = np.array(ps, dtype=float)[None, None, None]
+    dims = ("dataset", "n", "model", "k", "trial")
+    coords = {"dataset": ["a"], "n": [100], "model": ["m"], "k": list(ks), "trial": list(range(values.shape[-1]))}
+    return xr.Dataset({"prediction_strength": (dims, values), "status": (dims, np.ones_like(values, dtype=np.int8))},
+                      coords=coords, attrs={"ordercube_true_k": json.dumps({"a": 3})})
+
+
+def test_prediction_strength_is_decided_by_the_largest_k_above_the_threshold_and_can_be_re_decided():
+    # per trial:      t0    t1    t2
+    cube = ps_cube([[1.0, 1.0, 1.0],     # k = 1
+                    [0.95, 0.9, 0.97],   # k = 2
+                    [0.92, 0.85, 0.88],  # k = 3: mean 0.8833
+                    [0.5, 0.82, 0.6]])   # k = 4: mean 0.64
+    scores = criterion_scores(cube)
+    assert int(select_k(scores)["prediction_strength"].squeeze()) == 2  # 0.9: k = 3's mean 0.883 misses it
+    assert int(select_k(scores, {"prediction_strength": 0.8})["prediction_strength"].squeeze()) == 3
+    assert int(select_k(scores, {"prediction_strength": 0.5})["prediction_strength"].squeeze()) == 4
+    assert int(select_k(scores, {"prediction_strength": 1.01})["prediction_strength"].squeeze()) == -1
+    assert choice_per_trial(scores)["prediction_strength"].values.ravel().tolist() == [3, 2, 2]
+    assert choice_per_trial(scores, {"prediction_strength": 0.8})["prediction_strength"].values.ravel().tolist() == [3, 4, 3]
+    assert float(failure_rate(scores)["prediction_strength"].squeeze()) == pytest.approx(2 / 3)
+    assert float(failure_rate(scores, {"prediction_strength": 0.8})["prediction_strength"].squeeze()) == pytest.approx(1 / 3)
+
+
+def test_a_threshold_for_a_criterion_without_one_or_absent_from_the_cube_is_refused():
+    scores = criterion_scores(tiny_cube([[0.1, 0.2], [0.05, 0.0], [0.4, 0.4]]))
+    with pytest.raises(ValueError, match="'lange'.*no threshold.*prediction_strength"):
+        select_k(scores, {"lange": 0.3})
+    with pytest.raises(ValueError, match="'prediction_strength': no such criterion"):
+        select_k(scores, {"prediction_strength": 0.8})

@@ -6,11 +6,12 @@ criterion of the method the same :class:`~tasks.criteria.base.TrialFits`.
 
 from __future__ import annotations
 
-from tasks.criteria.base import Criterion, TrialFits
+from tasks.criteria.base import Criterion, Decision, TrialFits
 from tasks.criteria.pairwise import PAIRWISE
+from tasks.criteria.prediction_strength import PREDICTION_STRENGTH
 from tasks.criteria.stability import LANGE
 
-CRITERIA: dict[str, Criterion] = {criterion.name: criterion for criterion in [LANGE, PAIRWISE]}
+CRITERIA: dict[str, Criterion] = {criterion.name: criterion for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH]}
 
 
 def get_criterion(name: str) -> Criterion:
@@ -21,4 +22,4 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
-__all__ = ["CRITERIA", "Criterion", "TrialFits", "get_criterion"]
+__all__ = ["CRITERIA", "Criterion", "Decision", "TrialFits", "get_criterion"]

@@ -57,6 +57,19 @@ class TrialFits:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """How k̂ follows from a criterion's per-k values (the mean over trials, or one trial's values).
+
+    ``smallest``: the argmin over k (instabilities; exact ties go to the largest k).
+    ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
+    no choice (-1) when no k reaches it.
+    """
+
+    rule: str = "smallest"
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
 class Criterion:
     """A registered criterion.
 
@@ -74,6 +87,8 @@ class Criterion:
     normalised_by_random_labels : bool
         Whether its score divides the raw value by the same statistic for random labelings of n/2
         points with k labels (seed 002 eq. 5); the driver then estimates that baseline per (n, k).
+    decision : Decision
+        Its default decision rule; the reducers can re-decide a stored cube with another threshold.
     """
 
     name: str
@@ -82,3 +97,4 @@ class Criterion:
     needs_evaluation_sample: bool
     description: str
     normalised_by_random_labels: bool = False
+    decision: Decision = Decision()
