@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.mixture import GaussianMixture
 
 
 def gaussian_mixture(
@@ -32,6 +31,8 @@ def gaussian_mixture(
     covariance_type, n_init, max_iter, reg_covar
         As in :class:`sklearn.mixture.GaussianMixture`.
     """
+    from sklearn.mixture import GaussianMixture  # here, not at the top: importing scikit-learn costs ~0.6 s
+
     model = GaussianMixture(n_components=k, covariance_type=covariance_type, n_init=n_init, max_iter=max_iter,
                             reg_covar=reg_covar, random_state=int(rng.integers(2**32 - 1)))
     return model.fit(X).predict(X).astype(np.int64)
