@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tasks.algorithms.annealing import deterministic_annealing
-from tasks.algorithms.hierarchical import agglomerative, agglomerative_many, path_based, path_based_many
+from tasks.algorithms.hierarchical import LINKAGES, agglomerative, agglomerative_many, path_based, path_based_many
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
 from tasks.algorithms.mixture import gaussian_mixture
@@ -48,6 +48,8 @@ class Algorithm:
         The parameters it accepts, with their defaults.
     min_points_per_cluster : int
         ``k`` is infeasible on ``n`` points when ``k * min_points_per_cluster > n``.
+    choices : mapping
+        For parameters that name an option, the values accepted (checked when a config is read).
     """
 
     name: str
@@ -57,6 +59,7 @@ class Algorithm:
     cluster_many: Callable[..., dict[int, NDArray[np.int64]]] | None = None
     max_features: int | None = None
     seconds_per_point: float = 2.5e-6
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def feasible(self, k: int, n_points: int) -> bool:
         return 1 <= k and k * self.min_points_per_cluster <= n_points
@@ -65,6 +68,9 @@ class Algorithm:
         unknown = sorted(set(params) - set(self.defaults))
         if unknown:
             raise ValueError(f"unknown parameter {unknown[0]!r}; expected one of {sorted(self.defaults)}")
+        for name, allowed in self.choices.items():
+            if name in params and params[name] not in allowed:
+                raise ValueError(f"{name} = {params[name]!r} is not one of {list(allowed)}")
         return {**self.defaults, **params}
 
 
@@ -86,11 +92,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
     "gaussian_mixture": Algorithm("gaussian_mixture", gaussian_mixture,
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
-                                  seconds_per_point=2e-5),
+                                  seconds_per_point=2e-5,
+                                  choices={"covariance_type": ("full", "tied", "diag", "spherical")}),
     # one tree cut at every k; linkage: ward, average, complete or single;
     # use with nearest_centroid (ward) or nearest_neighbor (single)
     "agglomerative": Algorithm("agglomerative", agglomerative, {"linkage": "ward"}, cluster_many=agglomerative_many,
-                               seconds_per_point=2e-6),
+                               seconds_per_point=2e-6, choices={"linkage": LINKAGES}),
     # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002); use with nearest_centroid
     "deterministic_annealing": Algorithm("deterministic_annealing", deterministic_annealing,
                                          {"cooling": 0.9, "final_temperature": 1e-3, "max_iter": 100, "tol": 1e-6},
