@@ -160,7 +160,7 @@ def run_sweep(
     """Compute every planned cell of ``config`` that its cube lacks (see the module docstring)."""
     path = Path(config.out)
     if is_cube(path):
-        group, coords, notes = open_for_run(path, config, config_coords(config), default_chunks(config))
+        group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:
             echo(note)
         plan = make_plan(config, coords, stored_chunk_shape(group), np.asarray(array(group, "status")[:]),

@@ -205,16 +205,14 @@ def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r")
     return group
 
 
-def open_for_run(path: Path, config: Config, wanted: Coords, chunks: dict[str, int]) -> tuple[zarr.Group, Coords, list[str]]:
-    """Create the cube, or check and extend an existing one; returns it, its coordinates and notes.
+def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group, Coords, list[str]]:
+    """Check and extend the existing cube at ``path``; returns it, its coordinates and notes.
 
     Refuses (``InputError``) a cube whose stored identity disagrees with the config on anything that
     old cells depend on; everything else (new datasets, sample sizes, methods, k, trials) is appended.
+    A new cube is made by :func:`create` instead.
     """
     notes: list[str] = []
-    if not is_cube(path):
-        check_new_cube_path(path)
-        return create(path, config, wanted, chunks), wanted, notes
     group = open_existing(path, config, mode="r+")
     stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     removed = remove_partial_files(path)

@@ -17,17 +17,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.kmeans import lloyd
-
-
-def _squared_distances(X: NDArray[np.float64], centers: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.maximum((X * X).sum(1)[:, None] - 2.0 * X @ centers.T + (centers * centers).sum(1)[None, :], 0.0)
+from tasks.algorithms.kmeans import lloyd, squared_distances
 
 
 def _fixed_point(X, centers, masses, temperature, *, max_iter, tol):
     """Iterate the DA equations (module docstring) at one temperature until the centroids settle."""
     for _ in range(max_iter):
-        logits = np.log(masses)[None, :] - _squared_distances(X, centers) / temperature
+        logits = np.log(masses)[None, :] - squared_distances(X, centers) / temperature
         logits -= logits.max(axis=1, keepdims=True)
         responsibilities = np.exp(logits)
         responsibilities /= responsibilities.sum(axis=1, keepdims=True)
@@ -96,8 +92,8 @@ def deterministic_annealing(
             centers = np.concatenate([first, centers[m:][keep_twin]])
             masses = np.concatenate([first_mass, masses[m:][keep_twin]])
         temperature *= cooling
-    if centers.shape[0] < k:  # fewer transitions than k (e.g. duplicate points): seed the rest k-means++ style
-        distances = _squared_distances(X, centers).min(axis=1)
+    if centers.shape[0] < k:  # fewer transitions than k (e.g. duplicate points): add the farthest points
+        distances = squared_distances(X, centers).min(axis=1)
         extra = X[np.argsort(-distances)[: k - centers.shape[0]]]
         centers = np.concatenate([centers, extra])
     labels, _, _ = lloyd(X, centers[None, :, :], max_iter=300, tol=1e-4)
