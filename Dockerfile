@@ -1,0 +1,45 @@
+# One image for the Dask scheduler, the workers and the driver (see docker-compose.yml).
+#   docker build -t ordercube:local .
+# The base image pins dask and distributed; the pip line below pins the same versions so that the
+# package's own dependencies can never move them (scheduler, workers and driver must agree).
+FROM ghcr.io/dask/dask:2026.8.0-py3.11
+
+WORKDIR /opt/ordercube
+
+# The package and its dependencies, installed at build time. The Dask image's entrypoint
+# (prepare.sh) can pip/conda-install EXTRA_*_PACKAGES at container start; this image never does.
+# The sources are built in /tmp/build and removed: only the installed package is importable (one
+# source path, so numba's cache below is the one every process finds).
+COPY pyproject.toml README.md /tmp/build/
+COPY pipeline/ /tmp/build/pipeline/
+COPY tasks/ /tmp/build/tasks/
+RUN cd /tmp/build \
+    && pip install --no-cache-dir "dask==2026.8.0" "distributed==2026.8.0" . \
+    && cd / && rm -rf /tmp/build \
+    && python -c "import pipeline, dask, distributed; print(pipeline.__file__, dask.__version__, distributed.__version__)"
+COPY configs/ configs/
+
+# Dask config of every process in the image: the nanny does not set MALLOC_TRIM_THRESHOLD_.
+COPY docker/dask.yaml /etc/dask/ordercube.yaml
+
+# A non-root user; /results is the cube's mount point (a named volume takes this ownership).
+RUN useradd --create-home --uid 10001 --user-group --shell /bin/bash ordercube \
+    && mkdir -p /results \
+    && chown ordercube:ordercube /results
+USER ordercube
+ENV NUMBA_CACHE_DIR=/home/ordercube/.cache/numba
+
+# Compile the numba kernels (cache=True) now, into NUMBA_CACHE_DIR, by running two tiny grids on a
+# LocalCluster: the workers then load them instead of compiling. numba keys its cache on the CPU, so
+# on a machine with another CPU than the build host's each worker compiles once more (the directory
+# stays writable). Exit 1 (failed cells) is accepted here: only the compilation matters.
+COPY --chown=ordercube:ordercube docker/warmup-kmeans.yaml docker/warmup-kmeans1d.yaml /tmp/warmup/
+RUN for grid in warmup-kmeans warmup-kmeans1d; do \
+        ordercube run "/tmp/warmup/$grid.yaml" --workers 1 --no-progress --out "/tmp/warmup/$grid.zarr"; \
+        rc=$?; [ "$rc" -le 1 ] || exit "$rc"; \
+    done \
+    && test "$(find "$NUMBA_CACHE_DIR" -name '*.nbi' | wc -l)" -ge 6 \
+    && rm -rf /tmp/warmup
+
+ENTRYPOINT ["tini", "-g", "--"]
+CMD ["ordercube", "--help"]
