@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="report folder (default: <cube>-report next to the cube)")
     report.add_argument("--threshold", action="append", default=[], metavar="CRITERION=VALUE",
                         help="re-decide a threshold criterion from the stored values, e.g. prediction_strength=0.8")
+    report.add_argument("--decide", action="append", default=[], metavar="CRITERION.FIELD=VALUE",
+                        help="re-decide with another rule setting, e.g. gap.method=globalmax, gap.se_factor=2, "
+                             "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V)")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
     validate.add_argument("--out", help="cube path to plan against")
@@ -96,29 +99,38 @@ def _status(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import write_report
+    from pipeline.report import comparison_matrix, published_of, write_report
     from pipeline.store import open_cube
 
-    thresholds = {}
+    decide: dict[str, dict[str, str]] = {}
     for item in args.threshold:
-        name, _, value = item.partition("=")
-        try:
-            thresholds[name] = float(value)
-        except ValueError:
+        name, equals, value = item.partition("=")
+        if not (name and equals and value):
             raise InputError(f"--threshold: expected CRITERION=NUMBER, got {item!r}; "
-                             "e.g. --threshold prediction_strength=0.8") from None
+                             "e.g. --threshold prediction_strength=0.8")
+        decide.setdefault(name, {})["threshold"] = value
+    for item in args.decide:
+        target, equals, value = item.partition("=")
+        name, dot, field = target.partition(".")
+        if not (name and dot and field and equals and value):
+            raise InputError(f"--decide: expected CRITERION.FIELD=VALUE, got {item!r}; e.g. --decide gap.method=globalmax")
+        decide.setdefault(name, {})[field] = value
     cube_path = Path(args.cube)
     out = Path(args.out) if args.out else cube_path.with_name(cube_path.stem + "-report")
     cube = open_cube(cube_path)
     try:
-        decisions(criterion_scores(cube), thresholds)
+        decisions(criterion_scores(cube), decide)
     except ValueError as error:
-        raise InputError(f"--threshold: {error}") from None
-    table = write_report(cube, out, thresholds)
+        raise InputError(f"{'--decide' if args.decide else '--threshold'}: {error}") from None
+    table = write_report(cube, out, decide)
     if table.empty:
         print("no computed cells yet")
     else:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        published = published_of(cube)
+        if published:
+            print("\nk̂ by criterion: this cube / published (! where they differ)")
+            print(comparison_matrix(table, published).to_string())
     print(f"report written to {out}")
     return EXIT_OK
 

@@ -26,7 +26,8 @@ from tasks.datasets import SYNTHETIC, get_synthetic
 from tasks.predictors import PREDICTORS
 from tasks.preprocess import STEP_NAMES
 
-TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution"}
+TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
+            "published"}
 DATASET_KEYS = {"name", "kind", "params", "n", "path", "labels", "preprocess"}
 METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
 EXECUTION_KEYS = {"trials_per_chunk", "task_seconds", "max_tasks_in_flight"}
@@ -48,6 +49,7 @@ class DatasetSpec:
     labels_column: str | None = None
     preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -60,11 +62,15 @@ class MethodSpec:
     params: Mapping[str, Any]
     predictor: str
     criteria: tuple[str, ...]
+    criterion_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
-                "criteria": list(self.criteria)}
+        identity = {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
+                    "criteria": list(self.criteria)}
+        if self.criterion_options:  # only criteria that take options (Gap, Clest) appear here
+            identity["criterion_options"] = {name: dict(options) for name, options in self.criterion_options.items()}
+        return identity
 
     @property
     def needs_evaluation_sample(self) -> bool:
@@ -92,6 +98,7 @@ class Config:
     baseline_draws: int
     execution: Execution
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    published: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -109,6 +116,11 @@ class Config:
         """Every criterion used by some method, in registry order."""
         used = {name for method in self.methods for name in method.criteria}
         return [name for name in CRITERIA if name in used]
+
+    @property
+    def variables(self) -> list[str]:
+        """The cube variables of those criteria (a criterion may store several: ``gap`` and ``gap_sd``)."""
+        return [variable for name in self.criteria for variable in get_criterion(name).variables]
 
 
 def fingerprint(identity: Mapping[str, Any]) -> str:
@@ -251,7 +263,7 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
                 "preprocess": [[step, dict(params)] for step, params in spec.preprocess]}
     return DatasetSpec(name=name, kind="file", params={}, n=n, true_k=true_k, n_features=loaded.X.shape[1], path=spec.path,
                        labels_path=labels_path, labels_column=labels_column, preprocess=spec.preprocess,
-                       data=loaded.X, identity=identity)
+                       data=loaded.X, labels=loaded.labels, identity=identity)
 
 
 def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
@@ -268,21 +280,49 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
     predictor = _require(entry, "predictor", f"{key}.")
     if predictor not in PREDICTORS:
         raise ConfigError(f"{key}.predictor", f"unknown predictor {predictor!r}", f"expected one of {sorted(PREDICTORS)}")
-    criteria = _require(entry, "criteria", f"{key}.")
-    if not isinstance(criteria, list) or not criteria:
-        raise ConfigError(f"{key}.criteria", f"expected a non-empty list, got {criteria!r}", f"choose from {sorted(CRITERIA)}")
-    for j, criterion in enumerate(criteria):
-        if criterion not in CRITERIA:
-            raise ConfigError(f"{key}.criteria[{j}]", f"unknown criterion {criterion!r}", f"expected one of {sorted(CRITERIA)}")
+    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
     lowest = min(get_criterion(criterion).min_k for criterion in criteria)
     if min(ks) < lowest:
-        raise ConfigError("k", f"the criteria {criteria} of {key} need k >= {lowest}, got k = {min(ks)}",
-                          f"start k at {lowest}, or add a criterion defined at k = {min(ks)} (prediction_strength)")
-    if len(set(criteria)) != len(criteria):
-        raise ConfigError(f"{key}.criteria", f"repeated criteria in {criteria}", "list each criterion once")
-    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=tuple(criteria))
+        raise ConfigError("k", f"the criteria {list(criteria)} of {key} need k >= {lowest}, got k = {min(ks)}",
+                          f"start k at {lowest}, or add a criterion defined at k = {min(ks)} "
+                          "(prediction_strength, gap, bic, aic)")
+    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=criteria,
+                      criterion_options=options)
+
+
+def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, f"expected a non-empty list, got {value!r}", f"choose from {sorted(CRITERIA)}")
+    names: list[str] = []
+    options: dict[str, dict[str, Any]] = {}
+    for j, item in enumerate(value):
+        given: Any = {}
+        if isinstance(item, Mapping) and len(item) == 1:
+            item, given = next(iter(item.items()))
+            given = {} if given is None else given
+        if not isinstance(item, str) or item not in CRITERIA:
+            raise ConfigError(f"{key}[{j}]", f"unknown criterion {item!r}", f"expected one of {sorted(CRITERIA)}, "
+                              "each a name or a one-key mapping to its options ({gap: {references: 50}})")
+        criterion = get_criterion(item)
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"{key}[{j}].{item}", f"expected a mapping of options, got {given!r}",
+                              f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
+        try:
+            resolved = criterion.resolve(given)
+        except ValueError as error:
+            raise ConfigError(f"{key}[{j}].{item}", str(error), "see README's criteria options") from None
+        if criterion.algorithms is not None and algorithm not in criterion.algorithms:
+            raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
+                              f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
+        if item in names:
+            raise ConfigError(key, f"repeated criteria in {value}", "list each criterion once")
+        names.append(item)
+        if resolved:
+            options[item] = resolved
+    return tuple(names), options
 
 
 def _execution(value: Any) -> Execution:
@@ -343,7 +383,22 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     if not isinstance(out_path, str):
         raise ConfigError("out", f"expected a path, got {out_path!r}", "give a string")
     return Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
-                  baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw)
+                  baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw,
+                  published=_published(raw.get("published"), datasets, methods))
+
+
+def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, dict[str, int]]:
+    """A paper's k̂ per ``dataset/method`` and criterion, printed by the report next to the cube's."""
+    if value is None:
+        return {}
+    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods}, "published")
+    out = {}
+    for pair, entries in value.items():
+        method = next(m for m in methods if m.name == pair.split("/", 1)[1])
+        _check_keys(entries, set(method.criteria), f"published.{pair}")
+        out[pair] = {name: _integer(k, f"published.{pair}.{name}", minimum=1, fix="give the published k̂, e.g. 3")
+                     for name, k in entries.items()}
+    return out
 
 
 def load_config(path: str | Path, *, out: str | None = None) -> Config:

@@ -45,6 +45,8 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
         criteria=method.criteria,
         ks=tuple(coords.k[i] for i in chunk.k),
         trials=tuple(coords.trial[i] for i in chunk.trial),
+        criterion_options=tuple((name, tuple(sorted(options.items())))
+                                for name, options in sorted(method.criterion_options.items())),
     )
 
 
@@ -54,8 +56,9 @@ def build_tasks(config: Config, coords: Coords, groups: list[list[Chunk]]) -> li
             for group in groups]
 
 
-def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np.float64] | None
-                 ) -> list[tuple[Chunk, BlockResult]]:
-    """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array)."""
-    source = synthetic if synthetic is not None else ArraySource(np.asarray(data))
+def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np.float64] | None,
+                 labels: NDArray[np.int64] | None = None) -> list[tuple[Chunk, BlockResult]]:
+    """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array with
+    its known classes, if any)."""
+    source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels)
     return [(chunk, run_block(spec, source)) for chunk, spec in task.blocks]

@@ -6,13 +6,16 @@ and is left out of every mean, never silently counted. Coordinates are sorted (e
 labels at the end of the cube).
 
 Decision rules: each criterion declares its own (``tasks.criteria.Decision``), and the deciding
-reducers take ``thresholds={criterion: value}`` to re-decide a stored cube without recomputing.
+reducers take ``decide={criterion: {field: value}}`` (a threshold, the Gap statistic's rule, Clest's
+p_max and d_min) to re-decide a stored cube without recomputing.
 For an instability (``smallest``) k̂ is the argmin over k of the mean score; **exact ties go to the
 largest k**. Ties are exact float equalities and in practice mean "perfectly reproducible" (an
 instability of 0, e.g. k = 2 and k = 3 on well-separated clouds where the two small ones merge
 stably): the finer of two equally reproducible solutions is the one the data supports, since the
 coarser adds nothing the finer does not reproduce. For Prediction Strength (``largest_above``) k̂ is
-the largest k whose mean score reaches the threshold.
+the largest k whose mean score reaches the threshold; the Gap statistic applies R's ``maxSE`` rule to
+the mean Gap curve with the mean s_k (and to each trial's own curve); Clest compares the median over
+trials with the trials' reference sets.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ import json
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from pipeline.store import BASELINE
-from tasks.criteria import CRITERIA, Decision
+from tasks.criteria import ADJUSTABLE, CRITERIA, GAP_METHODS, VARIABLES, Decision
+from tasks.criteria.clest import clest_choice
+from tasks.criteria.gap import max_se
 
 DECISION_DIMS = ("dataset", "n", "model")
 
@@ -36,8 +42,13 @@ def _sorted(ds: xr.Dataset) -> xr.Dataset:
 
 
 def criteria_in(cube: xr.Dataset) -> list[str]:
-    """Criterion variables present in the cube."""
+    """Criterion variables present in the cube (every output: ``gap`` and ``gap_sd``)."""
     return [str(name) for name in cube.data_vars if name not in ("status", "reason", "seconds", BASELINE)]
+
+
+def criteria_of(scores: xr.Dataset) -> list[str]:
+    """The criteria whose values ``scores`` holds, by name (a criterion's first variable is its name)."""
+    return [str(name) for name in scores.data_vars if VARIABLES.get(str(name), str(name)) == str(name)]
 
 
 def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
@@ -45,7 +56,8 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
 
     ``lange``: seed 002 eq. (5), the raw disagreement divided by the random-labeling baseline of the
     same (n, k): ``S_n = S(alpha) / S(rho_k)``. ``pairwise``: the raw theta_k of seed 001 Thm. 3.
-    ``prediction_strength``: ps(k) as stored (larger is better).
+    ``prediction_strength``: ps(k) as stored (larger is better). Every other variable as stored
+    (``gap`` with its ``gap_sd``, ``clest`` with ``clest_null``, ``bic``, ``aic``, ``agreement``).
     """
     cube = _sorted(cube)
     scores = {}
@@ -81,21 +93,34 @@ def _argmin_k(values: xr.DataArray) -> xr.DataArray:
     return chosen.where(np.isfinite(filled.min("k")), -1).astype(np.int64)
 
 
-def decisions(scores: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> dict[str, Decision]:
-    """Each criterion's decision rule, with ``thresholds`` replacing the default thresholds."""
-    thresholds = dict(thresholds or {})
+def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Decision]:
+    """Each criterion's decision rule, with the fields given in ``decide`` replaced.
+
+    ``decide`` maps a criterion to new values of its rule's adjustable fields, e.g.
+    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}, "clest": {"p_max": 0.1}}``.
+    A ``ValueError`` names a criterion or field that does not exist, or a value that is not allowed.
+    """
+    decide = {name: dict(fields) for name, fields in (decide or {}).items()}
     out = {}
-    for name in map(str, scores.data_vars):
+    for name in criteria_of(scores):
         decision = CRITERIA[name].decision if name in CRITERIA else Decision()
-        if name in thresholds:
-            if decision.threshold is None:
-                raise ValueError(f"threshold for {name!r}: its decision rule ({decision.rule}) has no threshold; "
-                                 "thresholds apply to " + ", ".join(
-                                     sorted(n for n, c in CRITERIA.items() if c.decision.threshold is not None)))
-            decision = replace(decision, threshold=float(thresholds.pop(name)))
-        out[name] = decision
-    if thresholds:
-        raise ValueError(f"threshold for {sorted(thresholds)[0]!r}: no such criterion in the cube; it has {sorted(out)}")
+        changes = decide.pop(name, {})
+        allowed = ADJUSTABLE[decision.rule]
+        for field, value in changes.items():
+            if field not in allowed:
+                raise ValueError(f"{name}.{field}: the decision rule of {name} ({decision.rule}) has "
+                                 + (f"the fields {list(allowed)}" if allowed else "nothing to adjust"))
+            if field == "method":
+                if value not in GAP_METHODS:
+                    raise ValueError(f"{name}.method = {value!r} is not one of {list(GAP_METHODS)}")
+            else:
+                try:
+                    changes[field] = float(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"{name}.{field} = {value!r}: expected a number") from None
+        out[name] = replace(decision, **changes)
+    if decide:
+        raise ValueError(f"{sorted(decide)[0]!r}: no such criterion in the cube; it has {sorted(out)}")
     return out
 
 
@@ -105,24 +130,67 @@ def _largest_above(values: xr.DataArray, threshold: float) -> xr.DataArray:
     return ks.where(values >= threshold).max("k", skipna=True).fillna(-1).astype(np.int64)
 
 
-def _choose(values: xr.DataArray, decision: Decision) -> xr.DataArray:
+def _gap_choice(gap: xr.DataArray, sd: xr.DataArray, decision: Decision) -> xr.DataArray:
+    """R's ``maxSE`` on each Gap curve (k ascending), over the k that hold a value; -1 where none does."""
+    ks = gap["k"].values
+
+    def choose(f: np.ndarray, se: np.ndarray) -> np.int64:
+        present = ~np.isnan(f)
+        if not present.any():
+            return np.int64(-1)
+        index = max_se(f[present], se[present], method=str(decision.method), se_factor=float(decision.se_factor))
+        return np.int64(ks[present][index])
+
+    return xr.apply_ufunc(choose, gap, sd, input_core_dims=[["k"], ["k"]], vectorize=True, output_dtypes=[np.int64])
+
+
+def _clest_choice(observed: xr.DataArray, null: xr.DataArray, decision: Decision, *, per_trial: bool) -> xr.DataArray:
+    """Dudoit & Fridlyand's rule: t_k (the median over trials, or one trial's own value) against the
+    trials' reference medians t0_kb (B0 = number of trials)."""
+    ks = observed["k"].values
+
+    def choose(t: np.ndarray, t0: np.ndarray) -> np.int64:
+        return np.int64(clest_choice(t, t0, ks, p_max=float(decision.p_max), d_min=float(decision.d_min)))
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+        statistic = observed if per_trial else observed.median("trial")
+    reference = null.rename(trial="reference")
+    return xr.apply_ufunc(choose, statistic, reference, input_core_dims=[["k"], ["k", "reference"]], vectorize=True,
+                          output_dtypes=[np.int64])
+
+
+def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: bool) -> xr.DataArray:
+    """k̂ of criterion ``name`` by ``decision``: on the mean over trials, or for every trial."""
+    def curve(variable: str) -> xr.DataArray:
+        return scores[variable] if per_trial else scores[variable].mean("trial")
+
     if decision.rule == "largest_above":
-        return _largest_above(values, float(decision.threshold))  # type: ignore[arg-type]
-    return _argmin_k(values)
+        return _largest_above(curve(name), float(decision.threshold))  # type: ignore[arg-type]
+    if decision.rule == "gap":
+        return _gap_choice(curve("gap"), curve("gap_sd"), decision)
+    if decision.rule == "clest":
+        return _clest_choice(scores["clest"], scores["clest_null"], decision, per_trial=per_trial)
+    return _argmin_k(curve(name))
 
 
-def select_k(scores: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> xr.Dataset:
-    """k̂ per (dataset, n, model) for each criterion, by its decision rule on the mean over trials."""
-    rules = decisions(scores, thresholds)
-    return xr.Dataset({name: _choose(values.mean("trial"), rules[str(name)]) for name, values in scores.data_vars.items()},
-                      attrs=scores.attrs)
+def _deciding(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
+    return {name: rule for name, rule in decisions(scores, decide).items() if rule.rule != "none"}
 
 
-def choice_per_trial(scores: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> xr.Dataset:
+def select_k(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
+    """k̂ per (dataset, n, model) for each model-order criterion, by its decision rule on the mean over
+    trials (Clest: on the median, against the trials' reference sets)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        return xr.Dataset({name: _choose(scores, name, rule, per_trial=False)
+                           for name, rule in _deciding(scores, decide).items()}, attrs=scores.attrs)
+
+
+def choice_per_trial(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
     """Each trial's own choice of k (same rule as :func:`select_k`), -1 for a trial without a choice."""
-    rules = decisions(scores, thresholds)
-    return xr.Dataset({name: _choose(values, rules[str(name)]) for name, values in scores.data_vars.items()},
-                      attrs=scores.attrs)
+    return xr.Dataset({name: _choose(scores, name, rule, per_trial=True)
+                       for name, rule in _deciding(scores, decide).items()}, attrs=scores.attrs)
 
 
 def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
@@ -142,26 +210,26 @@ def true_k(ds: xr.Dataset) -> xr.DataArray:
     return xr.DataArray([int(known.get(str(name), -1)) for name in names], dims="dataset", coords={"dataset": names})
 
 
-def failure_rate(scores: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> xr.Dataset:
+def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
     """Fraction of trials whose choice missed the dataset's true k (NaN when k is unknown).
 
     For an instability, seed 001's definition ("theta_3 was not the smallest of the three"): a trial
     fails when some other k scores strictly lower than the true k, or when the true k has no value in
     that trial. Without exact ties this is the trial's own choice differing from the true k; with a tie
     at the minimum the true k is among the smallest and the trial does not count as a failure,
-    whichever k the tie rule picks. For a threshold rule, a trial fails when its choice is not the true
+    whichever k the tie rule picks. For the other rules, a trial fails when its choice is not the true
     k. Trials without any value are left out.
     """
     truth = true_k(scores)
-    rules = decisions(scores, thresholds)
     out = {}
-    for name, values in scores.data_vars.items():
+    for name, rule in _deciding(scores, decide).items():
+        values = scores[name]
         valid = values.notnull().any("k")
-        if rules[str(name)].rule == "smallest":
+        if rule.rule == "smallest":
             at_truth = _at_true_k(values, truth)
             failed = valid & ~(at_truth <= values.min("k"))
         else:
-            failed = valid & (_choose(values, rules[str(name)]) != truth)
+            failed = valid & (_choose(scores, name, rule, per_trial=True) != truth)
         count = valid.sum("trial")
         out[name] = (failed.sum("trial") / count.where(count > 0)).where(truth >= 0)
     return xr.Dataset(out, attrs=scores.attrs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,8 @@ import xarray as xr
 
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.reduce import (
-    choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise, true_k,
+    choice_per_trial, criteria_of, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
+    true_k,
 )
 from tasks.cell import Status
 
@@ -32,14 +33,15 @@ def status_counts(cube: xr.Dataset) -> dict[str, int]:
             "infeasible": counts["infeasible"], "pending": counts["pending"]}
 
 
-def selection_table(cube: xr.Dataset, thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+def selection_table(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per (dataset, n, method, criterion): k̂, how often trials chose it, the failure rate."""
     scores = criterion_scores(cube)
-    chosen, choices = select_k(scores, thresholds), choice_per_trial(scores, thresholds)
+    chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
     frequency, truth = selection_frequency(choices, scores["k"]), true_k(scores)
-    failures = failure_rate(scores, thresholds)
+    failures = failure_rate(scores, decide)
+    agreement = scores["agreement"].mean("trial") if "agreement" in scores else None
     rows = []
-    for criterion in scores.data_vars:
+    for criterion in map(str, chosen.data_vars):
         trials = scores[criterion].notnull().any("k").sum("trial")
         for dataset in scores["dataset"].values:
             for n in scores["n"].values:
@@ -48,15 +50,40 @@ def selection_table(cube: xr.Dataset, thresholds: Mapping[str, float] | None = N
                     if int(trials.sel(at)) == 0:
                         continue
                     k_hat = int(chosen[criterion].sel(at))
-                    rows.append({
+                    has_k_hat = k_hat in scores["k"].values
+                    row = {
                         "dataset": str(dataset), "n": int(n), "method": str(model), "criterion": criterion,
                         "k_hat": k_hat,
-                        "k_hat_frequency": float(frequency[criterion].sel(at).sel(k=k_hat)) if k_hat > 0 else np.nan,
+                        "k_hat_frequency": float(frequency[criterion].sel(at).sel(k=k_hat)) if has_k_hat else np.nan,
                         "true_k": int(truth.sel(dataset=dataset)),
                         "failure_rate": float(failures[criterion].sel(at)),
                         "trials": int(trials.sel(at)),
-                    })
+                    }
+                    if agreement is not None:  # the known classes matched by the solution at k̂
+                        row["agreement_at_k_hat"] = float(agreement.sel(at).sel(k=k_hat)) if has_k_hat else np.nan
+                    rows.append(row)
     return pd.DataFrame(rows)
+
+
+def published_of(cube: xr.Dataset) -> dict[str, dict[str, int]]:
+    """The paper's k̂ the config quoted under ``published`` (``{"rings3/kmeans": {"gap": 1}}``)."""
+    return json.loads(cube.attrs.get("ordercube_config", "{}")).get("published") or {}
+
+
+def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
+    """k̂ per (dataset/method, n) x criterion, as "cube k̂ / published k̂" where the paper gives one.
+
+    A Table-1-like view of ``selection_table``'s rows; a trailing ``!`` marks a disagreement.
+    """
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for row in table.itertuples():
+        pair = f"{row.dataset}/{row.method}"
+        paper = published.get(pair, {}).get(row.criterion)
+        text = str(row.k_hat) if paper is None else f"{row.k_hat} / {paper}" + ("" if row.k_hat == paper else " !")
+        cells.setdefault((pair, int(row.n)), {})[str(row.criterion)] = text
+    criteria = list(dict.fromkeys(table["criterion"]))
+    index = pd.MultiIndex.from_tuples(list(cells), names=["dataset/method", "n"])
+    return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
 
 
 def _panels(count: int) -> tuple[Figure, np.ndarray]:
@@ -129,7 +156,7 @@ def plot_vs_n(data: xr.DataArray, path: Path, *, ylabel: str, log: bool, errors:
 
 
 def plot_scaling_study(mean: xr.DataArray, scaled: xr.DataArray, failures: xr.DataArray, errors: xr.DataArray,
-                       criterion: str, path: Path) -> None:
+                       criterion: str, path: Path, *, log: bool = True) -> None:
     """Seed 001's Figures 1 and 2 in one picture: a row per (dataset, method), three columns.
 
     Mean score per k vs n (log-log); sqrt(n) x mean (flat where the score shrinks like 1/sqrt(n)); the
@@ -142,8 +169,8 @@ def plot_scaling_study(mean: xr.DataArray, scaled: xr.DataArray, failures: xr.Da
     axes = figure.subplots(max(len(pairs), 1), 3, squeeze=False)
     for row, (dataset, model) in zip(axes, pairs):
         at = {"dataset": dataset, "model": model}
-        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean {criterion}", log=True)
-        _draw_vs_n(row[1], scaled.sel(at), ylabel=f"sqrt(n) * mean {criterion}", log=True)
+        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean {criterion}", log=log)
+        _draw_vs_n(row[1], scaled.sel(at), ylabel=f"sqrt(n) * mean {criterion}", log=log)
         _draw_vs_n(row[2], failures.sel(at), ylabel="failure rate ± 1 SE", log=False, errors=errors.sel(at))
         for ax in row:
             ax.set_title(f"{dataset} / {model}", fontsize=9)
@@ -175,32 +202,36 @@ def plot_selection_frequency(frequency: xr.Dataset, chosen: xr.Dataset, criterio
     figure.savefig(path, dpi=110)
 
 
-def write_report(cube: xr.Dataset, out: Path, thresholds: Mapping[str, float] | None = None) -> pd.DataFrame:
+def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table.
 
-    ``thresholds`` re-decides threshold criteria (``{"prediction_strength": 0.8}``) from the stored values.
+    ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``).
     """
     out.mkdir(parents=True, exist_ok=True)
-    table = selection_table(cube, thresholds)
+    table = selection_table(cube, decide)
     table.to_csv(out / "selection.csv", index=False)
     scores = criterion_scores(cube)
-    summary, failures = summarise(scores), failure_rate(scores, thresholds)
+    summary, failures = summarise(scores), failure_rate(scores, decide)
     scaled = sqrt_n_scaled(summary)
-    chosen = select_k(scores, thresholds)
-    frequency = selection_frequency(choice_per_trial(scores, thresholds), scores["k"])
-    for criterion in map(str, scores.data_vars):
+    chosen = select_k(scores, decide)
+    frequency = selection_frequency(choice_per_trial(scores, decide), scores["k"])
+    for criterion in criteria_of(scores):
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
+        if criterion not in chosen:  # a diagnostic (agreement): its curves only
+            continue
         mean = summary[f"{criterion}_mean"]
-        trials = scores[criterion].notnull().any("k").sum("trial")
-        standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
-        plot_vs_n(mean, out / f"{criterion}_mean_vs_n.png", ylabel=f"mean {criterion}", log=True)
-        plot_vs_n(failures[criterion], out / f"{criterion}_failure_rate_vs_n.png",
-                  ylabel="failure rate (true k not smallest) ± 1 SE", log=False, errors=standard_error)
-        plot_vs_n(scaled[criterion], out / f"{criterion}_sqrt_n_scaled_vs_n.png", ylabel=f"sqrt(n) * mean {criterion}",
-                  log=True)
-        if scores.sizes["n"] > 1:
+        several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
+        if several_n:  # the curves against n need a (dataset, method) computed at two sample sizes at least
+            trials = scores[criterion].notnull().any("k").sum("trial")
+            standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
+            log = bool((mean.fillna(1.0) > 0).all())  # Gap and BIC values can be negative: linear axes then
+            plot_vs_n(mean, out / f"{criterion}_mean_vs_n.png", ylabel=f"mean {criterion}", log=log)
+            plot_vs_n(failures[criterion], out / f"{criterion}_failure_rate_vs_n.png",
+                      ylabel="failure rate (true k not chosen) ± 1 SE", log=False, errors=standard_error)
+            plot_vs_n(scaled[criterion], out / f"{criterion}_sqrt_n_scaled_vs_n.png",
+                      ylabel=f"sqrt(n) * mean {criterion}", log=log)
             plot_scaling_study(mean, scaled[criterion], failures[criterion], standard_error, criterion,
-                               out / f"{criterion}_scaling.png")
+                               out / f"{criterion}_scaling.png", log=log)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
     return table

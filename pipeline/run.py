@@ -19,7 +19,7 @@ import numpy as np
 import zarr
 from distributed import Client, LocalCluster, as_completed
 
-from pipeline.config import Config
+from pipeline.config import Config, MethodSpec
 from pipeline.errors import InputError
 from pipeline.graph import Task, build_tasks, execute_task
 from pipeline.grid import (
@@ -59,7 +59,7 @@ class Plan:
         return sum(chunk.cells for chunk in self.chunks)
 
     def tasks(self, workers: int) -> list[Task]:
-        seconds_per_point = {m.name: get_algorithm(m.algorithm).seconds_per_point for m in self.config.methods}
+        seconds_per_point = {m.name: get_algorithm(m.algorithm).seconds_per_point * fit_work(m) for m in self.config.methods}
         groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=seconds_per_point,
                                   task_seconds=self.config.execution.task_seconds, workers=workers)
         return build_tasks(self.config, self.coords, groups)
@@ -189,6 +189,21 @@ def run_sweep(
                                  show_progress=show_progress)
 
 
+def fit_work(method: MethodSpec) -> float:
+    """How many times the halves' fits a trial of ``method`` costs, counting the fits of its criteria on the
+    whole sample (Gap: the sample and its reference sets, twice the points each) and on Clest's splits."""
+    work = 1.0
+    for name in method.criteria:
+        options = method.criterion_options.get(name, get_criterion(name).options)
+        if name == "gap":
+            work += options["references"] + 1
+        elif name == "clest":
+            work += options["splits"]
+        elif name in ("bic", "aic"):
+            work += 1.0
+    return work
+
+
 def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
     """A task's results; if the task itself failed (a worker died, a result could not be sent), every
     cell of it is recorded as failed with that reason, so the sweep goes on and nothing is silent."""
@@ -198,7 +213,7 @@ def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
     results = []
     for chunk, spec in task.blocks:
         shape = (len(chunk.k), len(chunk.trial))
-        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.criteria},
+        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.variables},
                                            status=np.full(shape, Status.FAILED, dtype=np.int8),
                                            reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
     return results
@@ -216,6 +231,8 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
     needed = {task.dataset for task in tasks}
     arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
               if d.data is not None and d.name in needed}
+    labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
+              if d.labels is not None and d.name in needed}
     synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
     pending = iter(tasks)
     futures = as_completed()
@@ -224,7 +241,8 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
     def submit_next() -> None:
         task = next(pending, None)
         if task is not None:
-            future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset), pure=False)
+            future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset),
+                                   labels.get(task.dataset), pure=False)
             in_flight[future] = task
             futures.add(future)
 

@@ -61,11 +61,11 @@ def _cell_variable(shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any) 
     return da.full(shape, _fill(dtype), dtype=dtype, chunks=chunks)
 
 
-def template(coords: Coords, chunks: dict[str, int], criteria: list[str]) -> xr.Dataset:
+def template(coords: Coords, chunks: dict[str, int], variables: list[str]) -> xr.Dataset:
     """An all-pending cube (lazy: writing it with ``compute=False`` stores only metadata)."""
     shape, chunk_shape = coords.shape, chunk_shape_of(chunks)
     data: dict[str, tuple[tuple[str, ...], da.Array]] = {
-        name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in criteria}
+        name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in variables}
     data["status"] = (DIMS, _cell_variable(shape, chunk_shape, np.int8))
     data["seconds"] = (DIMS, _cell_variable(shape, chunk_shape, np.float64))
     data[BASELINE] = (("n", "k"), da.full((len(coords.n), len(coords.k)), np.nan, chunks=(1, len(coords.k))))
@@ -122,7 +122,7 @@ def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int]) -
     """A new all-pending cube at ``path`` (checked with :func:`check_new_cube_path`)."""
     if path.exists():
         path.rmdir()
-    ds = template(coords, chunks, config.criteria)
+    ds = template(coords, chunks, config.variables)
     ds.attrs = _attrs(config, config.identity, {d.name: d.true_k for d in config.datasets})
     ds.to_zarr(path, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
     group = zarr.open_group(path, mode="r+")
@@ -226,7 +226,7 @@ def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group
             _grow(group, dim, getattr(merged, dim), old_size)
             notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
     cell_chunks = array(group, "status").chunks
-    for name in config.criteria:
+    for name in config.variables:
         if name not in group:
             group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
                                dimension_names=DIMS)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tasks.algorithms import Algorithm, get_algorithm
-from tasks.criteria import TrialFits, get_criterion
+from tasks.criteria import TrialFits, TrialSample, get_criterion
 from tasks.datasets.sources import Source
 from tasks.predictors import get_predictor
 from tasks.seeding import Purpose, stream
@@ -46,6 +46,12 @@ class BlockSpec:
     criteria: tuple[str, ...]
     ks: tuple[int, ...]
     trials: tuple[int, ...]
+    criterion_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+
+    @property
+    def variables(self) -> list[str]:
+        """The cube variables the block writes: every output of every criterion of the method."""
+        return [variable for name in self.criteria for variable in get_criterion(name).variables]
 
 
 @dataclass(frozen=True)
@@ -108,19 +114,41 @@ def _fit_halves(
     return fitted, seconds
 
 
+def _whole_sample(spec: BlockSpec, trial: int, data: Any, ks: list[int], fits: dict[int, TrialFits],
+                  algorithm: Algorithm, params: dict[str, Any]) -> TrialSample:
+    """The trial's whole sample, with the method's algorithm and streams, for Gap, Clest, BIC and AIC."""
+    ids = (spec.dataset_id, spec.n, trial)
+
+    def fit_rng(k: int, key: tuple[int, int, int, int]) -> np.random.Generator:
+        return stream(spec.root_seed, Purpose.SAMPLE_FIT, *ids, spec.method_id, k, *key)
+
+    def cluster(X: NDArray[np.float64], wanted: list[int], key: tuple[int, int, int, int]) -> dict[int, Labels]:
+        if algorithm.cluster_many is not None:
+            return algorithm.cluster_many(X, wanted, fit_rng(0, key), **params)
+        return {k: algorithm.cluster(X, k, fit_rng(k, key), **params) for k in wanted}
+
+    return TrialSample(X=np.concatenate([data.first, data.second]), ks=ks, fits=fits, cluster=cluster,
+                       rng=lambda key: stream(spec.root_seed, Purpose.REFERENCE, *ids, *key), fit_rng=fit_rng,
+                       algorithm=spec.algorithm, params=params)
+
+
 def run_block(spec: BlockSpec, source: Source) -> BlockResult:
     """Compute every (k, trial) cell of ``spec`` on points drawn from ``source``.
 
     An exception inside a cell is recorded as that cell's failure and the block goes on; a k that
-    cannot be fitted on a half is recorded as infeasible.
+    cannot be fitted on a half is recorded as infeasible. A criterion on the whole sample that fails
+    fails the trial's cells.
     """
     algorithm = get_algorithm(spec.algorithm)
     params = dict(spec.algorithm_params)
     predictor = get_predictor(spec.predictor)
     criteria = [get_criterion(name) for name in spec.criteria]
+    per_k = [criterion for criterion in criteria if criterion.evaluate is not None]
+    per_trial = [criterion for criterion in criteria if criterion.evaluate_trial is not None]
+    options = {name: dict(values) for name, values in spec.criterion_options}
     with_eval = any(criterion.needs_evaluation_sample for criterion in criteria)
     shape = (len(spec.ks), len(spec.trials))
-    values = {criterion.name: np.full(shape, np.nan) for criterion in criteria}
+    values = {variable: np.full(shape, np.nan) for variable in spec.variables}
     status = np.full(shape, Status.OK, dtype=np.int8)
     reason = np.full(shape, "", dtype=object)
     seconds = np.zeros(shape)
@@ -141,6 +169,7 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
         feasible = [k for k in spec.ks if algorithm.feasible(k, half)]
         fitted, fit_seconds = _fit_halves(algorithm, params, data.first, data.second, feasible,
                                           partial(_fit_stream, spec, trial))
+        fits_by_k: dict[int, TrialFits] = {}
         for i, k in enumerate(spec.ks):
             started = time.perf_counter()
             if k not in fitted:
@@ -154,13 +183,32 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
                     raise outcome
                 fits = TrialFits(first=data.first, second=data.second, labels_first=outcome[0],
                                  labels_second=outcome[1], k=k, predictor=predictor, evaluation=data.evaluation,
-                                 pairing=pairing)
-                for criterion in criteria:
+                                 pairing=pairing, truth=data.truth)
+                fits_by_k[k] = fits
+                for criterion in per_k:
                     if k >= criterion.min_k:  # below it the value stays NaN: not applicable
                         values[criterion.name][i, j] = criterion.evaluate(fits)
             except Exception as error:  # a failing cell is data: recorded, and the block goes on
                 status[i, j], reason[i, j] = Status.FAILED, describe(error)
-                for criterion in criteria:
-                    values[criterion.name][i, j] = np.nan
+                for variable in values:
+                    values[variable][i, j] = np.nan
             seconds[i, j] = time.perf_counter() - started + draw_share + fit_seconds.get(k, 0.0)
+        if per_trial and feasible:
+            started = time.perf_counter()
+            sample = _whole_sample(spec, trial, data, feasible, fits_by_k, algorithm, params)
+            rows = [i for i, k in enumerate(spec.ks) if k in feasible]
+            try:
+                for criterion in per_trial:
+                    for variable, by_k in criterion.evaluate_trial(sample, **options.get(criterion.name, {})).items():
+                        for i in rows:
+                            k = spec.ks[i]
+                            if k >= criterion.min_k and k in by_k:
+                                values[variable][i, j] = by_k[k]
+            except Exception as error:  # the trial's whole-sample criteria failed: so do its cells
+                for i in rows:
+                    if status[i, j] == Status.OK:
+                        status[i, j], reason[i, j] = Status.FAILED, describe(error)
+                        for variable in values:
+                            values[variable][i, j] = np.nan
+            seconds[rows, j] += (time.perf_counter() - started) / len(rows)
     return BlockResult(values=values, status=status, reason=reason, seconds=seconds)

@@ -22,6 +22,8 @@ class Purpose(IntEnum):
     PAIRING = 3  # the random pairing of the evaluation sample
     FIT = 4  # the clustering algorithm's own randomness (initialisation)
     BASELINE = 5  # random labelings for the normalisation of the Lange stability
+    REFERENCE = 6  # reference data of the Gap statistic and Clest, and their splits: shared by every method
+    SAMPLE_FIT = 7  # a method's fits on a trial's whole sample and on reference data
 
 
 def label_id(label: str) -> int:

@@ -124,12 +124,10 @@ def test_deterministic_annealing_gets_closer_to_the_optimum_than_one_lloyd_start
 
 def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():
     from tasks.criteria.base import TrialFits
-    from tasks.criteria.prediction_strength import prediction_strength
+    from tasks.criteria.prediction_strength import prediction_strength, strength_of
 
     def ps_of(test, predicted, k):
-        fits = TrialFits(first=np.zeros((1, 1)), second=np.zeros((len(test), 1)), labels_first=np.zeros(1, np.int64),
-                         labels_second=np.asarray(test), k=k, predictor=lambda *args: np.asarray(predicted))
-        return prediction_strength(fits)
+        return strength_of(np.asarray(test), np.asarray(predicted), k)
 
     # test cluster 0 = {0, 1, 2} is predicted [0, 0, 1]: 1 of its 3 pairs stays together; cluster 1 keeps all
     assert ps_of([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1], 2) == pytest.approx(1 / 3)
@@ -146,3 +144,10 @@ def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():
             pairs = [(i, j) for i in members for j in members if i != j]
             strengths.append(np.mean([predicted[i] == predicted[j] for i, j in pairs]))
         assert ps_of(test, predicted, k) == pytest.approx(min(strengths))
+    # the criterion predicts with nearest centroids, whatever the method's predictor: centroids 0 and 10
+    first, second = np.array([[0.0], [0.2], [9.8], [10.0]]), np.array([[0.1], [4.0], [6.0], [9.9]])
+    fits = TrialFits(first=first, second=second, labels_first=np.array([0, 0, 1, 1]), k=2,
+                     labels_second=np.array([0, 1, 0, 1]), predictor=lambda *args: np.array([1, 0, 1, 0]))
+    # test clusters {0.1, 6.0} and {4.0, 9.9}: the method's predictor keeps each together (ps 1),
+    # nearest centroids split both (ps 0)
+    assert prediction_strength(fits) == pytest.approx(0.0)

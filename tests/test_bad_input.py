@@ -54,6 +54,20 @@ CASES = {
                                       ["datasets[0].n", "evaluation sample", "n <= 2"]),
     "unknown preprocessing step": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(
         tmp, "a\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", preprocess=["standardise"])]), ["datasets[0].preprocess[0]", "standardize"]),
+    "BIC for k-means": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                        "predictor": "nearest_centroid", "criteria": ["lange", "bic"]}]),
+                        ["methods[0].criteria[1]", "bic", "'gaussian_mixture'", "'kmeans'"]),
+    "unknown criterion option": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                                 "predictor": "nearest_centroid", "criteria": [{"gap": {"B": 20}}]}]),
+                                 ["methods[0].criteria[0].gap", "'B'", "references"]),
+    "zero reference sets": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                            "predictor": "nearest_centroid", "criteria": [{"gap": {"references": 0}}]}]),
+                            ["methods[0].criteria[0].gap", "references = 0", ">= 1"]),
+    "bad reference box": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                          "predictor": "nearest_centroid", "criteria": [{"clest": {"reference": "gaussian"}}]}]),
+                          ["methods[0].criteria[0].clest", "'gaussian'", "'pca'"]),
+    "published for an unknown pair": (lambda tmp: {**small_config(), "published": {"gauss/kmeans": {"lange": 3}}},
+                                      ["published.gauss/kmeans", "unknown key", "gauss/km"]),
 }
 
 

@@ -286,10 +286,63 @@ def test_k_from_1_holds_prediction_strength_and_marks_stability_not_applicable_a
                      "--threshold", f"prediction_strength={threshold}")
         assert report.returncode == 0, report.stderr
         table = pd.read_csv(tmp_path / f"r{threshold}" / "selection.csv")
-        expected = select_k(criterion_scores(cube), {"prediction_strength": threshold})["prediction_strength"]
+        expected = select_k(criterion_scores(cube), {"prediction_strength": {"threshold": threshold}})["prediction_strength"]
         rows = table[table.criterion == "prediction_strength"]
         assert rows.k_hat.tolist() == expected.sel(dataset="gauss", model="km").values.ravel().tolist()
         assert (table[table.criterion == "lange"].k_hat >= 2).all()
     assert cube_bytes(tmp_path / "c.zarr", keep_seconds=True) == before
     refused = cli("report", str(tmp_path / "c.zarr"), "--threshold", "lange=0.2")
     assert refused.returncode == 2 and "--threshold" in refused.stderr and "Traceback" not in refused.stderr
+
+
+COMPETITORS = {"name": "competitors", "seed": 11, "n": [150], "k": [1, 2, 3, 4, 5], "resamples": 6,
+               "datasets": [{"name": "gauss", "kind": "gaussian_mixture",
+                             "params": {"centers": [[0, 0], [6, 0], [3, 5]], "std": 1.0}}],
+               "methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 5}, "predictor": "nearest_centroid",
+                            "criteria": ["lange", {"gap": {"references": 8}}, {"clest": {"splits": 4}},
+                                         "prediction_strength", "agreement"]},
+                           {"name": "gmm", "algorithm": "gaussian_mixture", "predictor": "gaussian_posterior",
+                            "criteria": ["lange", "bic", "aic", "agreement"]}],
+               "execution": {"trials_per_chunk": 3, "task_seconds": 0.01}}
+
+
+def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducible_per_seed(tmp_path):
+    config = write_config(tmp_path / "c.yaml", **COMPETITORS)
+    run_ok(config, tmp_path / "two.zarr", "--workers", "2")
+    whole_chunks = write_config(tmp_path / "w.yaml", **{**COMPETITORS, "execution": {"task_seconds": 5}})
+    run_ok(whole_chunks, tmp_path / "one.zarr", "--workers", "1")
+    assert_same_cells(tmp_path / "two.zarr", tmp_path / "one.zarr")  # other workers and tasks, the same bits
+
+    cube = open_cube(tmp_path / "two.zarr").load()
+    assert (cube["status"] == 1).all()
+    km, gmm = cube.sel(model="km"), cube.sel(model="gmm")
+    assert km["lange"].sel(k=1).isnull().all() and km["clest"].sel(k=1).isnull().all()  # not applicable at k = 1
+    assert km["gap"].sel(k=1).notnull().all() and gmm["bic"].sel(k=1).notnull().all()  # defined there
+    assert gmm["gap"].isnull().all() and km["bic"].isnull().all()  # each method computes only its own criteria
+    null = km["clest_null"].sel(k=[2, 3, 4, 5])
+    assert (km["gap_sd"] > 0).all() and ((null >= 0) & (null <= 1)).all()
+
+    report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    table = pd.read_csv(tmp_path / "report" / "selection.csv")
+    chosen = {(row.method, row.criterion): row.k_hat for row in table.itertuples()}
+    assert chosen == {("km", "lange"): 3, ("km", "gap"): 3, ("km", "clest"): 3, ("km", "prediction_strength"): 3,
+                      ("gmm", "lange"): 3, ("gmm", "bic"): 3, ("gmm", "aic"): 3}
+    assert (table.agreement_at_k_hat > 0.95).all()  # three separated clouds: the k̂ = 3 solutions are the classes
+
+    before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
+    redecided = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r2"), "--decide", "gap.method=globalmax",
+                    "--decide", "clest.d_min=0.9")
+    assert redecided.returncode == 0, redecided.stderr
+    table = pd.read_csv(tmp_path / "r2" / "selection.csv")
+    scores = criterion_scores(cube)
+    global_max = int(scores["gap"].sel(model="km").mean("trial").idxmax("k").squeeze())
+    assert table[table.criterion == "gap"].k_hat.item() == global_max
+    assert table[table.criterion == "clest"].k_hat.item() == 1  # no k beats its null by 0.9
+    assert cube_bytes(tmp_path / "two.zarr", keep_seconds=True) == before
+    for bad, words in ((("--decide", "gap.method=largest"), ["gap.method", "'largest'", "Tibs2001SEmax"]),
+                       (("--decide", "lange.threshold=0.3"), ["lange.threshold", "nothing to adjust"]),
+                       (("--decide", "gap=3"), ["CRITERION.FIELD=VALUE", "gap.method=globalmax"])):
+        refused = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r3"), *bad)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert all(word in refused.stderr for word in words), refused.stderr

@@ -115,18 +115,22 @@ def test_prediction_strength_is_decided_by_the_largest_k_above_the_threshold_and
                     [0.5, 0.82, 0.6]])   # k = 4: mean 0.64
     scores = criterion_scores(cube)
     assert int(select_k(scores)["prediction_strength"].squeeze()) == 2  # 0.9: k = 3's mean 0.883 misses it
-    assert int(select_k(scores, {"prediction_strength": 0.8})["prediction_strength"].squeeze()) == 3
-    assert int(select_k(scores, {"prediction_strength": 0.5})["prediction_strength"].squeeze()) == 4
-    assert int(select_k(scores, {"prediction_strength": 1.01})["prediction_strength"].squeeze()) == -1
+    assert int(select_k(scores, {"prediction_strength": {"threshold": 0.8}})["prediction_strength"].squeeze()) == 3
+    assert int(select_k(scores, {"prediction_strength": {"threshold": 0.5}})["prediction_strength"].squeeze()) == 4
+    assert int(select_k(scores, {"prediction_strength": {"threshold": 1.01}})["prediction_strength"].squeeze()) == -1
     assert choice_per_trial(scores)["prediction_strength"].values.ravel().tolist() == [3, 2, 2]
-    assert choice_per_trial(scores, {"prediction_strength": 0.8})["prediction_strength"].values.ravel().tolist() == [3, 4, 3]
+    lowered = {"prediction_strength": {"threshold": 0.8}}
+    assert choice_per_trial(scores, lowered)["prediction_strength"].values.ravel().tolist() == [3, 4, 3]
     assert float(failure_rate(scores)["prediction_strength"].squeeze()) == pytest.approx(2 / 3)
-    assert float(failure_rate(scores, {"prediction_strength": 0.8})["prediction_strength"].squeeze()) == pytest.approx(1 / 3)
+    assert float(failure_rate(scores, lowered)["prediction_strength"].squeeze()) == pytest.approx(1 / 3)
 
 
 def test_a_threshold_for_a_criterion_without_one_or_absent_from_the_cube_is_refused():
     scores = criterion_scores(tiny_cube([[0.1, 0.2], [0.05, 0.0], [0.4, 0.4]]))
-    with pytest.raises(ValueError, match="'lange'.*no threshold.*prediction_strength"):
-        select_k(scores, {"lange": 0.3})
+    with pytest.raises(ValueError, match=r"lange.threshold: the decision rule of lange \(smallest\) has nothing to adjust"):
+        select_k(scores, {"lange": {"threshold": 0.3}})
     with pytest.raises(ValueError, match="'prediction_strength': no such criterion"):
-        select_k(scores, {"prediction_strength": 0.8})
+        select_k(scores, {"prediction_strength": {"threshold": 0.8}})
+    scores = criterion_scores(ps_cube([[1.0], [0.95], [0.9], [0.5]]))
+    with pytest.raises(ValueError, match=r"prediction_strength.threshold = 'high': expected a number"):
+        select_k(scores, {"prediction_strength": {"threshold": "high"}})

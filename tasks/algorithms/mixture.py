@@ -6,11 +6,16 @@ Seed 000 section 3: for a mixture model the natural predictor is the Bayes rule 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from numpy.typing import NDArray
 
+if TYPE_CHECKING:
+    from sklearn.mixture import GaussianMixture
 
-def gaussian_mixture(
+
+def fit_gaussian_mixture(
     X: NDArray[np.float64],
     k: int,
     rng: np.random.Generator,
@@ -19,20 +24,22 @@ def gaussian_mixture(
     n_init: int = 1,
     max_iter: int = 100,
     reg_covar: float = 1e-6,
-) -> NDArray[np.int64]:
-    """Hard labels (maximum posterior) of a k-component Gaussian mixture fitted to ``X`` by EM.
+) -> GaussianMixture:
+    """A k-component Gaussian mixture fitted to ``X`` by EM (:class:`sklearn.mixture.GaussianMixture`).
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-    k : int
-    rng : numpy.random.Generator
-        Seeds scikit-learn's initialisation (k-means on ``X``), so the fit is reproducible per cell.
-    covariance_type, n_init, max_iter, reg_covar
-        As in :class:`sklearn.mixture.GaussianMixture`.
+    ``rng`` seeds scikit-learn's initialisation (k-means on ``X``), so the fit is reproducible per cell.
     """
     from sklearn.mixture import GaussianMixture  # here, not at the top: importing scikit-learn costs ~0.6 s
 
     model = GaussianMixture(n_components=k, covariance_type=covariance_type, n_init=n_init, max_iter=max_iter,
                             reg_covar=reg_covar, random_state=int(rng.integers(2**32 - 1)))
-    return model.fit(X).predict(X).astype(np.int64)
+    return model.fit(X)
+
+
+def gaussian_mixture(X: NDArray[np.float64], k: int, rng: np.random.Generator, **params: Any) -> NDArray[np.int64]:
+    """Hard labels (maximum posterior) of :func:`fit_gaussian_mixture` on ``X``.
+
+    ``params``: ``covariance_type``, ``n_init``, ``max_iter``, ``reg_covar`` as in
+    :class:`sklearn.mixture.GaussianMixture`.
+    """
+    return fit_gaussian_mixture(X, k, rng, **params).predict(X).astype(np.int64)

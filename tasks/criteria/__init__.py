@@ -1,17 +1,27 @@
-"""Criteria computed from one trial's two fitted halves, registered by name.
+"""Criteria, registered by name.
 
-A criterion never fits anything: the cell fits both halves once per (trial, k) and hands every
-criterion of the method the same :class:`~tasks.criteria.base.TrialFits`.
+A criterion never fits the halves itself: the cell fits both halves once per (trial, k) and hands
+every per-k criterion of the method the same :class:`~tasks.criteria.base.TrialFits`; criteria on the
+whole sample (Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSample` once per trial.
 """
 
 from __future__ import annotations
 
-from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.criteria.agreement import AGREEMENT
+from tasks.criteria.base import ADJUSTABLE, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
+from tasks.criteria.clest import CLEST
+from tasks.criteria.gap import GAP
+from tasks.criteria.likelihood import AIC, BIC
 from tasks.criteria.pairwise import PAIRWISE
 from tasks.criteria.prediction_strength import PREDICTION_STRENGTH
 from tasks.criteria.stability import LANGE
 
-CRITERIA: dict[str, Criterion] = {criterion.name: criterion for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH]}
+CRITERIA: dict[str, Criterion] = {
+    criterion.name: criterion
+    for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT]
+}
+# Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap").
+VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.items() for variable in criterion.variables}
 
 
 def get_criterion(name: str) -> Criterion:
@@ -22,4 +32,5 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
-__all__ = ["CRITERIA", "Criterion", "Decision", "TrialFits", "get_criterion"]
+__all__ = ["ADJUSTABLE", "CRITERIA", "GAP_METHODS", "VARIABLES", "Criterion", "Decision", "TrialFits", "TrialSample",
+           "get_criterion"]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tasks.predictors import Predictor
+
+Labels = NDArray[np.int64]
 
 
 @dataclass
@@ -29,24 +32,27 @@ class TrialFits:
         Independent points, present when a criterion of the method needs them.
     pairing : ndarray of shape (2m,) or None
         A random permutation of the evaluation points, shared by every k of the trial.
+    truth : ndarray of shape (2m,) or None
+        The known classes of ``first`` then ``second``, when the dataset has them.
     """
 
     first: NDArray[np.float64]
     second: NDArray[np.float64]
-    labels_first: NDArray[np.int64]
-    labels_second: NDArray[np.int64]
+    labels_first: Labels
+    labels_second: Labels
     k: int
     predictor: Predictor
     evaluation: NDArray[np.float64] | None = None
     pairing: NDArray[np.int64] | None = None
+    truth: NDArray[np.int64] | None = None
 
     @cached_property
-    def second_predicted_from_first(self) -> NDArray[np.int64]:
+    def second_predicted_from_first(self) -> Labels:
         """The first solution extended to the second half."""
         return self.predictor(self.first, self.labels_first, self.k, self.second)
 
     @cached_property
-    def evaluation_labels(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    def evaluation_labels(self) -> tuple[Labels, Labels]:
         """Both solutions extended to the evaluation sample."""
         if self.evaluation is None:
             raise ValueError("this criterion needs an evaluation sample, but none was drawn")
@@ -56,29 +62,99 @@ class TrialFits:
         )
 
 
+@dataclass
+class TrialSample:
+    """One trial's whole sample, for criteria that look beyond the two halves (Gap, Clest, BIC).
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, n_features)
+        The trial's sample: the first half, then the second.
+    ks : list of int
+        The k values of the block that can be fitted on a half.
+    fits : dict
+        The halves' :class:`TrialFits` per k (a k whose fit failed is absent).
+    cluster : callable
+        ``cluster(X, ks, key)`` → ``{k: labels}``: the method's algorithm with its parameters on any
+        data (the whole sample, a reference set), its randomness ``fit_rng(k, key)`` (``fit_rng(0, key)``
+        for an algorithm that fits every k at once).
+    rng : callable
+        ``rng(key)`` → a generator addressed by the trial's coordinates and ``key``, the same for every
+        method and k (the Gap statistic's reference sets are shared by all of them).
+    fit_rng : callable
+        ``fit_rng(k, key)`` → a generator addressed by the trial, the method, k and ``key``.
+    algorithm : str
+        The method's algorithm name, and ``params`` its parameters.
+
+    Keys are tuples of four non-negative integers, the first naming the use (1: Gap, 2: Clest,
+    3: mixture fits), so that the streams of different uses never coincide.
+    """
+
+    X: NDArray[np.float64]
+    ks: list[int]
+    fits: dict[int, TrialFits]
+    cluster: Callable[[NDArray[np.float64], list[int], tuple[int, int, int, int]], dict[int, Labels]]
+    rng: Callable[[tuple[int, int, int, int]], np.random.Generator]
+    fit_rng: Callable[[int, tuple[int, int, int, int]], np.random.Generator]
+    algorithm: str
+    params: Mapping[str, Any]
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per trial, shared by the criteria that need the same thing (one mixture fit
+        for BIC and AIC)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+
+# What a decision rule may be re-run with, per rule (``ordercube report --decide CRITERION.FIELD=VALUE``).
+ADJUSTABLE: dict[str, tuple[str, ...]] = {
+    "smallest": (),
+    "largest": (),
+    "largest_above": ("threshold",),
+    "gap": ("method", "se_factor"),
+    "clest": ("p_max", "d_min"),
+    "none": (),
+}
+GAP_METHODS = ("Tibs2001SEmax", "firstSEmax", "globalSEmax", "firstmax", "globalmax")
+
+
 @dataclass(frozen=True)
 class Decision:
     """How k̂ follows from a criterion's per-k values (the mean over trials, or one trial's values).
 
-    ``smallest``: the argmin over k (instabilities; exact ties go to the largest k).
+    ``smallest``: the argmin over k (instabilities, BIC, AIC; exact ties go to the largest k).
     ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
     no choice (-1) when no k reaches it.
+    ``gap``: the Gap statistic's rules by their names in R's ``cluster::maxSE`` (``method``, ``se_factor``).
+    ``clest``: Dudoit & Fridlyand's rule (``p_max``, ``d_min``).
+    ``none``: not a model-order criterion (a diagnostic such as the agreement with known classes).
     """
 
     rule: str = "smallest"
     threshold: float | None = None
+    method: str | None = None
+    se_factor: float | None = None
+    p_max: float | None = None
+    d_min: float | None = None
 
 
 @dataclass(frozen=True)
 class Criterion:
     """A registered criterion.
 
+    A criterion is computed either per (trial, k) from the halves' fits (``evaluate``) or per trial
+    for every k at once from the whole sample (``evaluate_trial``), never both.
+
     Attributes
     ----------
     name : str
-        Also the name of its variable in the cube.
-    evaluate : callable
+        Also the name of its (first) variable in the cube.
+    evaluate : callable or None
         ``evaluate(fits)`` → the raw per-trial value stored in the cube.
+    evaluate_trial : callable or None
+        ``evaluate_trial(sample, **options)`` → ``{output: {k: value}}`` for every output and k of the sample.
     min_k : int
         The smallest k the criterion is defined for.
     needs_evaluation_sample : bool
@@ -88,13 +164,46 @@ class Criterion:
         Whether its score divides the raw value by the same statistic for random labelings of n/2
         points with k labels (seed 002 eq. 5); the driver then estimates that baseline per (n, k).
     decision : Decision
-        Its default decision rule; the reducers can re-decide a stored cube with another threshold.
+        Its default decision rule; the reducers can re-decide a stored cube with other parameters.
+    outputs : tuple of str
+        The cube variables it stores (default: its name only).
+    options : mapping
+        Options a config may set (``criteria: [{gap: {references: 50}}]``), with their defaults.
+    choices : mapping
+        For options that name an alternative, the values accepted.
+    algorithms : tuple of str or None
+        The only algorithms it is defined for (BIC and AIC: the Gaussian mixture), or None for any.
     """
 
     name: str
-    evaluate: Callable[[TrialFits], float]
     min_k: int
-    needs_evaluation_sample: bool
     description: str
+    evaluate: Callable[[TrialFits], float] | None = None
+    evaluate_trial: Callable[..., dict[str, dict[int, float]]] | None = None
+    needs_evaluation_sample: bool = False
     normalised_by_random_labels: bool = False
     decision: Decision = Decision()
+    outputs: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    algorithms: tuple[str, ...] | None = None
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return self.outputs or (self.name,)
+
+    def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` over the defaults; ``ValueError`` naming an unknown option or value."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(f"unknown option {unknown[0]!r}; expected one of {sorted(self.options)}"
+                             if self.options else f"unknown option {unknown[0]!r}; {self.name} takes no options")
+        for name, value in options.items():
+            allowed = self.choices.get(name)
+            if allowed is not None and value not in allowed:
+                raise ValueError(f"{name} = {value!r} is not one of {list(allowed)}")
+            default = self.options[name]
+            if allowed is None and isinstance(default, int) and (isinstance(value, bool) or not isinstance(value, int)
+                                                               or value < 1):
+                raise ValueError(f"{name} = {value!r}: expected an integer >= 1")
+        return {**self.options, **options}

@@ -1,7 +1,9 @@
 """Prediction Strength (Tibshirani & Walther 2005), as configured in seed 000 section 4.
 
 The test half is clustered (``labels_second``) and also labelled by the training half's solution
-through the method's predictor (nearest centroid for k-means). For each test cluster A_j of size n_j,
+through the nearest-centroid rule, whatever the method's own predictor (Tibshirani & Walther's
+definition; seed 000: "based on using nearest centroid predictors", which is why it cannot follow
+non-convex clusters such as the rings). For each test cluster A_j of size n_j,
 the share of its pairs that the training solution also puts together:
 
     ps_j = 1 / (n_j (n_j - 1)) * sum over i != i' in A_j of 1{predicted(i) = predicted(i')},
@@ -15,13 +17,20 @@ when the cube holds it.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.predictors import nearest_centroid
 
 
 def prediction_strength(fits: TrialFits) -> float:
-    """ps(k) of one split; test clusters with fewer than two points hold no pairs and are skipped."""
-    test, predicted, k = fits.labels_second, fits.second_predicted_from_first, fits.k
+    """ps(k) of one split, the training half's solution extended by nearest centroids."""
+    predicted = nearest_centroid(fits.first, fits.labels_first, fits.k, fits.second)
+    return strength_of(fits.labels_second, predicted, fits.k)
+
+
+def strength_of(test: NDArray[np.int64], predicted: NDArray[np.int64], k: int) -> float:
+    """min over test clusters of the share of their pairs predicted together; clusters of one point skipped."""
     table = np.bincount(test * k + predicted, minlength=k * k).reshape(k, k).astype(np.float64)
     sizes = table.sum(axis=1)
     paired = sizes >= 2

@@ -26,11 +26,14 @@ class TrialData:
         The two disjoint halves that are clustered.
     evaluation : ndarray of shape (n, n_features) or None
         An independent sample, disjoint from both halves, when asked for.
+    truth : ndarray of shape (2 * (n // 2),) or None
+        The known classes of ``first`` then ``second``, when the source has them.
     """
 
     first: NDArray[np.float64]
     second: NDArray[np.float64]
     evaluation: NDArray[np.float64] | None
+    truth: NDArray[np.int64] | None = None
 
 
 class Source(Protocol):
@@ -39,9 +42,11 @@ class Source(Protocol):
     ) -> TrialData: ...
 
 
-def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None) -> TrialData:
+def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
+            truth: NDArray[np.int64] | None) -> TrialData:
     half = X.shape[0] // 2
-    return TrialData(first=X[:half], second=X[half : 2 * half], evaluation=evaluation)
+    return TrialData(first=X[:half], second=X[half : 2 * half], evaluation=evaluation,
+                     truth=None if truth is None else truth[: 2 * half])
 
 
 @dataclass(frozen=True)
@@ -55,26 +60,28 @@ class SyntheticSource:
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
         sample = get_synthetic(self.name).sample
-        X, _ = sample(n, draw_rng, **self.params)
+        X, component = sample(n, draw_rng, **self.params)
         # Generators may emit points grouped by component: shuffle so the halves are i.i.d.
-        X = X[draw_rng.permutation(n)]
+        order = draw_rng.permutation(n)
         evaluation = sample(n, eval_rng, **self.params)[0] if with_eval else None
-        return _halves(X, evaluation)
+        return _halves(X[order], evaluation, component[order])
 
 
 @dataclass(frozen=True)
 class ArraySource:
-    """Rows of a fixed array, subsampled without replacement for every trial.
+    """Rows of a fixed array (with their known classes, if any), subsampled without replacement per trial.
 
     The first ``n`` rows of a random permutation are the fitting sample; the next ``n`` rows, when
     asked for, are the evaluation sample, so the two never share a row.
     """
 
     X: NDArray[np.float64]
+    labels: NDArray[np.int64] | None = None
 
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
         order = draw_rng.permutation(self.X.shape[0])
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
-        return _halves(self.X[order[:n]], evaluation)
+        truth = None if self.labels is None else self.labels[order[:n]]
+        return _halves(self.X[order[:n]], evaluation, truth)

@@ -1,0 +1,105 @@
+"""Clest (Dudoit & Fridlyand 2002), as configured in seed 000 section 2.
+
+Seed 000: "a linear discriminant analysis classifier, the Fowlkes-Mallows index for solution
+comparison and the baseline distribution of the Gap Statistic"; B = 20 splits and B0 = 20 reference
+sets. On the cube's shared resamples:
+
+- observed: each trial's halves are clustered (the cube's shared fits); an LDA classifier trained on
+  the first half's labels predicts the second half; the statistic is the Fowlkes-Mallows index between
+  that prediction and the second half's own clustering (``clest``). t_k = median over trials.
+- null: each trial draws one reference set from the Gap statistic's baseline (uniform over the
+  sample's bounding box or its principal-axes box; independent of the Gap's B sets), splits it
+  ``splits`` times into halves and computes the same index; its median over the splits is that reference
+  set's t0_k (``clest_null``), so the trials give B0 = resamples reference sets.
+- decision (Dudoit & Fridlyand, step 4): d_k = t_k - mean_b t0_kb, p_k = #{b: t0_kb >= t_k} / B0;
+  K = {k >= 2: p_k <= p_max and d_k >= d_min}; k̂ = argmax over K of d_k, or 1 when K is empty
+  (p_max = d_min = 0.05 as in their paper).
+
+Difference from Dudoit & Fridlyand: their learning and test sets hold 2/3 and 1/3 of the points; the
+cube's splits are the stability's halves (the same splits for every criterion), as in seed 000.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tasks.criteria.base import Criterion, Decision, TrialSample
+from tasks.criteria.gap import REFERENCES, reference_sample
+from tasks.predictors import linear_discriminant
+
+def fowlkes_mallows(a: NDArray[np.int64], b: NDArray[np.int64]) -> float:
+    """Fowlkes-Mallows index: pairs together in both / sqrt(pairs together in a * pairs together in b).
+
+    From the contingency table (n_ij): (sum n_ij^2 - n) / sqrt((sum a_i^2 - n)(sum b_j^2 - n)); 1 when
+    neither partition puts any pair together (both all singletons), 0 when only one does.
+    """
+    n = a.size
+    _, a_index = np.unique(a, return_inverse=True)
+    _, b_index = np.unique(b, return_inverse=True)
+    cols = int(b_index.max()) + 1
+    table = np.bincount(a_index * cols + b_index).astype(np.float64)
+    together = (table**2).sum() - n
+    in_a = (np.bincount(a_index).astype(np.float64) ** 2).sum() - n
+    in_b = (np.bincount(b_index).astype(np.float64) ** 2).sum() - n
+    if in_a == 0 or in_b == 0:
+        return 1.0 if in_a == in_b else 0.0
+    return float(together / np.sqrt(in_a * in_b))
+
+
+def _transfer_index(first: NDArray[np.float64], labels_first: NDArray[np.int64], second: NDArray[np.float64],
+                    labels_second: NDArray[np.int64], k: int) -> float:
+    return fowlkes_mallows(linear_discriminant(first, labels_first, k, second), labels_second)
+
+
+def clest(sample: TrialSample, *, splits: int = 20, reference: str = "uniform") -> dict[str, dict[int, float]]:
+    """The trial's observed index and its reference set's median index, for every k >= 2 of the block."""
+    ks = [k for k in sample.ks if k >= 2]
+    observed = {k: _transfer_index(fits.first, fits.labels_first, fits.second, fits.labels_second, k)
+                for k, fits in sample.fits.items() if k >= 2}
+    Z = reference_sample(sample.X, sample.rng((2, 0, 0, 0)), reference=reference)
+    half = Z.shape[0] // 2
+    null = np.empty((splits, len(ks)))
+    for s in range(splits):
+        order = sample.rng((2, s + 1, 0, 0)).permutation(Z.shape[0])
+        first, second = Z[order[:half]], Z[order[half : 2 * half]]
+        on_first = sample.cluster(first, ks, (2, s + 1, 0, 0))
+        on_second = sample.cluster(second, ks, (2, s + 1, 1, 0))
+        null[s] = [_transfer_index(first, on_first[k], second, on_second[k], k) for k in ks]
+    medians = np.median(null, axis=0)
+    return {"clest": {k: observed.get(k, np.nan) for k in ks},
+            "clest_null": {k: float(medians[i]) for i, k in enumerate(ks)}}
+
+
+def clest_choice(observed: NDArray[np.float64], null: NDArray[np.float64], ks: NDArray[np.int64], *,
+                 p_max: float, d_min: float) -> int:
+    """Dudoit & Fridlyand's step 4 for one statistic per k against B0 reference values per k.
+
+    ``observed[i]``: t_k at ``ks[i]``; ``null[i, b]``: t0_kb (NaN entries are left out). Returns k̂
+    (1 when no k passes both thresholds), or -1 when no k has a value.
+    """
+    best_k, best_d, any_value = 1, -np.inf, False
+    for i, k in enumerate(ks):
+        reference = null[i][~np.isnan(null[i])]
+        if k < 2 or np.isnan(observed[i]) or reference.size == 0:
+            continue
+        any_value = True
+        d = observed[i] - reference.mean()
+        p = float((reference >= observed[i]).mean())
+        if p <= p_max and d >= d_min and d > best_d:
+            best_k, best_d = int(k), d
+    return best_k if any_value else -1
+
+
+CLEST = Criterion(
+    name="clest",
+    min_k=2,
+    description="Dudoit & Fridlyand's Clest: LDA transfer, Fowlkes-Mallows index, against the Gap statistic's baseline",
+    evaluate_trial=clest,
+    decision=Decision(rule="clest", p_max=0.05, d_min=0.05),
+    outputs=("clest", "clest_null"),
+    options={"splits": 20, "reference": "uniform"},
+    choices={"reference": REFERENCES},
+)
+
+
