@@ -21,9 +21,10 @@ from numpy.typing import NDArray
 from pipeline.datafiles import load_file_dataset
 from pipeline.errors import ConfigError
 from tasks.algorithms import ALGORITHMS, get_algorithm
+from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.datasets import SYNTHETIC, get_synthetic
-from tasks.predictors import PREDICTORS
+from tasks.predictors import PREDICTORS, get_predictor
 from tasks.preprocess import STEP_NAMES
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
@@ -271,15 +272,28 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
     _check_keys(entry, METHOD_KEYS, key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     algorithm = _require(entry, "algorithm", f"{key}.")
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {algorithm!r}", f"expected one of {sorted(ALGORITHMS)}")
+    if not isinstance(algorithm, str) or (algorithm not in ALGORITHMS and not is_import_path(algorithm)):
+        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {algorithm!r}", f"expected one of {sorted(ALGORITHMS)} "
+                          "or a scikit-learn clusterer by import path, e.g. sklearn.cluster.Birch")
     try:
-        params = get_algorithm(algorithm).resolve(entry.get("params") or {})
+        resolved_algorithm = get_algorithm(algorithm)
     except ValueError as error:
+        raise ConfigError(f"{key}.algorithm", str(error), "name a class of sklearn.cluster or sklearn.mixture") from None
+    params_given = entry.get("params") or {}
+    if not isinstance(params_given, Mapping):
+        raise ConfigError(f"{key}.params", f"expected a mapping, got {params_given!r}", "write 'params: {name: value}'")
+    try:
+        params = resolved_algorithm.resolve(params_given)
+    except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
     predictor = _require(entry, "predictor", f"{key}.")
-    if predictor not in PREDICTORS:
-        raise ConfigError(f"{key}.predictor", f"unknown predictor {predictor!r}", f"expected one of {sorted(PREDICTORS)}")
+    if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
+        raise ConfigError(f"{key}.predictor", f"unknown predictor {predictor!r}", f"expected one of {sorted(PREDICTORS)} "
+                          "or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
+    try:
+        get_predictor(predictor)
+    except ValueError as error:
+        raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
     criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
+from tasks.algorithms.estimators import estimator_class, is_import_path, predict_with
 from tasks.algorithms.kmeans import squared_distances
 
 Predictor = Callable[[NDArray[np.float64], NDArray[np.int64], int, NDArray[np.float64]], NDArray[np.int64]]
@@ -106,8 +108,13 @@ PREDICTORS: dict[str, Predictor] = {
 
 
 def get_predictor(name: str) -> Predictor:
-    """The registered predictor ``name``; an unknown name lists the valid ones."""
+    """The registered predictor ``name``, or the scikit-learn classifier at import path ``name``
+    (``sklearn.svm.SVC``, fitted on the labelled half); an unknown name lists the valid ones."""
+    if is_import_path(name):
+        estimator_class(name, "classifier")  # raises ValueError for anything but a scikit-learn classifier
+        return partial(predict_with, name)
     try:
         return PREDICTORS[name]
     except KeyError:
-        raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)}") from None
+        raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)} "
+                         "or a scikit-learn classifier by import path (sklearn.svm.SVC)") from None

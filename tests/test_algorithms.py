@@ -151,3 +151,31 @@ def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():
     # test clusters {0.1, 6.0} and {4.0, 9.9}: the method's predictor keeps each together (ps 1),
     # nearest centroids split both (ps 0)
     assert prediction_strength(fits) == pytest.approx(0.0)
+
+
+def test_scikit_learn_clusterers_and_classifiers_by_import_path_are_cloned_seeded_and_validated():
+    from sklearn.cluster import Birch
+    from sklearn.mixture import GaussianMixture
+
+    from tasks.algorithms.estimators import template
+    from tasks.predictors import get_predictor
+
+    X, truth = np.r_[np.random.default_rng(0).normal(size=(30, 2)), np.random.default_rng(1).normal(size=(30, 2)) + 8], \
+        np.repeat([0, 1], 30)
+    birch = get_algorithm("sklearn.cluster.Birch")
+    labels = birch.cluster(X, 2, np.random.default_rng(0), threshold=0.3)
+    np.testing.assert_array_equal(labels, Birch(n_clusters=2, threshold=0.3).fit_predict(X))
+    mixture = get_algorithm("sklearn.mixture.GaussianMixture")  # a density model: n_components = k
+    seeded = [mixture.cluster(X, 3, np.random.default_rng(5)) for _ in range(2)]
+    np.testing.assert_array_equal(*seeded)  # random_state comes from the cell's stream
+    assert set(seeded[0]) == {0, 1, 2}
+    configured = template("sklearn.mixture.GaussianMixture", {"covariance_type": "diag"}, "clusterer")
+    assert not hasattr(configured, "means_") and isinstance(configured, GaussianMixture)  # templates are never fitted
+    predict = get_predictor("sklearn.neighbors.KNeighborsClassifier")
+    assert (predict(X, truth, 2, X + 0.01) == truth).all()
+    for path, words in (("numpy.linalg.LinAlgError", "only scikit-learn"), ("sklearn.cluster.Nope", "no such class"),
+                        ("sklearn.svm.SVC", "not a scikit-learn clusterer"), ("sklearn.cluster.DBSCAN", "no cluster count")):
+        with pytest.raises(ValueError, match=words):
+            get_algorithm(path).resolve({})
+    with pytest.raises(ValueError, match="unknown parameter 'tresh'"):
+        birch.resolve({"tresh": 1})

@@ -66,6 +66,12 @@ CASES = {
     "bad reference box": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
                           "predictor": "nearest_centroid", "criteria": [{"clest": {"reference": "gaussian"}}]}]),
                           ["methods[0].criteria[0].clest", "'gaussian'", "'pca'"]),
+    "import path outside scikit-learn": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "os.system",
+                                         "predictor": "nearest_centroid", "criteria": ["lange"]}]),
+                                         ["methods[0].algorithm", "'os.system'", "only scikit-learn"]),
+    "classifier that is not one": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
+                                   "predictor": "sklearn.cluster.KMeans", "criteria": ["lange"]}]),
+                                   ["methods[0].predictor", "not a scikit-learn classifier"]),
     "published for an unknown pair": (lambda tmp: {**small_config(), "published": {"gauss/kmeans": {"lange": 3}}},
                                       ["published.gauss/kmeans", "unknown key", "gauss/km"]),
 }

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tasks.algorithms.annealing import deterministic_annealing
+from tasks.algorithms.estimators import cluster_with, estimator_class, is_import_path, template
 from tasks.algorithms.hierarchical import LINKAGES, agglomerative, agglomerative_many, path_based, path_based_many
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
@@ -108,9 +110,23 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 
+@dataclass(frozen=True)
+class SklearnAlgorithm(Algorithm):
+    """A scikit-learn clusterer named by import path (see :mod:`tasks.algorithms.estimators`)."""
+
+    def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        template(self.name, params, "clusterer")  # raises ValueError naming a parameter the class lacks
+        return dict(params)
+
+
 def get_algorithm(name: str) -> Algorithm:
-    """The registered algorithm ``name``; an unknown name lists the valid ones."""
+    """The registered algorithm ``name``, or the scikit-learn clusterer at import path ``name``
+    (``sklearn.cluster.Birch``); an unknown name lists the valid ones."""
+    if is_import_path(name):
+        estimator_class(name, "clusterer")  # raises ValueError for anything but a scikit-learn clusterer
+        return SklearnAlgorithm(name, partial(cluster_with, name), seconds_per_point=2e-5)
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise ValueError(f"unknown algorithm {name!r}; expected one of {sorted(ALGORITHMS)}") from None
+        raise ValueError(f"unknown algorithm {name!r}; expected one of {sorted(ALGORITHMS)} "
+                         "or a scikit-learn clusterer by import path (sklearn.cluster.Birch)") from None
