@@ -136,6 +136,7 @@ def test_shamir_tishby2007_figure2_trends(tmp_path):
     assert isolated_failures[-1] > isolated_failures[0] + 0.1, isolated_failures
 
 
+@pytest.mark.timeout(1800)  # the shipped config: ~6 min on 2 cores, most of it path-based Gap on the rings
 def test_lange2002_table1_config_prints_the_comparison_with_the_paper_and_re_decides_without_recomputing(tmp_path):
     """Seed 000, Table 1 through the shipped config: every criterion on the same 20 resamples.
 
