@@ -18,7 +18,7 @@ from typing import NoReturn
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
 
-EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,10 +57,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _resume(args: argparse.Namespace, out: str) -> str:
+    """The command that resumes this run."""
+    where = (["--scheduler", args.scheduler] if args.scheduler else
+             ["--scheduler-file", args.scheduler_file] if args.scheduler_file else [])
+    return shlex.join(["ordercube", "run", args.config, "--out", out, *where])
+
+
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
     from pipeline.report import status_counts
-    from pipeline.run import Interrupted, run_sweep
+    from pipeline.run import ClusterLost, Interrupted, run_sweep
     from pipeline.store import open_cube
 
     if args.workers is not None and args.workers < 1:
@@ -70,18 +77,25 @@ def _run(args: argparse.Namespace) -> int:
         summary = run_sweep(config, workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file,
                             retry_failed=args.retry_failed, show_progress=not args.no_progress)
     except Interrupted:
-        again = ["ordercube", "run", args.config, "--out", config.out]
-        print(f"interrupted: every finished cell is in {config.out}. Resume with:\n  {shlex.join(again)}", file=sys.stderr)
+        print(f"interrupted: every finished cell is in {config.out}. Resume with:\n  {_resume(args, config.out)}",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
+    except ClusterLost as error:
+        print(f"error: lost the Dask scheduler mid-sweep ({error}); every finished cell is in {config.out}. "
+              f"Start the scheduler and workers again, then resume with:\n  {_resume(args, config.out)}", file=sys.stderr)
+        return EXIT_CLUSTER_LOST
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "
-              f"({summary.failed} failed, {summary.infeasible} infeasible) -> {config.out}; "
+              f"({summary.failed} failed, {summary.crashed} crashed, {summary.infeasible} infeasible) -> {config.out}; "
               f"driver peak memory {peak:.0f} MiB")
-    failed = status_counts(open_cube(config.out))["failed"]
+        if summary.isolated_tasks:
+            print(f"{summary.isolated_tasks} task(s) failed as a whole (a worker died); their cells were run one by one")
+    counts = status_counts(open_cube(config.out))
+    failed = counts["failed"] + counts["crashed"]
     if failed:
-        print(f"{failed} planned cells of {config.out} have failed (reasons in its 'reason' variable); "
-              "'ordercube run --retry-failed' computes them again", file=sys.stderr)
+        print(f"{failed} planned cells of {config.out} have failed or crashed their worker (reasons in its 'reason' "
+              "variable); 'ordercube run --retry-failed' computes them again", file=sys.stderr)
     return EXIT_FAILED_CELLS if failed else EXIT_OK
 
 
@@ -94,7 +108,7 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(counts))
     else:
         print("  ".join(f"{key}: {value}" for key, value in counts.items()))
-    return EXIT_FAILED_CELLS if counts["failed"] else EXIT_OK
+    return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -6,13 +6,14 @@ a task is a list of whole chunks of one dataset, each described by coordinate va
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.config import Config
 from pipeline.grid import Chunk, Coords
+from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, BlockSpec, run_block
 from tasks.datasets import ArraySource, SyntheticSource
 from tasks.seeding import label_id
@@ -54,6 +55,21 @@ def build_tasks(config: Config, coords: Coords, groups: list[list[Chunk]]) -> li
     return [Task(dataset=coords.dataset[group[0].dataset],
                  blocks=tuple((chunk, block_spec(config, coords, chunk)) for chunk in group))
             for group in groups]
+
+
+def isolate(task: Task) -> list[Task]:
+    """``task`` cut into the smallest tasks that compute the same cells with the same bits: one cell
+    each, or one trial (every k) for an algorithm that fits all k at once (its fit depends on the ks)."""
+    pieces = []
+    for chunk, spec in task.blocks:
+        joint = get_algorithm(spec.algorithm).cluster_many is not None
+        k_groups = [tuple(zip(chunk.k, spec.ks))] if joint else [((i, k),) for i, k in zip(chunk.k, spec.ks)]
+        for trial_index, trial in zip(chunk.trial, spec.trials):
+            for group in k_groups:
+                piece = Chunk(chunk.dataset, chunk.n, chunk.model, tuple(i for i, _ in group), (trial_index,))
+                pieces.append(Task(task.dataset, ((piece, replace(spec, ks=tuple(k for _, k in group),
+                                                                  trials=(trial,))),)))
+    return pieces
 
 
 def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np.float64] | None,

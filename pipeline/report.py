@@ -24,13 +24,13 @@ if TYPE_CHECKING:
 
 
 def status_counts(cube: xr.Dataset) -> dict[str, int]:
-    """Planned cells by status: the integer keys ``total, ok, failed, infeasible, pending``."""
+    """Planned cells by status: the integer keys ``total, ok, failed, infeasible, crashed, pending``."""
     coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
     mask = planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
     status = cube["status"].values[mask]
     counts = {s.name.lower(): int((status == s).sum()) for s in Status}
     return {"total": int(mask.sum()), "ok": counts["ok"], "failed": counts["failed"],
-            "infeasible": counts["infeasible"], "pending": counts["pending"]}
+            "infeasible": counts["infeasible"], "crashed": counts["crashed"], "pending": counts["pending"]}
 
 
 def selection_table(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from asyncio import CancelledError
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,10 +20,12 @@ import dask
 import numpy as np
 import zarr
 from distributed import Client, LocalCluster, as_completed
+from distributed.client import FutureCancelledError
+from distributed.comm.core import CommClosedError
 
 from pipeline.config import Config, MethodSpec
 from pipeline.errors import InputError
-from pipeline.graph import Task, build_tasks, execute_task
+from pipeline.graph import Task, build_tasks, execute_task, isolate
 from pipeline.grid import (
     Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
     planned_mask,
@@ -42,6 +46,10 @@ from tasks.seeding import Purpose, stream
 
 class Interrupted(Exception):
     """The sweep was stopped by the user (Ctrl-C or SIGTERM); what arrived is on disk."""
+
+
+class ClusterLost(Exception):
+    """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,8 @@ class Summary:
     failed: int
     infeasible: int
     seconds: float
+    crashed: int = 0
+    isolated_tasks: int = 0
 
 
 def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
@@ -78,7 +88,7 @@ def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], statu
     mask = planned_mask(plan_of(config), coords)
     todo = status == Status.PENDING
     if retry_failed:
-        todo |= status == Status.FAILED
+        todo |= (status == Status.FAILED) | (status == Status.CRASHED)
     return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
                 chunks=list(chunks_to_compute(mask, todo, chunk_shape)))
 
@@ -204,19 +214,29 @@ def fit_work(method: MethodSpec) -> float:
     return work
 
 
-def _results_of(future, task: Task) -> list[tuple[Chunk, BlockResult]]:
-    """A task's results; if the task itself failed (a worker died, a result could not be sent), every
-    cell of it is recorded as failed with that reason, so the sweep goes on and nothing is silent."""
-    if future.status != "error":
-        return future.result()
-    reason = f"task failed: {describe(future.exception())}"
+def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
+    """Every cell of ``task`` recorded with the reason the task itself failed: as crashed when its worker
+    process died under it (Dask's KilledWorker), else as failed (a result that could not be sent, ...).
+    The driver sends only single cells here (see :func:`pipeline.graph.isolate`)."""
+    crashed = _killed_worker(error)
+    reason = f"{'crashed' if crashed else 'task failed'}: {describe(error)}"
     results = []
     for chunk, spec in task.blocks:
         shape = (len(chunk.k), len(chunk.trial))
         results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.variables},
-                                           status=np.full(shape, Status.FAILED, dtype=np.int8),
+                                           status=np.full(shape, Status.CRASHED if crashed else Status.FAILED,
+                                                          dtype=np.int8),
                                            reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
     return results
+
+
+def _allowed_failures(dask_scheduler) -> int:
+    """How many worker deaths the scheduler forgives a task (``distributed.scheduler.allowed-failures``)."""
+    return int(dask_scheduler.allowed_failures)
+
+
+def _killed_worker(error: BaseException) -> bool:
+    return type(error).__name__ == "KilledWorker"
 
 
 def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group],
@@ -235,39 +255,72 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
               if d.labels is not None and d.name in needed}
     synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
     pending = iter(tasks)
+    isolated: deque[Task] = deque()  # cells of a task that failed as a whole, resubmitted one by one first
     futures = as_completed()
     in_flight: dict = {}
 
+    isolating: set = set()  # the isolated cell in flight: they run one at a time, so no two crashers meet
+
     def submit_next() -> None:
-        task = next(pending, None)
+        alone = bool(isolated) and not isolating
+        task = isolated.popleft() if alone else next(pending, None)
         if task is not None:
             future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset),
                                    labels.get(task.dataset), pure=False)
             in_flight[future] = task
             futures.add(future)
+            if alone:
+                isolating.add(future)
 
     for _ in range(window):
         submit_next()
     group = open_cube_for_writing()
-    counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0}
+    counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
+    isolated_tasks = 0
+    struck: set[Chunk] = set()
+    # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
+    # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
+    second_chance = client.run_on_scheduler(_allowed_failures) == 0
     cube_arrays = dict(group.arrays())
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
             # Whatever has finished while the driver was writing arrives as one batch, and pieces of the
             # same storage chunk are written together: at small n the writes, not the kernels, set the pace.
             for batch in futures.batches():
-                done = [(chunk, result) for future in batch for chunk, result in _results_of(future, in_flight.pop(future))]
+                done = []
+                for future in batch:
+                    task = in_flight.pop(future)
+                    isolating.discard(future)
+                    try:  # a 'finished' future can still fail here: its result died with a worker before it was sent
+                        done.extend(future.result())
+                        continue
+                    except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError):
+                        raise
+                    except Exception as error:  # the task failed as a whole
+                        failure = error
+                    if task.cells > 1:  # find the cell that broke it: the others are computed
+                        isolated.extend(isolate(task))
+                        isolated_tasks += 1
+                    elif second_chance and _killed_worker(failure) and task.blocks[0][0] not in struck:
+                        struck.add(task.blocks[0][0])
+                        isolated.append(task)
+                    else:
+                        done.extend(failed_results(task, failure))
                 for chunk, result in merge_blocks(done):
                     write_block(cube_arrays, chunk, result)
                     for code in counts:
                         counts[code] += int((result.status == code).sum())
-                    progress.advance(chunk.cells, failed=int((result.status == Status.FAILED).sum()))
+                    progress.advance(chunk.cells, failed=int(((result.status == Status.FAILED)
+                                                              | (result.status == Status.CRASHED)).sum()))
                 for future in batch:
                     future.release()
                     submit_next()
+        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
+            raise ClusterLost(describe(error)) from None
         except KeyboardInterrupt:
             futures.clear()
             client.cancel(list(in_flight), force=True)
             raise Interrupted() from None
     return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
-                   infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - started)
+                   infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - started,
+                   crashed=counts[Status.CRASHED], isolated_tasks=isolated_tasks)

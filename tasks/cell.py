@@ -30,6 +30,7 @@ class Status(IntEnum):
     OK = 1
     FAILED = 2
     INFEASIBLE = 3
+    CRASHED = 4  # its worker process died computing it, every time (isolated by the driver)
 
 
 @dataclass(frozen=True)

@@ -190,7 +190,11 @@ def test_interrupt_and_kill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert_same_cells(cube, tmp_path / "straight.zarr")
 
 
-def test_a_task_that_kills_its_worker_is_recorded_as_failed_and_the_sweep_finishes(tmp_path):
+def test_a_cell_that_kills_its_worker_every_time_is_isolated_and_recorded_as_crashed(tmp_path):
+    """stub_crashing kills its worker process at k = 5 (os._exit), every time. The task holding it fails
+    as a whole (KilledWorker); the driver reruns its cells one by one: the k = 2 cells are computed, each
+    k = 5 cell (after a second run of its own) is recorded as crashed with the reason, and the sweep
+    finishes; the computed cells equal an undisturbed run's."""
     config = small_config(n=[40], k=[2, 5], resamples=4, execution={"trials_per_chunk": 4, "task_seconds": 0.0001})
     config["datasets"] = [{"name": "gauss", "kind": "lange_gaussians3"}]
     config["methods"] = [{"name": "crash", "algorithm": "stub_crashing", "predictor": "nearest_centroid",
@@ -198,14 +202,24 @@ def test_a_task_that_kills_its_worker_is_recorded_as_failed_and_the_sweep_finish
                          {"name": "fine", "algorithm": "stub_constant", "predictor": "nearest_centroid",
                           "criteria": ["lange"]}]
     env = {"ORDERCUBE_PLUGINS": "ordercube_test_stubs", "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
-    result = cli("run", str(write_config(tmp_path / "c.yaml", **config)), "--out", str(tmp_path / "c.zarr"),
-                 "--workers", "2", "--no-progress", env=env)
+    path = write_config(tmp_path / "c.yaml", **config)
+    result = cli("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "2", "--no-progress", env=env)
     assert result.returncode == 1, result.stderr
+    assert "failed as a whole" in result.stdout and "Traceback" not in result.stderr
     cube = open_cube(tmp_path / "c.zarr").load()
     assert (cube["status"].sel(model="fine") == 1).all()
-    crashed = cube["status"].sel(model="crash")
-    assert (crashed == 2).all()  # one task holds both k of the chunk: all its cells are recorded as failed
-    assert all(reason.startswith("task failed: KilledWorker") for reason in cube["reason"].sel(model="crash").values.ravel())
+    crash = cube.sel(model="crash")
+    assert (crash["status"].sel(k=2) == 1).all() and crash["lange"].sel(k=2).notnull().all()
+    assert (crash["status"].sel(k=5) == 4).all()  # crashed
+    assert all(reason.startswith("crashed: KilledWorker") for reason in crash["reason"].sel(k=5).values.ravel())
+    counts = json.loads(cli("status", str(tmp_path / "c.zarr"), "--json").stdout)
+    assert counts == {"total": 16, "ok": 12, "failed": 0, "infeasible": 0, "crashed": 4, "pending": 0}
+    without_crashes = write_config(tmp_path / "k2.yaml", **{**config, "k": [2]})  # the same cells, no crash anywhere
+    undisturbed = cli("run", str(without_crashes), "--out", str(tmp_path / "u.zarr"), "--workers", "1", "--no-progress",
+                      env={"ORDERCUBE_PLUGINS": "ordercube_test_stubs"})
+    assert undisturbed.returncode == 0, undisturbed.stderr
+    ok = open_cube(tmp_path / "u.zarr").load()
+    np.testing.assert_array_equal(crash["lange"].sel(k=2).values, ok["lange"].sel(model="crash", k=2).values)
 
 
 def test_a_new_method_with_a_new_criterion_adds_its_variable(tmp_path):
