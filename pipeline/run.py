@@ -32,6 +32,7 @@ from pipeline.grid import (
 )
 from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
+from pipeline.software import skew, software
 from pipeline.store import (
     BASELINE, array, check_new_cube_path, create, is_cube, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
     stored_coords, write_block,
@@ -136,13 +137,18 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
 def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str | None) -> Iterator[Client]:
     """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only)."""
     if scheduler or scheduler_file:
+        target = scheduler or scheduler_file
         try:
             client = Client(address=scheduler, scheduler_file=scheduler_file, timeout="10s")
+        except TypeError as error:  # a tls:// address without the TLS settings of Dask's config
+            raise InputError(f"--scheduler: cannot connect to {target} ({error}); a tls:// scheduler needs "
+                             "Dask's TLS settings (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...__TLS__CLIENT__CERT, "
+                             "...__TLS__CLIENT__KEY: see README, 'On a Dask cluster')") from None
         except (OSError, TimeoutError, ValueError) as error:
-            target = scheduler or scheduler_file
             raise InputError(f"--scheduler: cannot reach a Dask scheduler at {target} ({error}); "
                              "start one (dask scheduler) or fix the address") from None
         with client:
+            check_software(client)
             yield client
         return
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
@@ -155,6 +161,15 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
                        dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster,
           Client(cluster) as client):
         yield client
+
+
+def check_software(client: Client) -> None:
+    """``InputError`` if a worker computes with other ``tasks`` code or library versions than the driver."""
+    problem = skew(software(), client.run(software))
+    if problem:
+        raise InputError(f"--scheduler: version skew: {problem}. Cells computed there would not match this "
+                         "config's results elsewhere; install the same ordercube and libraries on the driver and "
+                         "every worker (one image or environment for all: see README, 'On a Dask cluster')")
 
 
 def run_sweep(

@@ -1,0 +1,47 @@
+"""What a process computes with: the code of ``tasks`` and the versions of the libraries it calls.
+
+The driver compares its own with every worker's when it connects to a running scheduler: a worker
+with other code or other library versions would write cells that differ from the ones the same
+config gives elsewhere (results are reproducible bit for bit only with the same software).
+Kept free of heavy imports: workers run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from importlib import metadata
+from pathlib import Path
+
+LIBRARIES = ("numpy", "scipy", "scikit-learn", "numba", "dask", "distributed")
+
+
+def tasks_code_digest() -> str:
+    """sha256 (first 12 hex digits) over the source files of the ``tasks`` package, by relative path."""
+    import tasks
+
+    root = Path(tasks.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def software() -> dict[str, str]:
+    """The ``tasks`` code digest, the Python version and the versions of the libraries cells depend on."""
+    found = {"ordercube tasks code": tasks_code_digest(), "python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def skew(here: dict[str, str], workers: dict[str, dict[str, str]]) -> str | None:
+    """The first difference between this process's software and a worker's, as one sentence, or None."""
+    for address, theirs in sorted(workers.items()):
+        for name, version in here.items():
+            if theirs.get(name) != version:
+                return f"worker {address} has {name} {theirs.get(name)} but this driver has {version}"
+    return None
