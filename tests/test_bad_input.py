@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from conftest import cli, small_config, write_config
@@ -136,3 +138,34 @@ def test_unreachable_scheduler_exits_2(tmp_path):
                  "--scheduler", "tcp://127.0.0.1:1", timeout=120)
     assert result.returncode == 2, result.stderr
     assert "--scheduler" in result.stderr and "Traceback" not in result.stderr
+
+
+def _tree_bytes(root) -> dict:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def test_out_at_a_cube_of_another_config_is_refused_and_left_untouched(tmp_path):
+    first = write_config(tmp_path / "a.yaml", **small_config(resamples=2))
+    cube = tmp_path / "c.zarr"
+    assert cli("run", str(first), "--out", str(cube), "--no-progress", "--workers", "1").returncode == 0
+    before = _tree_bytes(cube)
+    for change in ({"seed": 8}, {"methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 4},
+                                              "predictor": "nearest_centroid", "criteria": ["lange", "pairwise"]}]}):
+        other = write_config(tmp_path / "b.yaml", **small_config(resamples=2, **change))
+        result = cli("run", str(other), "--out", str(cube), "--no-progress")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "computed with another config" in result.stderr and "--out NEW_PATH" in result.stderr
+        assert _tree_bytes(cube) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders: run the suite as a user")
+def test_read_only_output_folder_is_refused_before_anything_runs(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(folder / "c.zarr"))
+    finally:
+        folder.chmod(0o755)
+    assert result.returncode == 2 and "not writable" in result.stderr and "Traceback" not in result.stderr
+    assert list(folder.iterdir()) == []
