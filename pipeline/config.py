@@ -385,6 +385,15 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
+    largest_n = max(n for dataset in datasets for n in dataset.n)
+    for method in methods:
+        algorithm = get_algorithm(method.algorithm)
+        if not algorithm.feasible(max(ks), largest_n // 2):  # no dataset and n could ever hold this k
+            most = largest_n // 2 // algorithm.min_points_per_cluster
+            raise ConfigError("k", f"k = {max(ks)} cannot be fitted at any sample size: the largest n ({largest_n}) "
+                              f"gives halves of {largest_n // 2} points and {method.algorithm} needs "
+                              f"{algorithm.min_points_per_cluster} points per cluster",
+                              f"use k <= {most}, or larger n")
     for i, method in enumerate(methods):
         limit = get_algorithm(method.algorithm).max_features
         for dataset in datasets:

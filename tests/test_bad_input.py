@@ -74,6 +74,8 @@ CASES = {
     "classifier that is not one": (lambda tmp: small_config(methods=[{"name": "m", "algorithm": "kmeans",
                                    "predictor": "sklearn.cluster.KMeans", "criteria": ["lange"]}]),
                                    ["methods[0].predictor", "not a scikit-learn classifier"]),
+    "k out of range for every n": (lambda tmp: small_config(k=[2, 30]), ["k", "k = 30", "halves of 40 points",
+                                                                        "k <= 20"]),
     "published for an unknown pair": (lambda tmp: {**small_config(), "published": {"gauss/kmeans": {"lange": 3}}},
                                       ["published.gauss/kmeans", "unknown key", "gauss/km"]),
 }
