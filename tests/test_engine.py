@@ -58,7 +58,8 @@ def test_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(t
 
     status = cli("status", str(tmp_path / "two.zarr"), "--json")
     counts = json.loads(status.stdout)
-    assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "pending": 0}
+    assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0,
+                      "pending": 0}
 
     report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
@@ -128,7 +129,8 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     assert np.isnan(cube["lange"].sel(model="stub", n=40, k=4)).all()
     assert cube["lange"].sel(model="stub", n=40, k=[2, 3]).notnull().all()
     counts = json.loads(cli("status", str(tmp_path / "f.zarr"), "--json").stdout)
-    assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "pending": 0}
+    assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "crashed": 0,
+                      "pending": 0}
 
     again = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1", env=env)
     assert again.returncode == 1 and "nothing to compute" in again.stdout and "--retry-failed" in again.stderr
