@@ -27,15 +27,21 @@ def tasks_code_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def software() -> dict[str, str]:
-    """The ``tasks`` code digest, the Python version and the versions of the libraries cells depend on."""
-    found = {"ordercube tasks code": tasks_code_digest(), "python": platform.python_version()}
-    for name in LIBRARIES:
+def package_versions(names: tuple[str, ...]) -> dict[str, str]:
+    """The installed version of each distribution in ``names`` ("not installed" when absent)."""
+    found = {}
+    for name in names:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
     return found
+
+
+def software() -> dict[str, str]:
+    """The ``tasks`` code digest, the Python version and the versions of the libraries cells depend on."""
+    return {"ordercube tasks code": tasks_code_digest(), "python": platform.python_version(),
+            **package_versions(LIBRARIES)}
 
 
 def skew(here: dict[str, str], workers: dict[str, dict[str, str]]) -> str | None:

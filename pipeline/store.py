@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +22,7 @@ import zarr
 
 from pipeline.config import Config, fingerprint
 from pipeline.errors import InputError
+from pipeline.software import package_versions
 from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
 from tasks.cell import BlockResult, Status
 
@@ -40,13 +40,7 @@ def array(group: zarr.Group, name: str) -> zarr.Array:
 
 
 def versions() -> dict[str, str]:
-    found = {}
-    for name in PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "not installed"
-    return found
+    return package_versions(PACKAGES)
 
 
 def _fill(dtype: Any) -> Any:
