@@ -147,10 +147,19 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
         except (OSError, TimeoutError, ValueError) as error:
             raise InputError(f"--scheduler: cannot reach a Dask scheduler at {target} ({error}); "
                              "start one (dask scheduler) or fix the address") from None
+        # Losing the scheduler is reported in one line by the CLI (exit 3); the client's own log records of
+        # the closing connection and its reconnection attempts (tracebacks at INFO and ERROR level, cancelled
+        # asyncio tasks) would bury it. What goes wrong in a cell is recorded in the cube, not in these logs.
+        # For the rest of the process (the client's loop thread logs its reconnection attempts late), and for
+        # every logger below these: Dask's logging config gives some of them (distributed.client) their own level.
+        for name in [*logging.root.manager.loggerDict, "distributed", "asyncio", "tornado"]:
+            if name.split(".")[0] in ("distributed", "asyncio", "tornado"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
         with client:
             check_software(client)
             yield client
         return
+
     # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
     # temporary array of a kernel is then mapped and unmapped again, and k-means ran 2x slower here.
     settings: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
