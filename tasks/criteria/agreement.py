@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linear_sum_assignment
 
 from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.matching import matched_disagreement
 
 
 def matched_accuracy(labels: NDArray[np.int64], truth: NDArray[np.int64]) -> float:
-    """Share of points whose cluster, mapped one-to-one onto the classes by the Hungarian method, is their class."""
+    """Share of points whose cluster, mapped one-to-one onto the classes by the Hungarian method, is their class.
+
+    Clusters and classes are renumbered 0.. and matched on a square table as large as the larger side
+    (its empty rows or columns take the unmatched), so this is one minus :func:`matched_disagreement`.
+    """
     _, clusters = np.unique(labels, return_inverse=True)
     _, classes = np.unique(truth, return_inverse=True)
-    rows, cols = int(clusters.max()) + 1, int(classes.max()) + 1
-    table = np.bincount(clusters * cols + classes, minlength=rows * cols).reshape(rows, cols)
-    matched_rows, matched_cols = linear_sum_assignment(table, maximize=True)
-    return float(table[matched_rows, matched_cols].sum() / labels.size)
+    size = int(max(clusters.max(), classes.max())) + 1
+    return 1.0 - matched_disagreement(clusters, classes, size)
 
 
 def agreement(fits: TrialFits) -> float:

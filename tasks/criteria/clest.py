@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from tasks.criteria.base import Criterion, Decision, TrialSample
 from tasks.criteria.gap import REFERENCES, reference_sample
+from tasks.matching import confusion
 from tasks.predictors import linear_discriminant
 
 def fowlkes_mallows(a: NDArray[np.int64], b: NDArray[np.int64]) -> float:
@@ -37,11 +38,10 @@ def fowlkes_mallows(a: NDArray[np.int64], b: NDArray[np.int64]) -> float:
     n = a.size
     _, a_index = np.unique(a, return_inverse=True)
     _, b_index = np.unique(b, return_inverse=True)
-    cols = int(b_index.max()) + 1
-    table = np.bincount(a_index * cols + b_index).astype(np.float64)
+    table = confusion(a_index, b_index, int(max(a_index.max(), b_index.max())) + 1).astype(np.float64)
     together = (table**2).sum() - n
-    in_a = (np.bincount(a_index).astype(np.float64) ** 2).sum() - n
-    in_b = (np.bincount(b_index).astype(np.float64) ** 2).sum() - n
+    in_a = (table.sum(axis=1) ** 2).sum() - n
+    in_b = (table.sum(axis=0) ** 2).sum() - n
     if in_a == 0 or in_b == 0:
         return 1.0 if in_a == in_b else 0.0
     return float(together / np.sqrt(in_a * in_b))

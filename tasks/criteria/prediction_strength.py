@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.matching import confusion
 from tasks.predictors import nearest_centroid
 
 
@@ -31,7 +32,7 @@ def prediction_strength(fits: TrialFits) -> float:
 
 def strength_of(test: NDArray[np.int64], predicted: NDArray[np.int64], k: int) -> float:
     """min over test clusters of the share of their pairs predicted together; clusters of one point skipped."""
-    table = np.bincount(test * k + predicted, minlength=k * k).reshape(k, k).astype(np.float64)
+    table = confusion(test, predicted, k).astype(np.float64)
     sizes = table.sum(axis=1)
     paired = sizes >= 2
     if not paired.any():
