@@ -224,18 +224,9 @@ def run_sweep(
 
 
 def fit_work(method: MethodSpec) -> float:
-    """How many times the halves' fits a trial of ``method`` costs, counting the fits of its criteria on the
-    whole sample (Gap: the sample and its reference sets, twice the points each) and on Clest's splits."""
-    work = 1.0
-    for name in method.criteria:
-        options = method.criterion_options.get(name, get_criterion(name).options)
-        if name == "gap":
-            work += options["references"] + 1
-        elif name == "clest":
-            work += options["splits"]
-        elif name in ("bic", "aic"):
-            work += 1.0
-    return work
+    """How many times the halves' fits a trial of ``method`` costs, with the fits its criteria add."""
+    return 1.0 + sum(get_criterion(name).extra_fits(method.criterion_options.get(name, get_criterion(name).options))
+                     for name in method.criteria)
 
 
 def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:

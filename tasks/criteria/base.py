@@ -173,6 +173,9 @@ class Criterion:
         For options that name an alternative, the values accepted.
     algorithms : tuple of str or None
         The only algorithms it is defined for (BIC and AIC: the Gaussian mixture), or None for any.
+    extra_fits : callable
+        ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (used only to
+        size tasks): the Gap statistic's sample and reference sets, Clest's splits.
     """
 
     name: str
@@ -187,6 +190,7 @@ class Criterion:
     options: Mapping[str, Any] = field(default_factory=dict)
     choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
+    extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
 
     @property
     def variables(self) -> tuple[str, ...]:

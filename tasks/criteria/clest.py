@@ -100,6 +100,7 @@ CLEST = Criterion(
     outputs=("clest", "clest_null"),
     options={"splits": 20, "reference": "uniform"},
     choices={"reference": REFERENCES},
+    extra_fits=lambda options: options["splits"],  # both halves of each split of the reference set
 )
 
 

@@ -112,4 +112,5 @@ GAP = Criterion(
     outputs=("gap", "gap_sd"),
     options={"references": 20, "reference": "uniform", "d_power": 2},
     choices={"reference": REFERENCES, "d_power": (1, 2)},
+    extra_fits=lambda options: options["references"] + 1,  # the sample and each reference set, all k
 )

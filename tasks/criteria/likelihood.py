@@ -32,7 +32,7 @@ def aic(sample: TrialSample) -> dict[str, dict[int, float]]:
     return {"aic": {k: float(model.aic(sample.X)) for k, model in _mixtures(sample).items()}}
 
 
-BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=("gaussian_mixture",),
+BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=("gaussian_mixture",), extra_fits=lambda options: 1.0,
                 description="Bayesian information criterion of the Gaussian mixture fitted to the trial's sample")
-AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=("gaussian_mixture",),
+AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=("gaussian_mixture",), extra_fits=lambda options: 1.0,
                 description="Akaike information criterion of the Gaussian mixture fitted to the trial's sample")
