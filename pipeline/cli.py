@@ -12,6 +12,7 @@ import resource
 import shlex
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import NoReturn
 
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="count the cells of a cube by status")
     status.add_argument("cube")
     status.add_argument("--json", action="store_true", help="print a JSON object")
+    status.add_argument("--verify", action="store_true",
+                        help="read back every chunk of the cube and check its checksum (exit 2 naming damaged chunks)")
     report = commands.add_parser("report", help="print the k̂ table, write selection.csv and figures")
     report.add_argument("cube")
     report.add_argument("--out", help="report folder (default: <cube>-report next to the cube)")
@@ -101,8 +104,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from pipeline.report import status_counts
-    from pipeline.store import open_cube
+    from pipeline.store import open_cube, verify_cube
 
+    if args.verify:
+        print(verify_cube(Path(args.cube)), file=sys.stderr)
     counts = status_counts(open_cube(args.cube))
     if args.json:
         print(json.dumps(counts))
@@ -114,7 +119,7 @@ def _status(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import comparison_matrix, published_of, write_report
-    from pipeline.store import open_cube
+    from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
     for item in args.threshold:
@@ -131,7 +136,7 @@ def _report(args: argparse.Namespace) -> int:
         decide.setdefault(name, {})[field] = value
     cube_path = Path(args.cube)
     out = Path(args.out) if args.out else cube_path.with_name(cube_path.stem + "-report")
-    cube = open_cube(cube_path)
+    cube = load_cube(cube_path)
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:
@@ -168,6 +173,12 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: object = None, line: str | None = None) -> None:
+    """Our warnings reach a CLI user as one line each (the code location means nothing to them)."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 COMMANDS = {"run": _run, "status": _status, "report": _report, "validate": _validate}
 
 
@@ -177,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     args = _parser().parse_args(argv)
+    warnings.showwarning = _one_line_warning
     try:
         load_plugins()
         return COMMANDS[args.command](args)

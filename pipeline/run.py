@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dask
 import numpy as np
@@ -25,6 +26,8 @@ from distributed.comm.core import CommClosedError
 
 from pipeline.config import Config, MethodSpec
 from pipeline.errors import InputError
+from pipeline.integrity import read_checked
+from pipeline.lock import CubeLock, describe_stale
 from pipeline.graph import Task, build_tasks, execute_task, isolate
 from pipeline.grid import (
     Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
@@ -34,8 +37,8 @@ from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
 from pipeline.software import skew, software
 from pipeline.store import (
-    BASELINE, array, check_new_cube_path, create, is_cube, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
-    stored_coords, write_block,
+    BASELINE, array, check_new_cube_path, create, is_cube, lost_in, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
+    stored_coords, writable_arrays, write_block,
 )
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
@@ -107,8 +110,10 @@ def preview_plan(config: Config) -> Plan:
     group = open_existing(path, config)
     stored = stored_coords(group)
     coords = merge_coords(stored, config_coords(config))
+    stored_status = read_checked(group, "status", path)[tuple(slice(0, size) for size in stored.shape)]
+    stored_status[lost_in(group, stored_status).cells] = Status.PENDING
     status = np.zeros(coords.shape, dtype=np.int8)
-    status[tuple(slice(0, size) for size in stored.shape)] = array(group, "status")[:]
+    status[tuple(slice(0, size) for size in stored.shape)] = stored_status
     return make_plan(config, coords, stored_chunk_shape(group), status)
 
 
@@ -181,7 +186,23 @@ def check_software(client: Client) -> None:
                          "every worker (one image or environment for all: see README, 'On a Dask cluster')")
 
 
-def run_sweep(
+def run_sweep(config: Config, **options: Any) -> Summary:
+    """Compute every planned cell of ``config`` that its cube lacks (see the module docstring).
+
+    The cube is locked for the whole run (:class:`pipeline.lock.CubeLock`): a second writer is refused.
+    ``options`` are those of :func:`_sweep_locked`.
+    """
+    path = Path(config.out)
+    if not is_cube(path):
+        check_new_cube_path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with CubeLock(path) as lock:
+        if lock.stale:
+            options.get("echo", print)(describe_stale(lock.stale))
+        return _sweep_locked(config, **options)
+
+
+def _sweep_locked(
     config: Config,
     *,
     workers: int | None = None,
@@ -191,14 +212,18 @@ def run_sweep(
     echo: Callable[[str], None] = print,
     show_progress: bool = True,
 ) -> Summary:
-    """Compute every planned cell of ``config`` that its cube lacks (see the module docstring)."""
+    """The body of :func:`run_sweep`, its caller holding the cube's lock."""
     path = Path(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:
             echo(note)
-        plan = make_plan(config, coords, stored_chunk_shape(group), np.asarray(array(group, "status")[:]),
-                         retry_failed=retry_failed)
+        status = read_checked(group, "status", path)
+        lost = lost_in(group, status)
+        if lost.count:
+            echo(f"{lost.describe()}; computing them again")
+            status[lost.cells] = Status.PENDING
+        plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)
         fill_baseline(group, config, coords)
         if not plan.chunks:
             echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
@@ -210,9 +235,8 @@ def run_sweep(
         plan = make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
 
         def open_cube_for_writing() -> zarr.Group:
-            group = create(path, config, coords, default_chunks(config))
-            fill_baseline(group, config, coords)
-            return group
+            return create(path, config, coords, default_chunks(config),
+                          prepare=lambda group: fill_baseline(group, config, coords))
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
         threads = sum(client.nthreads().values()) or 1
@@ -296,7 +320,7 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
     # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
     # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
     second_chance = client.run_on_scheduler(_allowed_failures) == 0
-    cube_arrays = dict(group.arrays())
+    cube_arrays = writable_arrays(group)
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
             # Whatever has finished while the driver was writing arrives as one batch, and pieces of the

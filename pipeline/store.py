@@ -5,13 +5,22 @@ with the raw value, ``status``, ``reason`` and ``seconds``), the random-labeling
 ``(n, k)``, and attributes holding the config, its identity and fingerprint, the plan and the
 package versions. Values of a block are written before its status, so a cell counts as done only once
 its values are on disk; the cube is the only durable state of a sweep.
+
+Changes of the cube's shape are atomic for its users: a new cube is built in a hidden folder beside
+its path and moved into place by one rename; growing one records its old shapes and attributes in the
+group's attributes first (one atomic file write) and clears that record last, so an interrupted growth
+is rolled back by whoever opens the cube next (:func:`roll_back_growth`). Every chunk is checksummed
+and every block writes all of its chunks (see :mod:`pipeline.integrity`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Mapping, Sequence
+import shutil
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,9 +28,14 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 import zarr
+from zarr.core.sync import sync
 
 from pipeline.config import Config, fingerprint
 from pipeline.errors import InputError
+from pipeline.integrity import (
+    COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks,
+    corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks, stored_chunks,
+)
 from pipeline.software import package_versions
 from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
 from tasks.cell import BlockResult, Status
@@ -29,6 +43,7 @@ from tasks.cell import BlockResult, Status
 BASELINE = "lange_random"
 CELL_VARIABLES = ("status", "reason", "seconds")
 STATUS_MEANINGS = {int(s): s.name.lower() for s in Status}
+CREATING = ".creating-"  # a cube being created: .NAME.creating-PID beside NAME
 PACKAGES = ("ordercube", "numpy", "scipy", "scikit-learn", "dask", "distributed", "xarray", "zarr")
 
 
@@ -72,8 +87,11 @@ def template(coords: Coords, chunks: dict[str, int], variables: list[str]) -> xr
 
 
 def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
-    return {str(name): {"chunks": tuple(c[0] for c in ds[name].chunks or ()), "fill_value": _fill(ds[name].dtype)}
-            for name in ds.data_vars}
+    encoding: dict[str, dict[str, Any]] = {
+        str(name): {"chunks": tuple(c[0] for c in ds[name].chunks or ()), "fill_value": _fill(ds[name].dtype),
+                    "compressors": COMPRESSORS} for name in ds.data_vars}
+    encoding.update({str(name): {"compressors": COMPRESSORS} for name in ds.coords})
+    return encoding
 
 
 def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int]) -> dict[str, str]:
@@ -86,6 +104,10 @@ def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int]) -> 
         "ordercube_versions": json.dumps(versions()),
         "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
     }
+
+
+def _format_attrs() -> dict[str, int]:
+    return {FORMAT_ATTRIBUTE: FORMAT}
 
 
 def remove_partial_files(path: Path) -> int:
@@ -112,18 +134,28 @@ def check_new_cube_path(path: Path) -> None:
                          "choose an --out in a folder you can write to")
 
 
-def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int]) -> zarr.Group:
-    """A new all-pending cube at ``path`` (checked with :func:`check_new_cube_path`)."""
-    if path.exists():
-        path.rmdir()
+def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int],
+           prepare: Callable[[zarr.Group], Any] = lambda group: None) -> zarr.Group:
+    """A new all-pending cube at ``path`` (checked with :func:`check_new_cube_path`), the caller holding its lock.
+
+    The cube is built in a hidden folder beside ``path``, handed to ``prepare`` there (which fills the
+    baseline), and moved into place by one rename: ``path`` never holds a half-made cube. Folders left by
+    an interrupted creation are removed first (the lock says nobody is making them).
+    """
+    for leftover in path.parent.glob(f".{path.name}{CREATING}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    aside = path.parent / f".{path.name}{CREATING}{os.getpid()}"
     ds = template(coords, chunks, config.variables)
-    ds.attrs = _attrs(config, config.identity, {d.name: d.true_k for d in config.datasets})
-    ds.to_zarr(path, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
-    group = zarr.open_group(path, mode="r+")
+    ds.attrs = {**_attrs(config, config.identity, {d.name: d.true_k for d in config.datasets}), **_format_attrs()}
+    ds.to_zarr(aside, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
+    group = zarr.open_group(aside, mode="r+")
     # Variable-length strings go through zarr directly: a lazy object array cannot be templated.
     group.create_array("reason", shape=coords.shape, chunks=chunk_shape_of(chunks), dtype=str, fill_value="",
-                       dimension_names=DIMS)
-    return group
+                       dimension_names=DIMS, compressors=COMPRESSORS)
+    create_manifest(group, manifest_rows(config.variables))
+    prepare(group)
+    os.rename(aside, path)  # onto nothing, or onto the empty folder check_new_cube_path allowed
+    return zarr.open_group(path, mode="r+")
 
 
 def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
@@ -136,8 +168,11 @@ def stored_chunk_shape(group: zarr.Group) -> dict[str, int]:
 
 
 def stored_coords(group: zarr.Group) -> Coords:
+    """The cube's coordinate labels; those from before an interrupted growth while its record is there."""
+    old_shapes = json.loads(str(group.attrs[GROWTH]))["shapes"] if GROWTH in group.attrs else {}
+
     def labels(dim: str) -> list:
-        return np.asarray(array(group, dim)[:]).tolist()
+        return np.asarray(array(group, dim)[: old_shapes.get(dim, [None])[0]]).tolist()
 
     return Coords(dataset=tuple(map(str, labels("dataset"))), n=tuple(map(int, labels("n"))),
                   model=tuple(map(str, labels("model"))), k=tuple(map(int, labels("k"))),
@@ -164,7 +199,7 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
     """Append coordinate labels along ``dim`` and resize every array that has that dimension.
 
     The new region reads as the fill value (pending / NaN / ''); it is written explicitly so that a
-    partly used edge chunk cannot carry stale values into it.
+    partly used edge chunk cannot carry stale values into it (chunks left all-fill are not stored).
     """
     new_size = len(labels)
     coordinate = array(group, dim)
@@ -179,18 +214,77 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
         shape = list(stored.shape)
         shape[axis] = new_size
         stored.resize(tuple(shape))
-        region: list[slice] = [slice(None)] * len(shape)
-        region[axis] = slice(old_size, new_size)
-        stored[tuple(region)] = stored.fill_value
+        _clear_edge(stored, axis, old_size, new_size)
+
+
+def _clear_edge(stored: zarr.Array, axis: int, old_size: int, new_size: int) -> None:
+    """Fill values beyond ``old_size`` along ``axis`` in the edge chunks that also hold cells before it.
+
+    So that no stale value shows when the array grows, and none stays behind when it shrinks back.
+    Chunks wholly beyond ``old_size`` hold nothing (resizing down deletes them). The chunk is written
+    even when it then holds only fill values, as write_block does: an edge chunk of done cells with
+    empty reasons must not vanish, or its cells would read as lost.
+    """
+    chunk = stored.chunks[axis]
+    edge_end = min(new_size, -(-old_size // chunk) * chunk)
+    if edge_end > old_size:
+        region: list[slice] = [slice(None)] * len(stored.shape)
+        region[axis] = slice(old_size, edge_end)
+        stored.with_config({"write_empty_chunks": True})[tuple(region)] = stored.fill_value
+
+
+def _begin_growth(group: zarr.Group) -> None:
+    """Record the shapes and attributes to return to if the growth that follows is interrupted."""
+    record: dict[str, Any] = {"shapes": {name: list(stored.shape) for name, stored in group.arrays()},
+                              "attrs": dict(group.attrs)}
+    if MANIFEST in group:
+        manifest = array(group, MANIFEST)
+        record["manifest"] = {"shape": list(manifest.shape), "variables": manifest.attrs["variables"]}
+    group.attrs[GROWTH] = json.dumps(record)
+
+
+def roll_back_growth(group: zarr.Group) -> bool:
+    """Undo a growth that was interrupted (its record is still in the attributes); True if there was one.
+
+    Idempotent, so an interrupted roll-back is finished by the next one: arrays created by the growth
+    are deleted, grown arrays are refilled beyond their old shape and shrunk back to it (chunks outside
+    it are deleted), and the old attributes, which lack the record, are written back last.
+    """
+    if GROWTH not in group.attrs:
+        return False
+    record = json.loads(str(group.attrs[GROWTH]))
+    old_shapes = record["shapes"]
+
+    async def children() -> list[str]:
+        return [key async for key in group.store.list_dir(group.path)]
+
+    for child in sync(children()):
+        if child not in ("zarr.json", "integrity") and child not in old_shapes:  # created by the growth, whole or not
+            sync(group.store.delete_dir(child))
+    if "manifest" in record:
+        manifest = array(group, MANIFEST)
+        manifest.resize(tuple(record["manifest"]["shape"]))
+        manifest.attrs["variables"] = record["manifest"]["variables"]
+    for name, stored in group.arrays():
+        old = tuple(old_shapes[name])
+        if stored.shape != old:
+            for axis, (size, old_size) in enumerate(zip(stored.shape, old)):
+                if size > old_size:
+                    _clear_edge(stored, axis, old_size, size)
+            stored.resize(old)
+    group.attrs.put(record["attrs"])
+    return True
 
 
 def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r") -> zarr.Group:
     """The cube at ``path``, after checking that ``config`` may extend it (``InputError`` if not)."""
+    check_metadata(path)
     try:
         group = zarr.open_group(path, mode=mode)
         stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     except (KeyError, ValueError, TypeError, zarr.errors.BaseZarrError) as error:
         raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
+    check_cube(group, path)
     problem = compatibility_problem(stored_identity, config.identity)
     if problem:
         raise InputError(f"--out: the cube at {path} was computed with another config: {problem}. "
@@ -200,35 +294,43 @@ def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r")
 
 
 def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group, Coords, list[str]]:
-    """Check and extend the existing cube at ``path``; returns it, its coordinates and notes.
+    """Check and extend the existing cube at ``path`` (the caller holds its lock); returns it, its
+    coordinates and notes.
 
     Refuses (``InputError``) a cube whose stored identity disagrees with the config on anything that
-    old cells depend on; everything else (new datasets, sample sizes, methods, k, trials) is appended.
-    A new cube is made by :func:`create` instead.
+    old cells depend on; everything else (new datasets, sample sizes, methods, k, trials) is appended,
+    as one growth that is rolled back if interrupted. A new cube is made by :func:`create` instead.
     """
     notes: list[str] = []
     group = open_existing(path, config, mode="r+")
-    stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     removed = remove_partial_files(path)
     if removed:
         notes.append(f"removed {removed} temp file(s) left by an interrupted write")
+    if roll_back_growth(group):
+        notes.append("rolled back the growth an earlier run left unfinished")
+    stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     coords = stored_coords(group)
     merged = merge_coords(coords, wanted)
-    for dim in DIMS:
+    missing = [name for name in config.variables if name not in group]
+    growing = [dim for dim in DIMS if len(getattr(merged, dim)) > len(getattr(coords, dim))]
+    if growing or missing:
+        _begin_growth(group)
+    for dim in growing:
         old_size = len(getattr(coords, dim))
-        if len(getattr(merged, dim)) > old_size:
-            _grow(group, dim, getattr(merged, dim), old_size)
-            notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
+        _grow(group, dim, getattr(merged, dim), old_size)
+        notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
     cell_chunks = array(group, "status").chunks
-    for name in config.variables:
-        if name not in group:
-            group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
-                               dimension_names=DIMS)
-            notes.append(f"added variable {name}")
+    for name in missing:
+        group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
+                           dimension_names=DIMS, compressors=COMPRESSORS)
+        notes.append(f"added variable {name}")
+    if growing or missing:
+        grow_manifest(group, manifest_rows(config.variables))
     identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
     true_k = {**json.loads(str(group.attrs.get("ordercube_true_k", "{}"))), **{d.name: d.true_k for d in config.datasets}}
-    group.attrs.update(_attrs(config, identity, true_k))
+    kept = {key: value for key, value in group.attrs.items() if key != GROWTH}
+    group.attrs.put({**kept, **_attrs(config, identity, true_k)})  # one write, which also clears the growth record
     return group, merged, notes
 
 
@@ -253,17 +355,36 @@ def merge_blocks(blocks: Sequence[tuple[Chunk, BlockResult]]) -> list[tuple[Chun
     return merged
 
 
-def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockResult) -> None:
-    """Store one computed block: the values first, then the status that marks them done.
+def writable_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
+    """The cube's arrays by name for :func:`write_block`, with its chunk manifest (``MANIFEST``) if it has one."""
+    arrays = dict(group.arrays())
+    if MANIFEST in group:
+        arrays[MANIFEST] = array(group, MANIFEST)
+    return arrays
 
-    ``arrays`` are the cube's arrays by name, opened once per run (opening one reads its metadata file).
+
+def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockResult) -> None:
+    """Store one computed block: the values first, then the status that marks them done, then the
+    CRCs of the chunks written in the manifest (see :mod:`pipeline.integrity`).
+
+    ``arrays`` come from :func:`writable_arrays`, opened once per run (opening one reads its metadata file).
+    Every chunk the block touches is stored, even when it holds only fill values (all-NaN values of
+    failed cells, empty reasons), so that a missing chunk always means lost values.
     """
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
-    for name, values in result.values.items():
-        arrays[name].set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
-    arrays["reason"].set_orthogonal_selection(selection, result.reason)  # type: ignore[arg-type]
-    arrays["seconds"].set_orthogonal_selection(selection, result.seconds)  # type: ignore[arg-type]
-    arrays["status"].set_orthogonal_selection(selection, result.status)  # type: ignore[arg-type]
+    written = [*result.values.items(), ("reason", result.reason), ("seconds", result.seconds), ("status", result.status)]
+    for name, values in written:
+        arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
+    if MANIFEST in arrays:  # a merged block (see merge_blocks) may span several chunks along k and trial
+        d, n, m, k, t = arrays["status"].chunks
+        for k_chunk in sorted({index // k for index in chunk.k}):
+            for t_chunk in sorted({index // t for index in chunk.trial}):
+                record_chunks(arrays, [name for name, _ in written], (chunk.dataset // d, chunk.n // n, chunk.model // m,
+                                                                      k_chunk, t_chunk))
+
+
+class LostValuesWarning(UserWarning):
+    """Cells marked done in a cube have lost their values; they are read as pending."""
 
 
 def open_cube(path: str | Path) -> xr.Dataset:
@@ -271,11 +392,72 @@ def open_cube(path: str | Path) -> xr.Dataset:
 
     Dimensions: ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (resamples).
     Coordinates appear in the order they were added; sort with ``cube.sortby('n')`` when it matters.
+    Cells marked done whose values were lost (deleted chunks or variables) are returned as pending,
+    with a :class:`LostValuesWarning`; a damaged chunk or metadata file is an ``InputError`` naming it.
+    A growth interrupted by a crash is invisible: the shapes from before it are read.
     """
     path = Path(path)
     if not (path / "zarr.json").exists():
         raise InputError(f"CUBE: {path} is not a cube (no zarr.json); give the --out path of an ordercube run")
-    cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
-    if "ordercube_plan" not in cube.attrs:
+    check_metadata(path)
+    group = zarr.open_group(path, mode="r")
+    if "ordercube_plan" not in group.attrs:
         raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
+    check_cube(group, path)
+    if GROWTH in group.attrs:  # a crash mid-growth: read the cube as it was before (the next run rolls it back)
+        cube = _before_growth(group, json.loads(str(group.attrs[GROWTH])))
+    else:
+        cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
+    status = read_checked(group, "status", path)[tuple(slice(0, size) for size in cube["status"].shape)]
+    lost = lost_cells(group, status, [str(m) for m in cube["model"].values])
+    for name in lost.missing_variables:
+        cube[name] = xr.full_like(cube["seconds"], np.nan)
+    if lost.count:
+        warnings.warn(f"{path}: {lost.describe()}; 'ordercube run' computes them again", LostValuesWarning, stacklevel=2)
+        cube["status"] = xr.DataArray(np.where(lost.cells, np.int8(0), status), dims=DIMS, attrs=cube["status"].attrs)
     return cube
+
+
+def _before_growth(group: zarr.Group, record: Mapping[str, Any]) -> xr.Dataset:
+    """The cube as it was before the growth whose ``record`` is in its attributes, read into memory
+    (its arrays may have mixed sizes, which xarray cannot open)."""
+    shapes = record["shapes"]
+    coords = {dim: np.asarray(array(group, dim)[: shapes[dim][0]]) for dim in DIMS}
+    variables = {}
+    for name, stored in group.arrays():
+        if name in DIMS or name not in shapes:
+            continue
+        dims = tuple(getattr(stored.metadata, "dimension_names", None) or ())
+        values = np.asarray(stored[tuple(slice(0, size) for size in shapes[name])])
+        variables[name] = xr.Variable(dims, values, attrs=dict(stored.attrs))
+    return xr.Dataset(variables, coords=coords, attrs=dict(record["attrs"]))
+
+
+def load_cube(path: str | Path) -> xr.Dataset:
+    """:func:`open_cube`, read into memory; ``InputError`` naming the damaged chunks when a read fails."""
+    cube = open_cube(path)
+    try:
+        return cube.load()
+    except ValueError:
+        bad = corrupt_chunks(zarr.open_group(Path(path), mode="r"))
+        if not bad:
+            raise
+        # zarr's other reads of that batch are abandoned mid-flight: asyncio would report each one at exit.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        raise corruption_error(Path(path), bad) from None
+
+
+def lost_in(group: zarr.Group, status: np.ndarray) -> Lost:
+    """The done cells of an open cube whose values are gone (see :func:`pipeline.integrity.lost_cells`)."""
+    return lost_cells(group, status, list(stored_coords(group).model))
+
+
+def verify_cube(path: Path) -> str:
+    """Read back every chunk of the cube at ``path``; a one-line summary, or ``InputError`` naming damage."""
+    check_metadata(path)
+    group = zarr.open_group(path, mode="r")
+    bad = corrupt_chunks(group)
+    if bad:
+        raise corruption_error(path, bad)
+    chunks = sum(len(stored_chunks(group, name)) for name, _ in group.arrays())
+    return f"verified: {chunks} chunks of {len(list(group.arrays()))} arrays read back and match their checksums"

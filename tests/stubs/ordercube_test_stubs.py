@@ -36,3 +36,15 @@ def crashing(X, k, rng):
 
 
 ALGORITHMS["stub_crashing"] = Algorithm("stub_crashing", crashing, {})
+
+
+def sleepy(X, k, rng):
+    """``stub_constant`` that takes ORDERCUBE_STUB_SLEEP seconds per fit (0 when unset): a run that lasts."""
+    import os
+    import time
+
+    time.sleep(float(os.environ.get("ORDERCUBE_STUB_SLEEP", "0")))
+    return constant(X, k, rng)
+
+
+ALGORITHMS["stub_sleepy"] = Algorithm("stub_sleepy", sleepy, {})

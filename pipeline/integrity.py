@@ -1,0 +1,332 @@
+"""Is the cube on disk what ordercube wrote? Checksums, lost chunks, damaged metadata.
+
+- Every chunk of a cube created by this version ends in a CRC32C of its bytes (zarr v3's ``crc32c``
+  codec, after zstd): a changed byte fails the read, and :func:`read_checked` and :func:`verify` name the
+  chunk.
+- Every block of cells the driver stores writes one chunk per variable of its method (empty or not:
+  see :func:`pipeline.store.write_block`), so a cell marked done whose chunk is absent has lost its
+  values (a deleted file or folder). :func:`lost_cells` finds them; runs compute them again, readers
+  count them as pending, never as silent NaN.
+- A checksum is blind to position: a valid chunk copied over another reads fine. So the driver also
+  records, after storing a block, the CRC of every chunk it wrote in a manifest at that chunk's grid
+  position (``integrity/crc``, variables by row). A chunk whose CRC is not the one recorded for its
+  place counts as lost like a missing one. A crash between a block's writes and its manifest entry
+  leaves a mismatch too; that costs only recomputing the block (cells are reproducible bit for bit).
+- :func:`check_metadata` reads every ``zarr.json`` of the store before zarr does, so a damaged or
+  foreign one is an error naming the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
+from zarr.abc.store import SuffixByteRequest
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from pipeline.errors import InputError
+
+DIMS = ("dataset", "n", "model", "k", "trial")
+# Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither).
+FORMAT = 2
+FORMAT_ATTRIBUTE = "ordercube_format"
+COMPRESSORS = (ZstdCodec(level=0), Crc32cCodec())
+ALWAYS_WRITTEN = ("reason", "seconds", "status")
+GROWTH = "ordercube_growth"  # the record of a growth in progress (old shapes and attributes): see pipeline.store
+MANIFEST = "integrity/crc"  # uint64 per (variable, chunk grid position): 2**32 + CRC32C, 0 = not recorded
+RECORDED = np.uint64(1 << 32)
+
+
+def chunk_key(name: str, index: Iterable[int]) -> str:
+    return f"{name}/c/" + "/".join(map(str, index))
+
+
+def stored_chunks(group: zarr.Group, name: str) -> set[tuple[int, ...]]:
+    """Grid indices of the chunks of array ``name`` present in the store."""
+    prefix = f"{name}/c/"
+
+    async def keys() -> list[str]:
+        return [key async for key in group.store.list_prefix(prefix)]
+
+    found = set()
+    for key in sync(keys()):
+        parts = key[len(prefix):].split("/")
+        if all(part.isdigit() for part in parts):
+            found.add(tuple(int(part) for part in parts))
+    return found
+
+
+def chunk_grid_any(mask: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
+    """For each chunk of a cell array chunked by ``chunks``: does ``mask`` hold a True cell in it?"""
+    grid = tuple(-(-size // chunk) for size, chunk in zip(mask.shape, chunks))
+    padded = np.zeros(tuple(g * c for g, c in zip(grid, chunks)), dtype=bool)
+    padded[tuple(slice(0, size) for size in mask.shape)] = mask
+    blocks = padded.reshape([x for g, c in zip(grid, chunks) for x in (g, c)])
+    return blocks.any(axis=tuple(range(1, 2 * len(grid), 2)))
+
+
+def expand_grid(grid_mask: np.ndarray, chunks: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The cells of the chunks marked in ``grid_mask`` (the inverse of :func:`chunk_grid_any`'s reduction)."""
+    cells = grid_mask
+    for axis, chunk in enumerate(chunks):
+        cells = np.repeat(cells, chunk, axis=axis)
+    return cells[tuple(slice(0, size) for size in shape)]
+
+
+def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
+    """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
+    from tasks.criteria import get_criterion
+
+    methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
+    uses: dict[str, np.ndarray] = {name: np.ones(len(models), dtype=bool) for name in ALWAYS_WRITTEN}
+    for m, model in enumerate(models):
+        for criterion in methods.get(model, {}).get("criteria", []):
+            try:
+                variables = get_criterion(criterion).variables
+            except (KeyError, ValueError):  # a plugin's criterion that is not loaded: its chunks are not checked
+                continue
+            for variable in variables:
+                uses.setdefault(variable, np.zeros(len(models), dtype=bool))[m] = True
+    return uses
+
+
+@dataclass
+class Lost:
+    """Cells marked done (any status but pending) whose values are gone."""
+
+    cells: np.ndarray
+    missing_variables: list[str] = field(default_factory=list)
+    missing_chunks: list[str] = field(default_factory=list)
+    misplaced_chunks: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return int(self.cells.sum())
+
+    def describe(self) -> str:
+        where = [f"variable {name} missing" for name in self.missing_variables]
+        where += _first(self.missing_chunks, "missing")
+        where += _first(self.misplaced_chunks, "not the chunk recorded at its place")
+        return (f"{self.count} cell(s) marked done have lost their values ({'; '.join(where)}): "
+                "they count as pending")
+
+
+def _first(keys: list[str], what: str, shown: int = 3) -> list[str]:
+    if not keys:
+        return []
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return [f"{', '.join(keys[:shown])}{more} {what}"]
+
+
+def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost:
+    """The cells whose status says done but whose value chunks (or whole variables) are absent.
+
+    Cubes of format 1 wrote no chunk that held only fill values, so for them only missing variables
+    are detected.
+    """
+    done = status != 0
+    lost = np.zeros(status.shape, dtype=bool)
+    result = Lost(cells=lost)
+    if not done.any():
+        return result
+    chunks = tuple(group["status"].chunks)  # type: ignore[union-attr]
+    every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= FORMAT
+    present_arrays = {name for name, _ in group.arrays()}
+    for name, used in variables_of_models(group, models).items():
+        expected = done & used[None, None, :, None, None]
+        if not expected.any():
+            continue
+        if name not in present_arrays:
+            result.missing_variables.append(name)
+            lost |= expected
+            continue
+        if not every_chunk:
+            continue
+        grid = chunk_grid_any(expected, chunks)
+        absent = grid.copy()
+        for index in stored_chunks(group, name):
+            if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
+                absent[index] = False
+        misplaced = misplaced_chunks(group, name, grid & ~absent)
+        if absent.any() or misplaced.any():
+            result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
+            result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
+            lost |= expected & expand_grid(absent | misplaced, chunks, status.shape)
+    return result
+
+
+def _chunk_indices(stored: zarr.Array) -> Iterator[tuple[int, ...]]:
+    grid = tuple(-(-size // chunk) for size, chunk in zip(stored.shape, stored.chunks))
+    return iter(product(*(range(g) for g in grid)))
+
+
+def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> list[str]:
+    """Every chunk of the named arrays (all by default) that cannot be read back: a failed checksum,
+    a truncated or garbled file. Reads the whole cube (``ordercube status --verify``)."""
+    bad = []
+    for name, stored in group.arrays():
+        if names is not None and name not in names:
+            continue
+        present = stored_chunks(group, name)
+        for index in _chunk_indices(stored):
+            if index not in present:
+                continue
+            try:
+                stored.get_block_selection(index)
+            except Exception as error:  # any decoding failure of the stored bytes is damage  # noqa: BLE001
+                bad.append(f"{chunk_key(name, index)} ({str(error).split('.')[0]})")
+    return bad
+
+
+def corruption_error(path: Path, bad: list[str]) -> InputError:
+    listed = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return InputError(f"CUBE: {path}: {len(bad)} chunk(s) fail their checksum or cannot be decoded: {listed}. The files "
+                      "were changed after ordercube wrote them; delete those chunk files (their cells become pending and "
+                      "the next 'ordercube run' computes them again) or restore the cube from a copy")
+
+
+def read_checked(group: zarr.Group, name: str, path: Path) -> np.ndarray:
+    """The whole array ``name``; ``InputError`` naming the damaged chunks when a read fails."""
+    try:
+        return np.asarray(group[name][:])  # type: ignore[index]
+    except Exception:  # noqa: BLE001 - find out which chunk it was
+        bad = corrupt_chunks(group, [name])
+        if not bad:
+            raise
+        raise corruption_error(path, bad) from None
+
+
+def chunk_grid_shape(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
+    return tuple(-(-size // chunk) for size, chunk in zip(shape, chunks))
+
+
+def manifest_rows(variables: Sequence[str]) -> list[str]:
+    """The arrays whose chunks the manifest records: all cell arrays but the wall-clock ``seconds``, so
+    that the manifest, like the rest of the cube, is the same bit for bit in every run of a config."""
+    return [*variables, "reason", "status"]
+
+
+def create_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
+    """An empty manifest for the cell ``variables`` of a new cube (see the module docstring)."""
+    status = group["status"]
+    grid = chunk_grid_shape(status.shape, status.chunks)  # type: ignore[union-attr]
+    manifest = group.require_group("integrity").create_array(
+        "crc", shape=(len(variables), *grid), chunks=(len(variables), 1, 1, 1, *grid[3:]), dtype="uint64",
+        fill_value=0, compressors=COMPRESSORS, dimension_names=("variable", "dataset", "n", "model", "k", "trial"))
+    manifest.attrs["variables"] = list(variables)
+
+
+def grow_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
+    """Fit the manifest to the cube's grown chunk grid and add rows for new ``variables`` (inside a growth)."""
+    if MANIFEST not in group:
+        return
+    manifest = group[MANIFEST]
+    known = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    known += [name for name in variables if name not in known]
+    status = group["status"]
+    manifest.resize((len(known), *chunk_grid_shape(status.shape, status.chunks)))  # type: ignore[union-attr]
+    manifest.attrs["variables"] = known
+
+
+def _suffixes(group: zarr.Group, keys: Sequence[str]) -> list[bytes | None]:
+    """The last 4 bytes (the CRC32C the codec appended) of each stored chunk, None for an absent one."""
+    prototype = default_buffer_prototype()
+
+    async def read() -> list:
+        return await asyncio.gather(*(group.store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4))
+                                      for key in keys))
+
+    return [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
+
+
+def _as_recorded(suffix: bytes | None) -> np.uint64:
+    return np.uint64(0) if suffix is None else RECORDED | np.uint64(int.from_bytes(suffix, "little"))
+
+
+def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], position: tuple[int, ...]) -> None:
+    """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now."""
+    manifest = arrays[MANIFEST]
+    rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    names = [name for name in names if name in rows]
+    store = manifest.store
+    keys = [chunk_key(arrays[name].path, position) for name in names]
+    prototype = default_buffer_prototype()
+
+    async def read() -> list:
+        return await asyncio.gather(*(store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4)) for key in keys))
+
+    suffixes = [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
+    selection = ([rows.index(name) for name in names], *(int(i) for i in position))
+    manifest.set_orthogonal_selection(selection, np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64))
+
+
+def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray) -> np.ndarray:
+    """Of the chunks marked in ``expected`` (a chunk-grid mask), those whose CRC is not the one the
+    manifest recorded at their place (copied from elsewhere, rewritten by someone else)."""
+    misplaced = np.zeros(expected.shape, dtype=bool)
+    if MANIFEST not in group:
+        return misplaced
+    manifest = group[MANIFEST]
+    rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    if name not in rows:
+        return misplaced
+    recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
+    positions = list(zip(*np.nonzero(expected)))
+    actual = _suffixes(group, [chunk_key(name, position) for position in positions])
+    for position, suffix in zip(positions, actual):
+        inside = all(i < s for i, s in zip(position, recorded.shape))
+        if suffix is not None and (not inside or recorded[position] != _as_recorded(suffix)):
+            misplaced[position] = True
+    return misplaced
+
+
+def check_metadata(path: Path) -> None:
+    """``InputError`` naming the first ``zarr.json`` of the store that is not a zarr v3 node document."""
+    documents = [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]
+    for document in documents:
+        try:
+            node = json.loads(document.read_text())
+            valid = isinstance(node, dict) and node.get("zarr_format") == 3 and node.get("node_type") in ("group", "array")
+            if valid and node["node_type"] == "array":
+                valid = isinstance(node.get("shape"), list) and isinstance(node.get("chunk_grid"), dict)
+        except (OSError, UnicodeDecodeError, ValueError):
+            valid = False
+        if not valid:
+            raise InputError(f"CUBE: {document} is damaged (not a zarr v3 metadata document); restore the cube from a "
+                             "copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+
+
+ATTRIBUTE_KEYS = {"ordercube_identity": ("seed", "datasets", "methods"),
+                  "ordercube_plan": ("datasets", "methods", "k", "resamples"), "ordercube_true_k": (), "ordercube_config": ()}
+
+
+def check_cube(group: zarr.Group, path: Path) -> None:
+    """``InputError`` naming what is damaged when the cube's attributes or coordinate labels are not
+    as ordercube wrote them (the group's ``zarr.json`` edited, a coordinate chunk deleted)."""
+    for key, fields in ATTRIBUTE_KEYS.items():
+        try:
+            value = json.loads(str(group.attrs[key]))
+            valid = isinstance(value, dict) and all(field in value for field in fields)
+        except (KeyError, ValueError):
+            valid = False
+        if not valid:
+            raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
+                             "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+    old_shapes = json.loads(str(group.attrs[GROWTH]))["shapes"] if GROWTH in group.attrs else {}
+    for dim in DIMS:
+        if dim not in group:
+            raise InputError(f"CUBE: {path}: the coordinate {dim!r} is missing; restore the cube from a copy")
+        size, chunk = old_shapes.get(dim, group[dim].shape)[0], group[dim].chunks[0]  # type: ignore[union-attr]
+        present = stored_chunks(group, dim)
+        missing = [(index,) for index in range(-(-size // chunk)) if (index,) not in present]
+        if missing:
+            raise InputError(f"CUBE: {path}: the labels of {dim!r} are lost ({chunk_key(dim, missing[0])} is missing); "
+                             "restore the cube from a copy")

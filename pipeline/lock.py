@@ -1,0 +1,109 @@
+"""One writer per cube: an advisory lock file beside it, naming its holder.
+
+``results/quickstart.zarr`` is locked through ``results/quickstart.zarr.lock``, held with ``flock`` for
+as long as a run writes (creating, growing, repairing or filling the cube). The kernel drops the lock
+when its holder dies, however it dies, so a lock left by a killed run is stale by construction: the
+next run takes it and says so. The file holds the holder's host, pid and start time for the message
+a second writer gets; it is removed on release.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from pipeline.errors import InputError
+
+
+def lock_path(cube: Path) -> Path:
+    return cube.with_name(cube.name + ".lock")
+
+
+class CubeLock:
+    """Exclusive, non-blocking writer lock of the cube at ``cube`` (a context manager).
+
+    ``acquire`` raises ``InputError`` naming the holder when another live process writes the cube.
+    ``stale`` is the holder record a dead process left behind (None when the lock was free).
+    """
+
+    def __init__(self, cube: Path) -> None:
+        self.path = lock_path(Path(cube))
+        self.stale: dict | None = None
+        self._fd: int | None = None
+
+    def acquire(self) -> CubeLock:
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as error:
+                raise InputError(f"--out: cannot create the lock file {self.path} ({error.strerror}); ordercube writes "
+                                 "it beside the cube so that two runs never write one cube: choose an --out in a "
+                                 "folder you can write to") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise InputError(f"--out: the cube {self.path.with_suffix('')} is being written by another ordercube run "
+                                 f"({_describe(holder)}); wait for it to finish (or stop it), then run again") from None
+            if _same_file(fd, self.path):  # not unlinked by a releasing holder between our open and flock
+                break
+            os.close(fd)
+        previous = _read_holder(fd)
+        self.stale = previous or None
+        record = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  "command": " ".join(sys.argv[:4])}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.unlink(self.path)  # while still holding it: a waiter that opened this file sees it is gone
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def __enter__(self) -> CubeLock:
+        return self.acquire()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _read_holder(fd: int) -> dict:
+    try:
+        return json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (ValueError, UnicodeDecodeError):
+        return {}
+
+
+def _describe(holder: dict) -> str:
+    if not holder:
+        return "holder unknown"
+    return f"pid {holder.get('pid')} on host {holder.get('host')}, started {holder.get('started')}"
+
+
+def describe_stale(holder: dict) -> str:
+    return f"a previous run ({_describe(holder)}) ended without finishing; its lock was stale and is taken over"

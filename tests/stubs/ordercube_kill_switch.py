@@ -1,0 +1,58 @@
+"""Test-only plugin: SIGKILL the driver's process group at the Nth file-system change of a cube's
+creation or growth (``ORDERCUBE_KILL_AT=N``), or count those changes (``ORDERCUBE_KILL_COUNT=FILE``).
+
+A change is a call of ``os.replace``, ``os.rename``, ``os.unlink`` or ``os.rmdir`` (zarr's
+LocalStore writes every file as a temp file then ``os.replace``; deletions and shrinking go through
+unlink/rmdir) made while ``pipeline.store.create`` or ``pipeline.store.open_for_run`` runs. The kill
+comes *before* the Nth change, as a power cut would: its temp file may be on disk, the change not.
+Only the driver counts (Dask's worker processes load plugins too; they inherit ``ORDERCUBE_KILL_PID``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from functools import wraps
+
+import pipeline.store as store
+
+DRIVER = os.environ.setdefault("ORDERCUBE_KILL_PID", str(os.getpid())) == str(os.getpid())
+KILL_AT = int(os.environ.get("ORDERCUBE_KILL_AT", "0"))
+COUNT_FILE = os.environ.get("ORDERCUBE_KILL_COUNT")
+state = {"phase": None, "changes": 0, "counts": {}}
+
+
+def _counted(function):
+    @wraps(function)
+    def change(*args, **kwargs):
+        if state["phase"] is not None:
+            state["changes"] += 1
+            state["counts"][state["phase"]] = state["counts"].get(state["phase"], 0) + 1
+            if state["changes"] == KILL_AT:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+        return function(*args, **kwargs)
+
+    return change
+
+
+def _phase(name, function):
+    @wraps(function)
+    def inside(*args, **kwargs):
+        state["phase"] = name
+        try:
+            return function(*args, **kwargs)
+        finally:
+            state["phase"] = None
+            if COUNT_FILE:
+                with open(COUNT_FILE, "w") as file:
+                    json.dump(state["counts"], file)
+
+    return inside
+
+
+if DRIVER and (KILL_AT or COUNT_FILE):
+    for name in ("replace", "rename", "unlink", "rmdir"):
+        setattr(os, name, _counted(getattr(os, name)))
+    store.create = _phase("create", store.create)
+    store.open_for_run = _phase("grow", store.open_for_run)
