@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import zarr
@@ -172,7 +173,8 @@ def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> lis
     """Every chunk of the named arrays (all by default) that cannot be read back: a failed checksum,
     a truncated or garbled file. Reads the whole cube (``ordercube status --verify``)."""
     bad = []
-    for name, stored in group.arrays():
+    every = [*group.arrays(), *([(MANIFEST, group[MANIFEST])] if MANIFEST in group else [])]
+    for name, stored in every:
         if names is not None and name not in names:
             continue
         present = stored_chunks(group, name)
@@ -236,13 +238,12 @@ def grow_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
     manifest.attrs["variables"] = known
 
 
-def _suffixes(group: zarr.Group, keys: Sequence[str]) -> list[bytes | None]:
+def _suffixes(store: Any, keys: Sequence[str]) -> list[bytes | None]:
     """The last 4 bytes (the CRC32C the codec appended) of each stored chunk, None for an absent one."""
     prototype = default_buffer_prototype()
 
     async def read() -> list:
-        return await asyncio.gather(*(group.store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4))
-                                      for key in keys))
+        return await asyncio.gather(*(store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4)) for key in keys))
 
     return [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
 
@@ -256,14 +257,7 @@ def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], positi
     manifest = arrays[MANIFEST]
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     names = [name for name in names if name in rows]
-    store = manifest.store
-    keys = [chunk_key(arrays[name].path, position) for name in names]
-    prototype = default_buffer_prototype()
-
-    async def read() -> list:
-        return await asyncio.gather(*(store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4)) for key in keys))
-
-    suffixes = [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
+    suffixes = _suffixes(manifest.store, [chunk_key(arrays[name].path, position) for name in names])
     selection = ([rows.index(name) for name in names], *(int(i) for i in position))
     manifest.set_orthogonal_selection(selection, np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64))
 
@@ -278,9 +272,12 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray) -> np.n
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     if name not in rows:
         return misplaced
-    recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
+    try:
+        recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
+    except ValueError:  # the manifest's own checksum failed
+        raise corruption_error(Path(str(getattr(group.store, "root", group.store))), corrupt_chunks(group, [MANIFEST])) from None
     positions = list(zip(*np.nonzero(expected)))
-    actual = _suffixes(group, [chunk_key(name, position) for position in positions])
+    actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
     for position, suffix in zip(positions, actual):
         inside = all(i < s for i, s in zip(position, recorded.shape))
         if suffix is not None and (not inside or recorded[position] != _as_recorded(suffix)):
