@@ -73,31 +73,35 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     # A LocalCluster gives a nanny 15 s (lost-worker-timeout) to bring a dead worker back, then closes the
     # nanny for good: on a loaded machine a cell that kills its worker then left the sweep with no worker.
     # The nanny restarts its own worker; give it the time it needs (a value the user set is kept).
+    # The in-process scheduler's and nannies' log records (ERROR: "Task ... marked as failed because 2 workers
+    # died", "Couldn't gather keys" when a worker dies) are silenced: what happens to a cell is in the cube.
     if dask.config.get("distributed.deploy.lost-worker-timeout") == "15s":
         settings["distributed.deploy.lost-worker-timeout"] = "1h"
     if plugin_modules():
         settings["distributed.worker.preload"] = plugin_modules()
     with dask.config.set(settings), ExitStack() as stack:
-        with _sigint_blocked_in_new_threads():
+        with _interrupts_blocked_in_new_threads():
             cluster = stack.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR))
+                dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL))
             client = stack.enter_context(Client(cluster))
         yield client
 
 
 @contextmanager
-def _sigint_blocked_in_new_threads() -> Iterator[None]:
-    """Ctrl-C in a terminal sends SIGINT to the whole process group: to a LocalCluster's worker processes
-    too, whose KeyboardInterrupt tracebacks (mid-import, mid-task) would bury the driver's one line.
+def _interrupts_blocked_in_new_threads() -> Iterator[None]:
+    """Ctrl-C in a terminal sends SIGINT to the whole process group (``kill -TERM -PGID``, a batch system's
+    stop, SIGTERM): to a LocalCluster's worker processes too, whose KeyboardInterrupt tracebacks (mid-import,
+    mid-task) or sudden deaths (the scheduler's "Couldn't gather keys") would bury the driver's one line.
 
-    The cluster's threads are started inside this block with SIGINT blocked, and the worker processes
-    they spawn (now or when a nanny restarts one) inherit the mask: only the driver hears Ctrl-C, and it
-    closes the cluster. The main thread's block ends with this one (a Ctrl-C meanwhile arrives then, once
-    the cluster can be closed cleanly). multiprocessing's resource tracker unblocks the signals of the
-    thread that starts it: it is started first, outside the block."""
+    The cluster's threads are started inside this block with SIGINT and SIGTERM blocked, and the worker
+    processes they spawn (now, or when a nanny restarts one) inherit the mask: only the driver hears the
+    signal, and it closes the cluster (a nanny stops its worker with a message, then SIGKILL). The main
+    thread's block ends with this one: a signal meanwhile arrives then, once the cluster can be closed
+    cleanly. multiprocessing's resource tracker unblocks the signals of the thread that starts it: it is
+    started first, outside the block."""
     resource_tracker.ensure_running()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
