@@ -96,7 +96,7 @@ def _kept(out: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
     from pipeline.report import status_counts
-    from pipeline.run import ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
+    from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
     from pipeline.store import open_cube
 
     if args.workers is not None and args.workers < 1:
@@ -119,9 +119,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {error}; {_kept(config.out)}. Start workers (or give them longer with "
               f"--wait-for-workers SECONDS), then resume with:\n  {resume}", file=sys.stderr)
         return EXIT_CLUSTER_LOST
-    except DiskFull as error:
-        print(f"error: cannot write the cube {config.out}: {error}; every cell written before is kept. Free space "
-              f"on its disk (or raise the file size limit: ulimit -f), then resume with:\n  {resume}", file=sys.stderr)
+    except (DiskFull, OSError) as error:  # an OSError out of the sweep: growing or creating the cube
+        if isinstance(error, OSError) and error.errno not in DISK_FULL:
+            raise
+        print(f"error: cannot write the cube {config.out}: {DiskFull(error) if isinstance(error, OSError) else error}; "
+              "every cell written before is kept. Free space on its disk (or raise the file size limit: ulimit -f), "
+              f"then resume with:\n  {resume}", file=sys.stderr)
         return EXIT_DISK_FULL
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
