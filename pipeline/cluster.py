@@ -23,6 +23,7 @@ import dask
 from distributed import Client, LocalCluster
 from distributed.comm import connect as comm_connect
 from distributed.core import Status
+from distributed.deploy.spec import SpecCluster
 from distributed.security import Security
 
 from pipeline.errors import InputError
@@ -230,12 +231,10 @@ class WorkerWatch:
         return f"the scheduler at {self.client.scheduler.address if self.client.scheduler else '?'}"
 
     def check(self) -> int:
-        """How many worker threads there are now (never 0: then it waits, tells, restarts or raises)."""
+        """How many worker threads there are now (when none: waits, tells, restarts workers or raises)."""
         threads = sum(self.client.nthreads().values())
         if threads:
-            if self._since is not None:
-                self.notify(f"{len(self.client.nthreads())} worker(s) on {self._where} again: the sweep goes on")
-            self._since = None
+            self.progress()
             return threads
         now = time.monotonic()
         self._since = now if self._since is None else self._since
@@ -252,6 +251,12 @@ class WorkerWatch:
                         f"{self.patience:g} s (--wait-for-workers)")
         return 0
 
+    def progress(self) -> None:
+        """A result arrived, or workers are there: if they were gone, say that they are back."""
+        if self._since is not None and (workers := len(self.client.nthreads())):  # a failure also arrives
+            self.notify(f"{workers} worker(s) on {self._where} again: the sweep goes on")
+            self._since = None
+
     def wait(self, poll: float = 1.0) -> int:
         """Block until at least one worker is there (see :meth:`check`); returns the worker threads."""
         while not (threads := self.check()):
@@ -262,14 +267,14 @@ class WorkerWatch:
         return threads
 
 
-def _restart_lost_workers(cluster: object) -> None:
+def _restart_lost_workers(cluster: SpecCluster) -> None:
     """Start again the workers of a LocalCluster whose nannies were closed (the cluster's spec still lists
     them). Runs on the cluster's event loop, which owns ``cluster.workers``."""
     def restart() -> None:
-        for name, nanny in list(cluster.workers.items()):  # type: ignore[attr-defined]
+        for name, nanny in list(cluster.workers.items()):
             if nanny.status in (Status.closed, Status.failed):
-                del cluster.workers[name]  # type: ignore[attr-defined]
-        cluster.scale(len(cluster.worker_spec))  # type: ignore[attr-defined]
+                del cluster.workers[name]
+        cluster.scale(len(cluster.worker_spec))
 
-    if getattr(cluster, "status", None) == Status.running:
-        cluster.loop.add_callback(restart)  # type: ignore[attr-defined]
+    if cluster.status == Status.running:
+        cluster.loop.add_callback(restart)

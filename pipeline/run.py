@@ -222,6 +222,7 @@ def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) ->
     while True:
         batch = futures.next_batch(block=False)
         if batch:
+            watch.progress()
             yield batch
             continue
         if futures.is_empty():

@@ -249,6 +249,28 @@ def test_a_cell_that_kills_its_worker_under_a_load_of_4_on_2_cores(tmp_path):
     assert "Traceback" not in "\n".join(run.stderr)
 
 
+@pytest.mark.slow
+def test_a_local_cluster_that_closed_its_only_worker_gets_it_back(tmp_path):
+    """The fallback when a nanny is closed anyway (here by a lost-worker-timeout of 0.2 s, shorter than any
+    restart; a value the user sets is kept): the sweep notices it has no worker, says so, starts the worker
+    again and finishes."""
+    config = small_config(n=[40], k=[2, 5], resamples=1, execution={"task_seconds": 0.0001})
+    config["datasets"] = [{"name": "gauss", "kind": "lange_gaussians3"}]
+    config["methods"] = [{"name": "crash", "algorithm": "stub_crashing", "predictor": "nearest_centroid",
+                          "criteria": ["lange"]}]
+    path = write_config(tmp_path / "c.yaml", **config)
+    run = Run(str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "1",
+              env=_env(**PLUGINS, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0",
+                       DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT="0.2s"))
+    assert run.finish(timeout=240) == 1, (run.stdout, run.stderr)
+    assert any(line.startswith("no Dask worker on the local cluster: restarting the workers it lost")
+               for line in run.stderr), run.stderr
+    # Every cell is resolved. The k = 2 cell may be recorded as crashed too: with so short a timeout the cluster
+    # can close a nanny whose restarted worker runs it ('ordercube run --retry-failed' computes it again).
+    counts = _counts(tmp_path / "c.zarr")
+    assert counts["pending"] == 0 and counts["crashed"] >= 1 and counts["ok"] + counts["crashed"] == 2, counts
+
+
 def _sweep(folder: Path) -> Path:
     """Long enough to be interrupted mid-way (about 4 s of kernels on two local workers)."""
     return write_config(folder / "sweep.yaml", **small_config(n=[200, 400], k=[2, 3, 4, 5, 6], resamples=80,
