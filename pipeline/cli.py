@@ -1,12 +1,16 @@
 """The ``ordercube`` command: run, status, report, validate.
 
-Exit codes: 0 done, 1 finished with failed cells, 2 bad input, 130 interrupted.
+Exit codes: 0 done, 1 finished with failed cells, 2 bad input, 3 no cluster to run on (the scheduler was
+lost, or no worker came for --wait-for-workers seconds), 4 the disk is full (or a file size limit was hit)
+while writing the cube, 130 interrupted (Ctrl-C or SIGTERM). After 3, 4 and 130 every finished cell is in
+the cube and the message gives the command that resumes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shlex
@@ -14,12 +18,13 @@ import signal
 import sys
 import warnings
 from pathlib import Path
+from collections.abc import Callable
 from typing import NoReturn
 
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
 
-EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--workers", type=int, help="LocalCluster worker processes (default: one per core)")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://127.0.0.1:8786")
     where.add_argument("--scheduler-file", help="scheduler file written by 'dask scheduler --scheduler-file'")
+    run.add_argument("--connect-timeout", type=_seconds("--connect-timeout"), metavar="SECONDS",
+                     help="give up connecting to --scheduler/--scheduler-file after this long (default 10)")
+    run.add_argument("--wait-for-workers", type=_seconds("--wait-for-workers"), metavar="SECONDS",
+                     help="give up (exit 3) after this long without a Dask worker to run on (default 300)")
     run.add_argument("--retry-failed", action="store_true", help="compute failed cells again")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     status = commands.add_parser("status", help="count the cells of a cube by status")
@@ -60,33 +69,66 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seconds(option: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}; e.g. {option} 60")
+        return value
+    return parse
+
+
 def _resume(args: argparse.Namespace, out: str) -> str:
-    """The command that resumes this run."""
+    """The command that resumes this run (with the options that say where and how long to wait)."""
     where = (["--scheduler", args.scheduler] if args.scheduler else
-             ["--scheduler-file", args.scheduler_file] if args.scheduler_file else [])
+             ["--scheduler-file", args.scheduler_file] if args.scheduler_file else
+             ["--workers", str(args.workers)] if args.workers else [])
+    for option, value in (("--connect-timeout", args.connect_timeout), ("--wait-for-workers", args.wait_for_workers)):
+        if value is not None:
+            where += [option, f"{value:g}"]
     return shlex.join(["ordercube", "run", args.config, "--out", out, *where])
+
+
+def _kept(out: str) -> str:
+    return f"every finished cell is in {out}" if Path(out).exists() else f"nothing was written to {out}"
 
 
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
     from pipeline.report import status_counts
-    from pipeline.run import ClusterLost, Interrupted, run_sweep
+    from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
     from pipeline.store import open_cube
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
     config = load_config(args.config, out=args.out)
+    waits = {name: value for name, value in (("connect_timeout", args.connect_timeout),
+                                             ("wait_for_workers", args.wait_for_workers)) if value is not None}
+    resume = _resume(args, config.out)
     try:
         summary = run_sweep(config, workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file,
-                            retry_failed=args.retry_failed, show_progress=not args.no_progress)
-    except Interrupted:
-        print(f"interrupted: every finished cell is in {config.out}. Resume with:\n  {_resume(args, config.out)}",
-              file=sys.stderr)
+                            retry_failed=args.retry_failed, show_progress=not args.no_progress, **waits)
+    except (Interrupted, KeyboardInterrupt):
+        print(f"interrupted: {_kept(config.out)}. Resume with:\n  {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except ClusterLost as error:
-        print(f"error: lost the Dask scheduler mid-sweep ({error}); every finished cell is in {config.out}. "
-              f"Start the scheduler and workers again, then resume with:\n  {_resume(args, config.out)}", file=sys.stderr)
+        print(f"error: lost the Dask scheduler mid-sweep ({error}); {_kept(config.out)}. "
+              f"Start the scheduler and workers again, then resume with:\n  {resume}", file=sys.stderr)
         return EXIT_CLUSTER_LOST
+    except NoWorkers as error:
+        print(f"error: {error}; {_kept(config.out)}. Start workers (or give them longer with "
+              f"--wait-for-workers SECONDS), then resume with:\n  {resume}", file=sys.stderr)
+        return EXIT_CLUSTER_LOST
+    except (DiskFull, OSError) as error:  # an OSError out of the sweep: growing or creating the cube
+        if isinstance(error, OSError) and error.errno not in DISK_FULL:
+            raise
+        print(f"error: cannot write the cube {config.out}: {DiskFull(error) if isinstance(error, OSError) else error}; "
+              "every cell written before is kept. Free space on its disk (or raise the file size limit: ulimit -f), "
+              f"then resume with:\n  {resume}", file=sys.stderr)
+        return EXIT_DISK_FULL
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "

@@ -7,25 +7,25 @@ the next result is read, so a crash loses at most the tasks in flight. Resuming 
 
 from __future__ import annotations
 
-import logging
+import errno
 import time
 from asyncio import CancelledError
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dask
 import numpy as np
 import zarr
-from distributed import Client, LocalCluster, as_completed
+from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
 
+from pipeline.cluster import (
+    CONNECT_TIMEOUT, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, connect, scheduler_address, stderr_line,
+)
 from pipeline.config import Config, MethodSpec
-from pipeline.errors import InputError
 from pipeline.integrity import read_checked
 from pipeline.lock import CubeLock, describe_stale
 from pipeline.graph import Task, build_tasks, execute_task, isolate
@@ -33,9 +33,7 @@ from pipeline.grid import (
     Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
     planned_mask,
 )
-from pipeline.plugins import plugin_modules
 from pipeline.progress import SweepProgress
-from pipeline.software import skew, software
 from pipeline.store import (
     BASELINE, array, check_new_cube_path, create, is_cube, lost_in, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
     stored_coords, writable_arrays, write_block,
@@ -54,6 +52,24 @@ class Interrupted(Exception):
 
 class ClusterLost(Exception):
     """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
+
+
+class DiskFull(Exception):
+    """Writing the cube failed for want of space (ENOSPC, EDQUOT) or a file size limit (EFBIG).
+
+    Every block written before is on disk: zarr writes a chunk to a temp file and renames it, so the
+    failed write left at most a temp file, which the next run removes."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(f"{error.strerror or error} ({errno.errorcode.get(error.errno or 0, error.errno)}"
+                         f"{', ' + str(error.filename) if error.filename else ''})")
+
+
+DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+__all__ = ["ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "connect", "run_sweep"]
 
 
 @dataclass(frozen=True)
@@ -138,54 +154,6 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
     return filled
 
 
-@contextmanager
-def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str | None) -> Iterator[Client]:
-    """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only)."""
-    if scheduler or scheduler_file:
-        target = scheduler or scheduler_file
-        try:
-            client = Client(address=scheduler, scheduler_file=scheduler_file, timeout="10s")
-        except TypeError as error:  # a tls:// address without the TLS settings of Dask's config
-            raise InputError(f"--scheduler: cannot connect to {target} ({error}); a tls:// scheduler needs "
-                             "Dask's TLS settings (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...__TLS__CLIENT__CERT, "
-                             "...__TLS__CLIENT__KEY: see README, 'On a Dask cluster')") from None
-        except (OSError, TimeoutError, ValueError) as error:
-            raise InputError(f"--scheduler: cannot reach a Dask scheduler at {target} ({error}); "
-                             "start one (dask scheduler) or fix the address") from None
-        # Losing the scheduler is reported in one line by the CLI (exit 3); the client's own log records of
-        # the closing connection and its reconnection attempts (tracebacks at INFO and ERROR level, cancelled
-        # asyncio tasks) would bury it. What goes wrong in a cell is recorded in the cube, not in these logs.
-        # For the rest of the process (the client's loop thread logs its reconnection attempts late), and for
-        # every logger below these: Dask's logging config gives some of them (distributed.client) their own level.
-        for name in [*logging.root.manager.loggerDict, "distributed", "asyncio", "tornado"]:
-            if name.split(".")[0] in ("distributed", "asyncio", "tornado"):
-                logging.getLogger(name).setLevel(logging.CRITICAL)
-        with client:
-            check_software(client)
-            yield client
-        return
-
-    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which turns off glibc's adaptive mmap threshold: every
-    # temporary array of a kernel is then mapped and unmapped again, and k-means ran 2x slower here.
-    settings: dict[str, object] = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-    if plugin_modules():
-        settings["distributed.worker.preload"] = plugin_modules()
-    with (dask.config.set(settings),
-          LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster,
-          Client(cluster) as client):
-        yield client
-
-
-def check_software(client: Client) -> None:
-    """``InputError`` if a worker computes with other ``tasks`` code or library versions than the driver."""
-    problem = skew(software(), client.run(software))
-    if problem:
-        raise InputError(f"--scheduler: version skew: {problem}. Cells computed there would not match this "
-                         "config's results elsewhere; install the same ordercube and libraries on the driver and "
-                         "every worker (one image or environment for all: see README, 'On a Dask cluster')")
-
-
 def run_sweep(config: Config, **options: Any) -> Summary:
     """Compute every planned cell of ``config`` that its cube lacks (see the module docstring).
 
@@ -193,6 +161,9 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     ``options`` are those of :func:`_sweep_locked`.
     """
     path = Path(config.out)
+    if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
+        scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
+                          timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
     if not is_cube(path):
         check_new_cube_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,6 +182,9 @@ def _sweep_locked(
     retry_failed: bool = False,
     echo: Callable[[str], None] = print,
     show_progress: bool = True,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    wait_for_workers: float = WAIT_FOR_WORKERS,
+    notify: Callable[[str], None] = stderr_line,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock."""
     path = Path(config.out)
@@ -238,13 +212,15 @@ def _sweep_locked(
             return create(path, config, coords, default_chunks(config),
                           prepare=lambda group: fill_baseline(group, config, coords))
 
-    with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file) as client:
-        threads = sum(client.nthreads().values()) or 1
+    with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+                 connect_timeout=connect_timeout) as client:
+        watch = WorkerWatch(client, patience=wait_for_workers, notify=notify)
+        threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
         tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
         echo(f"dask dashboard: {client.dashboard_link}")
         return _submit_and_store(client, config, tasks, open_cube_for_writing, threads=threads,
-                                 show_progress=show_progress)
+                                 show_progress=show_progress, watch=watch)
 
 
 def fit_work(method: MethodSpec) -> float:
@@ -269,6 +245,24 @@ def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockR
     return results
 
 
+def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) -> Iterator[list]:
+    """``futures.batches()``, but after every ``idle`` seconds without a result ``watch`` checks that there
+    are workers to compute them (it tells the user, restarts lost local workers, or gives up)."""
+    while True:
+        batch = futures.next_batch(block=False)
+        if batch:
+            watch.progress()
+            yield batch
+            continue
+        if futures.is_empty():
+            return
+        with futures.thread_condition:  # a result that arrives after has_ready() notifies this condition
+            if not futures.has_ready():
+                futures.thread_condition.wait(timeout=idle)
+        if not futures.has_ready():
+            watch.check()
+
+
 def _allowed_failures(dask_scheduler) -> int:
     """How many worker deaths the scheduler forgives a task (``distributed.scheduler.allowed-failures``)."""
     return int(dask_scheduler.allowed_failures)
@@ -279,7 +273,7 @@ def _killed_worker(error: BaseException) -> bool:
 
 
 def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group],
-                      *, threads: int, show_progress: bool) -> Summary:
+                      *, threads: int, show_progress: bool, watch: WorkerWatch) -> Summary:
     """Submit through the window and write results as they arrive.
 
     The cube is opened (a new one created) after the first window is submitted, so that creating it
@@ -311,21 +305,20 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
             if alone:
                 isolating.add(future)
 
-    for _ in range(window):
-        submit_next()
-    group = open_cube_for_writing()
     counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
     isolated_tasks = 0
     struck: set[Chunk] = set()
     # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
     # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
     second_chance = client.run_on_scheduler(_allowed_failures) == 0
-    cube_arrays = writable_arrays(group)
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
         try:
+            for _ in range(window):
+                submit_next()
+            cube_arrays = writable_arrays(open_cube_for_writing())
             # Whatever has finished while the driver was writing arrives as one batch, and pieces of the
             # same storage chunk are written together: at small n the writes, not the kernels, set the pace.
-            for batch in futures.batches():
+            for batch in _batches(futures, watch):
                 done = []
                 for future in batch:
                     task = in_flight.pop(future)
@@ -356,10 +349,14 @@ def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cu
                     submit_next()
         except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
             raise ClusterLost(describe(error)) from None
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, NoWorkers, OSError) as error:
             futures.clear()
             client.cancel(list(in_flight), force=True)
-            raise Interrupted() from None
+            if isinstance(error, KeyboardInterrupt):
+                raise Interrupted() from None
+            if isinstance(error, OSError) and error.errno in DISK_FULL:
+                raise DiskFull(error) from None
+            raise
     return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
                    infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - started,
                    crashed=counts[Status.CRASHED], isolated_tasks=isolated_tasks)
