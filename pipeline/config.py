@@ -231,18 +231,20 @@ def _steps(value: Any, key: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
         try:
             STEPS[name].validate(params)
         except ParamError as error:
-            raise ConfigError(f"{key}[{i}].{name}.{error.name}", str(error), _fix(error, STEPS[name].ranges, STEPS[name].defaults)) from None
+            raise ConfigError(f"{key}[{i}].{name}.{error.name}", str(error),
+                              _fix(error, STEPS[name].ranges, STEPS[name].defaults)) from None
         steps.append((name, dict(params)))
     return tuple(steps)
 
 
 def _fix(error: ParamError, ranges: Mapping[str, Param], defaults: Mapping[str, Any]) -> str:
-    """What to write instead: the valid names for a typo, the default for a value out of range."""
+    """What to do: the error's own fix, else the default of a value out of range (a typo's message lists
+    the valid names already)."""
+    if error.fix or error.name not in ranges:
+        return error.fix
     if error.name in defaults:
         return f"e.g. {error.name}: {defaults[error.name]!r} (the default)"
-    if error.name in ranges:
-        return f"set {error.name} within that range"
-    return f"use one of {sorted(ranges)}" if ranges else "remove it"
+    return f"set {error.name} within that range"
 
 
 def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -> DatasetSpec:
@@ -324,8 +326,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
         params = resolved_algorithm.resolve(params_given)
     except ParamError as error:
         raise ConfigError(f"{key}.params.{error.name}", str(error),
-                          _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)
-                          if algorithm in ALGORITHMS else "") from None
+                          _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
     predictor = _require(entry, "predictor", f"{key}.")
@@ -369,7 +370,8 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         try:
             resolved = criterion.resolve(given)
         except ParamError as error:
-            raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error), _fix(error, criterion.ranges, criterion.options)) from None
+            raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
+                              _fix(error, criterion.ranges, criterion.options)) from None
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")

@@ -21,17 +21,21 @@ INT64_MAX = 2**63 - 1
 
 
 class ParamError(ValueError):
-    """A parameter's value is not allowed; ``name`` is the parameter, the message says what is expected."""
+    """A parameter's value is not allowed; ``name`` is the parameter, the message says what is expected and
+    ``fix``, when given, what to do (else the caller suggests the default)."""
 
-    def __init__(self, name: str, problem: str) -> None:
-        self.name = name
+    def __init__(self, name: str, problem: str, fix: str = "") -> None:
+        self.name, self.fix = name, fix
         super().__init__(problem)
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters, so that a message stays one short line."""
+def show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to about ``limit`` characters (its start and its end: a path's file name stays),
+    so that a message stays one line whatever the config holds."""
     text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}…{text[-(limit // 4):]} ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def drop_missing_rows(X: Array, *, max_missing: int = 0) -> tuple[Array, NDArray
 def _floor_below_ceiling(params: Mapping[str, Any]) -> None:
     floor, ceiling = params.get("floor"), params.get("ceiling")
     if floor is not None and ceiling is not None and floor > ceiling:
-        raise ParamError("floor", f"floor = {show(floor)} is above ceiling = {show(ceiling)}; swap them")
+        raise ParamError("floor", f"floor = {show(floor)} is above ceiling = {show(ceiling)}", "swap them")
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,8 @@ def _annealing_schedule(params: Mapping[str, Any]) -> None:
     steps = np.log(final) / np.log(cooling)
     if steps > MAX_TEMPERATURES:
         raise ParamError("cooling", f"cooling = {show(cooling)} with final_temperature = {show(final)} anneals through "
-                         f"{steps:,.0f} temperatures, more than {MAX_TEMPERATURES:,}; lower cooling (e.g. 0.9) "
-                         "or raise final_temperature")
+                         f"{steps:,.0f} temperatures, more than {MAX_TEMPERATURES:,}",
+                         "lower cooling (e.g. 0.9) or raise final_temperature")
 
 
 ALGORITHMS: dict[str, Algorithm] = {

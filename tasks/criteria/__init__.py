@@ -32,5 +32,5 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
-__all__ = ["ADJUSTABLE", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision", "TrialFits", "TrialSample",
-           "get_criterion"]
+__all__ = ["ADJUSTABLE", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision",
+           "TrialFits", "TrialSample", "get_criterion"]
