@@ -121,7 +121,10 @@ def read_yaml(path: Path) -> Any:
     if size > MAX_BYTES:
         raise ConfigError(str(path), f"the file has {size:,} bytes; a config has at most {MAX_BYTES:,}",
                           "give the config file (data belongs in a file dataset: kind: file)")
-    data = path.read_bytes()[: MAX_BYTES + 1]  # a file that grew since stat() is still bounded
+    with path.open("rb") as file:
+        data = file.read(MAX_BYTES + 1)  # a file that grew since stat() is read no further
+    if len(data) > MAX_BYTES:
+        raise ConfigError(str(path), f"the file has more than {MAX_BYTES:,} bytes", "give the config file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

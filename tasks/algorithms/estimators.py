@@ -76,25 +76,29 @@ def _plain(value: Any) -> str | None:
     return "string" if isinstance(value, str) else None
 
 
-def _safe(constraint: Any, kind: str) -> bool:
-    """Whether a scikit-learn constraint admits values of ``kind`` only as data (never a path or an object)."""
+def _classes(*names: str) -> tuple[type, ...]:
+    """scikit-learn's constraint classes by name (private API: a class a later release renames is left out,
+    which refuses more values, never fewer)."""
     from sklearn.utils import _param_validation as pv
 
+    return tuple(getattr(pv, name) for name in names if isinstance(getattr(pv, name, None), type))
+
+
+def _safe(constraint: Any, kind: str) -> bool:
+    """Whether a scikit-learn constraint admits values of ``kind`` only as data (never a path or an object)."""
     if kind == "null":
-        return isinstance(constraint, pv._NoneConstraint)
+        return isinstance(constraint, _classes("_NoneConstraint"))
     if kind == "boolean":
-        return isinstance(constraint, (pv._Booleans, pv._VerboseHelper))
+        return isinstance(constraint, _classes("_Booleans", "_VerboseHelper"))
     if kind == "string":  # documented choices only: a constraint 'str' admits any path
-        return isinstance(constraint, pv.StrOptions)
-    return (isinstance(constraint, (pv.Interval, pv._VerboseHelper))
-            or (isinstance(constraint, pv.Options) and not isinstance(constraint, pv.StrOptions))
-            or (isinstance(constraint, pv._InstancesOf) and constraint.type in NUMERIC_TYPES))
+        return isinstance(constraint, _classes("StrOptions"))
+    return (isinstance(constraint, _classes("Interval", "_VerboseHelper"))
+            or (isinstance(constraint, _classes("Options")) and not isinstance(constraint, _classes("StrOptions")))
+            or (isinstance(constraint, _classes("_InstancesOf")) and constraint.type in NUMERIC_TYPES))
 
 
 def _choices(constraints: list[Any]) -> list[str]:
-    from sklearn.utils import _param_validation as pv
-
-    return sorted(option for c in constraints if isinstance(c, pv.StrOptions) for option in c.options
+    return sorted(option for c in constraints if isinstance(c, _classes("StrOptions")) for option in c.options
                   if option not in getattr(c, "deprecated", ()))
 
 
