@@ -287,7 +287,10 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
     if labels is not None:
         labels = {"path": labels} if isinstance(labels, str) else labels
         _check_keys(labels, {"path", "column"}, f"{key}.labels")
-        labels_path = str(base / _require(labels, "path", f"{key}.labels."))
+        given = _require(labels, "path", f"{key}.labels.")
+        if not isinstance(given, str):
+            raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
+        labels_path = str(base / given)
         labels_column = labels.get("column")
     spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0, path=str(base / path),
                        labels_path=labels_path, labels_column=labels_column,

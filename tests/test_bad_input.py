@@ -161,6 +161,9 @@ CASES.update({
 
 # Bounded inputs (deliverable 5): names, and the size of the grid estimated before anything is allocated.
 CASES.update({
+    "labels path not a string": (lambda tmp: small_config(n=[4], datasets=[_file_dataset(tmp, "a\n1\n2\n3\n4\n",
+                                                                                     labels={"path": 12})]),
+                                 ["datasets[0].labels.path", "got 12", "give a string"]),
     "5000-character config name": (lambda tmp: small_config(name="c" * 5000),
                                    ["name", "5,000 characters", "at most 100"]),
     "5000-character dataset name": (lambda tmp: small_config(datasets=[{"name": "d" * 5000, "kind": "rings3"}]),
