@@ -15,24 +15,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from pipeline.datafiles import load_file_dataset
 from pipeline.errors import ConfigError
+from pipeline.limits import check_size
+from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.datasets import SYNTHETIC, get_synthetic
 from tasks.predictors import PREDICTORS, get_predictor
-from tasks.preprocess import STEP_NAMES
+from tasks.params import Param, ParamError, integer, number, show
+from tasks.preprocess import STEP_NAMES, STEPS
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
             "published"}
 DATASET_KEYS = {"name", "kind", "params", "n", "path", "labels", "preprocess"}
 METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
-EXECUTION_KEYS = {"trials_per_chunk", "task_seconds", "max_tasks_in_flight"}
 MIN_N = 4
+# A name is also a folder or a cube label: long enough for a description, short enough for a path.
+MAX_NAME = 100
+MAX_K_VALUES = 10_000
+MAX_BASELINE_DRAWS = 100_000
+# How work is cut up: bounded so that one chunk, one task and the window of tasks in flight stay small.
+EXECUTION: dict[str, Param] = {
+    "trials_per_chunk": integer(1, 100_000),
+    "task_seconds": number(0.0, 86_400.0, low_open=True),
+    "max_tasks_in_flight": integer(1, 100_000),
+}
 
 
 @dataclass(frozen=True)
@@ -136,24 +147,29 @@ def _require(mapping: Mapping[str, Any], key: str, path: str) -> Any:
 
 def _check_keys(mapping: Any, allowed: set[str], path: str) -> None:
     if not isinstance(mapping, Mapping):
-        raise ConfigError(path or "config", f"expected a mapping, got {mapping!r}", "write 'key: value' entries")
+        raise ConfigError(path or "config", f"expected a mapping, got {show(mapping)}", "write 'key: value' entries")
     unknown = sorted(set(map(str, mapping)) - allowed)
     if unknown:
-        where = f"{path}.{unknown[0]}" if path else unknown[0]
+        shown = unknown[0] if len(unknown[0]) <= MAX_NAME else f"{unknown[0][:MAX_NAME]}…"
+        where = f"{path}.{shown}" if path else shown
         raise ConfigError(where, "unknown key", f"expected one of {sorted(allowed)}")
 
 
-def _integer(value: Any, key: str, *, minimum: int, fix: str) -> int:
+def _integer(value: Any, key: str, *, minimum: int, fix: str, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(key, f"expected an integer >= {minimum}, got {value!r}", fix)
-    if value < minimum:
-        raise ConfigError(key, f"expected an integer >= {minimum}, got {value}", fix)
+        raise ConfigError(key, f"expected an integer >= {minimum}, got {show(value)}", fix)
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" + (f" and <= {maximum:,}" if maximum is not None else "")
+        raise ConfigError(key, f"expected an integer {bounds}, got {value:,}", fix)
     return int(value)
 
 
 def _name(value: Any, key: str) -> str:
     if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
-        raise ConfigError(key, f"expected a name of letters, digits, '_' or '-', got {value!r}", "rename it")
+        raise ConfigError(key, f"expected a name of letters, digits, '_' or '-', got {show(value)}", "rename it")
+    if len(value) > MAX_NAME:
+        raise ConfigError(key, f"a name of {len(value):,} characters ({show(value, 30)}); at most {MAX_NAME}, as it "
+                          "labels the cube and names folders", f"shorten it to {MAX_NAME} characters or fewer")
     return value
 
 
@@ -164,9 +180,13 @@ def _k_values(value: Any) -> tuple[int, ...]:
         start = _integer(_require(value, "from", "k."), "k.from", minimum=1, fix=fix)
         stop = _integer(_require(value, "to", "k."), "k.to", minimum=start, fix="k.to must not be below k.from")
         step = _integer(value.get("step", 1), "k.step", minimum=1, fix=fix)
+        count = (stop - start) // step + 1  # before the range is made: k: {from: 2, to: 1e15} is not a study
+        if count > MAX_K_VALUES:
+            raise ConfigError("k", f"the range holds {count:,} values of k; at most {MAX_K_VALUES:,}",
+                              "lower k.to or raise k.step")
         return tuple(range(start, stop + 1, step))
     if not isinstance(value, list) or not value:
-        raise ConfigError("k", f"expected a non-empty list or a range, got {value!r}", fix)
+        raise ConfigError("k", f"expected a non-empty list or a range, got {show(value)}", fix)
     ks = tuple(_integer(v, f"k[{i}]", minimum=1, fix="use cluster numbers >= 1") for i, v in enumerate(value))
     if len(set(ks)) != len(ks):
         raise ConfigError("k", f"repeated values in {list(ks)}", "list each k once")
@@ -197,15 +217,34 @@ def _steps(value: Any, key: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ConfigError(key, f"expected a list of steps, got {value!r}", "write '- step: {params}' items")
+        raise ConfigError(key, f"expected a list of steps, got {show(value)}", "write '- step: {params}' items")
     steps = []
     for i, item in enumerate(value):
-        name, params = (item, {}) if isinstance(item, str) else (next(iter(item)), item[next(iter(item))] or {}) \
+        name, params = (item, {}) if isinstance(item, str) else (next(iter(item)), item[next(iter(item))]) \
             if isinstance(item, Mapping) and len(item) == 1 else (None, None)
-        if name not in STEP_NAMES or not isinstance(params, Mapping):
-            raise ConfigError(f"{key}[{i}]", f"unknown step {item!r}", f"expected one of {STEP_NAMES}")
+        if not isinstance(name, str) or name not in STEP_NAMES:
+            raise ConfigError(f"{key}[{i}]", f"unknown step {show(item)}", f"expected one of {STEP_NAMES}")
+        params = {} if params is None else params
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{key}[{i}].{name}", f"expected a mapping of parameters, got {show(params)}",
+                              f"write '- {name}: {{parameter: value}}' with parameters {sorted(STEPS[name].ranges)}")
+        try:
+            STEPS[name].validate(params)
+        except ParamError as error:
+            raise ConfigError(f"{key}[{i}].{name}.{error.name}", str(error),
+                              _fix(error, STEPS[name].ranges, STEPS[name].defaults)) from None
         steps.append((name, dict(params)))
     return tuple(steps)
+
+
+def _fix(error: ParamError, ranges: Mapping[str, Param], defaults: Mapping[str, Any]) -> str:
+    """What to do: the error's own fix, else the default of a value out of range (a typo's message lists
+    the valid names already)."""
+    if error.fix or error.name not in ranges:
+        return error.fix
+    if error.name in defaults:
+        return f"e.g. {error.name}: {defaults[error.name]!r} (the default)"
+    return f"set {error.name} within that range"
 
 
 def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -> DatasetSpec:
@@ -219,7 +258,7 @@ def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -
     if kind == "file":
         return _file_dataset(entry, key, name, n_raw, base)
     if kind not in SYNTHETIC:
-        raise ConfigError(f"{key}.kind", f"unknown dataset {kind!r}", f"expected one of {sorted([*SYNTHETIC, 'file'])}")
+        raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}", f"expected one of {sorted([*SYNTHETIC, 'file'])}")
     for extra in ("path", "labels", "preprocess"):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")
@@ -242,13 +281,16 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
         raise ConfigError(f"{key}.params", "file datasets take no params", "use 'preprocess' steps")
     path = _require(entry, "path", f"{key}.")
     if not isinstance(path, str):
-        raise ConfigError(f"{key}.path", f"expected a file path, got {path!r}", "give a string")
+        raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
     labels = entry.get("labels")
     labels_path = labels_column = None
     if labels is not None:
         labels = {"path": labels} if isinstance(labels, str) else labels
         _check_keys(labels, {"path", "column"}, f"{key}.labels")
-        labels_path = str(base / _require(labels, "path", f"{key}.labels."))
+        given = _require(labels, "path", f"{key}.labels.")
+        if not isinstance(given, str):
+            raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
+        labels_path = str(base / given)
         labels_column = labels.get("column")
     spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0, path=str(base / path),
                        labels_path=labels_path, labels_column=labels_column,
@@ -273,7 +315,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     algorithm = _require(entry, "algorithm", f"{key}.")
     if not isinstance(algorithm, str) or (algorithm not in ALGORITHMS and not is_import_path(algorithm)):
-        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {algorithm!r}", f"expected one of {sorted(ALGORITHMS)} "
+        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {show(algorithm)}", f"expected one of {sorted(ALGORITHMS)} "
                           "or a scikit-learn clusterer by import path, e.g. sklearn.cluster.Birch")
     try:
         resolved_algorithm = get_algorithm(algorithm)
@@ -281,14 +323,18 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
         raise ConfigError(f"{key}.algorithm", str(error), "name a class of sklearn.cluster or sklearn.mixture") from None
     params_given = entry.get("params") or {}
     if not isinstance(params_given, Mapping):
-        raise ConfigError(f"{key}.params", f"expected a mapping, got {params_given!r}", "write 'params: {name: value}'")
+        raise ConfigError(f"{key}.params", f"expected a mapping, got {show(params_given)}",
+                          "write 'params: {name: value}'")
     try:
         params = resolved_algorithm.resolve(params_given)
+    except ParamError as error:
+        raise ConfigError(f"{key}.params.{error.name}", str(error),
+                          _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
     predictor = _require(entry, "predictor", f"{key}.")
     if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
-        raise ConfigError(f"{key}.predictor", f"unknown predictor {predictor!r}", f"expected one of {sorted(PREDICTORS)} "
+        raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of {sorted(PREDICTORS)} "
                           "or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
     try:
         get_predictor(predictor)
@@ -309,7 +355,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
 def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
     """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
     if not isinstance(value, list) or not value:
-        raise ConfigError(key, f"expected a non-empty list, got {value!r}", f"choose from {sorted(CRITERIA)}")
+        raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
     names: list[str] = []
     options: dict[str, dict[str, Any]] = {}
     for j, item in enumerate(value):
@@ -318,21 +364,22 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
             item, given = next(iter(item.items()))
             given = {} if given is None else given
         if not isinstance(item, str) or item not in CRITERIA:
-            raise ConfigError(f"{key}[{j}]", f"unknown criterion {item!r}", f"expected one of {sorted(CRITERIA)}, "
+            raise ConfigError(f"{key}[{j}]", f"unknown criterion {show(item)}", f"expected one of {sorted(CRITERIA)}, "
                               "each a name or a one-key mapping to its options ({gap: {references: 50}})")
         criterion = get_criterion(item)
         if not isinstance(given, Mapping):
-            raise ConfigError(f"{key}[{j}].{item}", f"expected a mapping of options, got {given!r}",
+            raise ConfigError(f"{key}[{j}].{item}", f"expected a mapping of options, got {show(given)}",
                               f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
         try:
             resolved = criterion.resolve(given)
-        except ValueError as error:
-            raise ConfigError(f"{key}[{j}].{item}", str(error), "see README's criteria options") from None
+        except ParamError as error:
+            raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
+                              _fix(error, criterion.ranges, criterion.options)) from None
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
         if item in names:
-            raise ConfigError(key, f"repeated criteria in {value}", "list each criterion once")
+            raise ConfigError(key, f"repeated criteria in {show(value)}", "list each criterion once")
         names.append(item)
         if resolved:
             options[item] = resolved
@@ -342,18 +389,16 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
 def _execution(value: Any) -> Execution:
     if value is None:
         return Execution()
-    _check_keys(value, EXECUTION_KEYS, "execution")
-    chunk = value.get("trials_per_chunk")
-    in_flight = value.get("max_tasks_in_flight")
-    seconds = value.get("task_seconds", 0.5)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
-        raise ConfigError("execution.task_seconds", f"expected a positive number, got {seconds!r}", "e.g. 0.5")
-    return Execution(
-        trials_per_chunk=None if chunk is None else _integer(chunk, "execution.trials_per_chunk", minimum=1, fix="e.g. 20"),
-        task_seconds=float(seconds),
-        max_tasks_in_flight=None if in_flight is None
-        else _integer(in_flight, "execution.max_tasks_in_flight", minimum=1, fix="e.g. 8"),
-    )
+    _check_keys(value, set(EXECUTION), "execution")
+    for name, given in value.items():
+        if not (given is None and name != "task_seconds") and not EXECUTION[name].accepts(given):
+            raise ConfigError(f"execution.{name}", f"expected {EXECUTION[name].describe()}, got {show(given)}",
+                              "it only cuts up the work: e.g. trials_per_chunk: 20, task_seconds: 0.5, "
+                              "max_tasks_in_flight: 8")
+    chunk, in_flight = value.get("trials_per_chunk"), value.get("max_tasks_in_flight")
+    return Execution(trials_per_chunk=None if chunk is None else int(chunk),
+                     task_seconds=float(value.get("task_seconds", 0.5)),
+                     max_tasks_in_flight=None if in_flight is None else int(in_flight))
 
 
 def _unique(names: list[str], key: str) -> None:
@@ -373,7 +418,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     datasets_raw, methods_raw = _require(raw, "datasets", ""), _require(raw, "methods", "")
     for key, value in (("datasets", datasets_raw), ("methods", methods_raw)):
         if not isinstance(value, list) or not value:
-            raise ConfigError(key, f"expected a non-empty list, got {value!r}", f"add at least one entry under {key}")
+            raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"add at least one entry under {key}")
     methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
     datasets = tuple(_dataset(entry, i, global_n, base) for i, entry in enumerate(datasets_raw))
     _unique([d.name for d in datasets], "datasets")
@@ -401,13 +446,16 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"methods[{i}].algorithm", f"{method.algorithm!r} takes data with at most {limit} "
                                   f"feature(s), but dataset {dataset.name!r} has {dataset.n_features}",
                                   "use 'kmeans' for this dataset, or a config per dimensionality")
-    baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, fix="e.g. 200")
+    baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, maximum=MAX_BASELINE_DRAWS,
+                              fix="e.g. 200: the baseline's standard error shrinks like 1/sqrt(draws)")
     out_path = out or raw.get("out") or f"results/{name}.zarr"
     if not isinstance(out_path, str):
-        raise ConfigError("out", f"expected a path, got {out_path!r}", "give a string")
-    return Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
-                  baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw,
-                  published=_published(raw.get("published"), datasets, methods))
+        raise ConfigError("out", f"expected a path, got {show(out_path)}", "give a string")
+    config = Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
+                    baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw,
+                    published=_published(raw.get("published"), datasets, methods))
+    check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
+    return config
 
 
 def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, dict[str, int]]:
@@ -425,15 +473,8 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
 
 
 def load_config(path: str | Path, *, out: str | None = None) -> Config:
-    """Read and validate the YAML file at ``path`` (with ``yaml.safe_load``: configs are data)."""
+    """Read and validate the YAML file at ``path`` (bounded YAML data: see :mod:`pipeline.yamlload`)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError("CONFIG", f"file {str(path)!r} does not exist", "give the path of a YAML config")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(str(path), f"YAML syntax error{where}: {getattr(error, 'problem', error)}",
-                          "fix the YAML (indentation, ':' after keys, closed brackets)") from None
-    return parse_config(raw, base=path.parent, out=out)
+    return parse_config(read_yaml(path), base=path.parent, out=out)

@@ -8,12 +8,15 @@ rows and columns, keeping the most variable features, PCA to d components.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
+
+from tasks.params import Param, ParamError, check_params, choice, integer, number, show
 
 Array = NDArray[np.float64]
 
@@ -72,39 +75,81 @@ def impute(X: Array, *, strategy: Literal["column_mean", "row_mean"] = "row_mean
     return np.where(present, X, means)
 
 
-@dataclass(frozen=True)
-class Step:
-    """A registered step: ``transform`` and whether it drops or reorders the rows."""
-
-    name: str
-    transform: Callable[..., Array]
-    changes_objects: bool = False
-
-
-STEPS: dict[str, Step] = {
-    step.name: step
-    for step in [
-        Step("clip", clip),
-        Step("log", log),
-        Step("standardize", standardize),
-        Step("top_variance", top_variance),
-        Step("pca", pca),
-        Step("impute", impute),
-        Step("transpose", lambda X: X.T, changes_objects=True),
-    ]
-}
-
-
 def drop_missing_rows(X: Array, *, max_missing: int = 0) -> tuple[Array, NDArray[np.int64]]:
     """Rows with at most ``max_missing`` missing values, and their indices in ``X``."""
     keep = np.flatnonzero(np.isnan(X).sum(axis=1) <= max_missing)
     return X[keep], keep
 
 
+def _floor_below_ceiling(params: Mapping[str, Any]) -> None:
+    floor, ceiling = params.get("floor"), params.get("ceiling")
+    if floor is not None and ceiling is not None and floor > ceiling:
+        raise ParamError("floor", f"floor = {show(floor)} is above ceiling = {show(ceiling)}", "swap them")
+
+
+@dataclass(frozen=True)
+class Step:
+    """A registered step.
+
+    Attributes
+    ----------
+    transform : callable
+        ``transform(X, **params)`` → the new matrix, or ``(X, kept_rows)`` when ``selects_rows``.
+    changes_objects : bool
+        The output rows are other objects than the input rows (transpose).
+    selects_rows : bool
+        The step keeps a subset of the rows and says which.
+    ranges : mapping
+        Every parameter the step takes, with the values it accepts (:class:`tasks.params.Param`).
+    required : tuple of str
+        Parameters without a default.
+    check : callable or None
+        ``check(params)`` tests the parameters together and raises ``ParamError``.
+    """
+
+    name: str
+    transform: Callable[..., Any]
+    changes_objects: bool = False
+    selects_rows: bool = False
+    ranges: Mapping[str, Param] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The defaults of the transform's keyword parameters."""
+        signature = inspect.signature(self.transform)
+        return {name: p.default for name, p in signature.parameters.items()
+                if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """``ParamError`` naming an unknown or missing parameter or a value out of range (typos included)."""
+        check_params(params, self.ranges, required=self.required, check=self.check)
+
+
+# Counts are bounded only to keep them within 64-bit integers; a bound finer than the data's own
+# size (more components than columns) is harmless: the step keeps what there is.
+COUNT = integer(1, 2**62)
+STEPS: dict[str, Step] = {
+    step.name: step
+    for step in [
+        Step("clip", clip, ranges={"floor": number(allow_none=True), "ceiling": number(allow_none=True)},
+             check=_floor_below_ceiling),
+        Step("log", log, ranges={"base": number(0.0, low_open=True, excluded=(1.0,)), "offset": number()}),
+        Step("standardize", standardize, ranges={"axis": choice("rows", "columns")}),
+        Step("top_variance", top_variance, ranges={"features": COUNT}, required=("features",)),
+        Step("pca", pca, ranges={"components": COUNT}, required=("components",)),
+        Step("impute", impute, ranges={"strategy": choice("column_mean", "row_mean")}),
+        Step("drop_missing", drop_missing_rows, selects_rows=True, ranges={"max_missing": integer(0, 2**62)}),
+        Step("transpose", lambda X: X.T, changes_objects=True),
+    ]
+}
+
+
 def apply_steps(
     X: Array, steps: Sequence[tuple[str, Mapping[str, Any]]]
 ) -> tuple[Array, NDArray[np.int64] | None]:
-    """Apply ``steps`` in order.
+    """Apply ``steps`` in order (their parameters checked by :meth:`Step.validate` at config load).
 
     Returns
     -------
@@ -115,15 +160,15 @@ def apply_steps(
     """
     rows: NDArray[np.int64] | None = np.arange(X.shape[0])
     for name, params in steps:
-        if name == "drop_missing":
-            X, keep = drop_missing_rows(X, **params)
+        step = STEPS[name]
+        if step.selects_rows:
+            X, keep = step.transform(X, **params)
             rows = None if rows is None else rows[keep]
             continue
-        step = STEPS[name]
         X = step.transform(X, **params)
         if step.changes_objects:
             rows = None
     return X, rows
 
 
-STEP_NAMES = sorted([*STEPS, "drop_missing"])
+STEP_NAMES = sorted(STEPS)

@@ -54,3 +54,30 @@ def test_shipped_figure2_config_is_valid():
     config = load_config(REPO / "configs" / "shamir_tishby2007_fig2.yaml")
     assert {d.name: d.true_k for d in config.datasets} == {"gaussians5": 5, "gaussians5_isolated": 5, "rings2": 2}
     assert {m.name: m.predictor for m in config.methods} == {"kmeans": "nearest_centroid", "spectral": "nearest_neighbor"}
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"methods": [{"name": "m", "algorithm": "kmeans", "params": {"n_init": 0}, "predictor": "nearest_centroid",
+                   "criteria": ["lange"]}]}, "methods[0].params.n_init"),
+    ({"methods": [{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid",
+                   "criteria": ["lange", {"gap": {"d_power": 3}}]}]}, "methods[0].criteria[1].gap.d_power"),
+    ({"methods": [{"name": "m", "algorithm": "sklearn.cluster.Birch", "params": {"threshold": "/tmp"},
+                   "predictor": "nearest_centroid", "criteria": ["lange"]}]}, "methods[0].params.threshold"),
+    ({"execution": {"task_seconds": float("nan")}}, "execution.task_seconds"),
+    ({"baseline_draws": 100_001}, "baseline_draws"),
+])
+def test_range_errors_carry_the_parameter_path(change, key):
+    with pytest.raises(ConfigError) as error:
+        parse_config(small_config(**change))
+    assert error.value.key == key
+
+
+def test_checked_step_parameters_are_stored_as_given_so_cube_identities_do_not_change(tmp_path):
+    """Validating a step must not fill in its defaults: the dataset's identity (and every existing cube's) stays."""
+    (tmp_path / "d.csv").write_text("a,b\n" + "".join(f"{i},{i % 5}\n" for i in range(1, 41)))
+    raw = small_config(methods=[{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid",
+                                 "criteria": ["lange"]}],
+                       datasets=[{"name": "f", "kind": "file", "path": "d.csv",
+                                  "preprocess": ["standardize", {"clip": {"floor": -1}}]}], n=[16])
+    config = parse_config(raw, base=tmp_path)
+    assert config.datasets[0].identity["preprocess"] == [["standardize", {}], ["clip", {"floor": -1}]]

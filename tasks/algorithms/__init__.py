@@ -21,6 +21,7 @@ from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
 from tasks.algorithms.mixture import gaussian_mixture
 from tasks.algorithms.spectral import spectral, spectral_many
+from tasks.params import Param, ParamError, check_params, choice, integer, number, show, undeclared
 
 
 def _kmeans_labels(
@@ -50,8 +51,14 @@ class Algorithm:
         The parameters it accepts, with their defaults.
     min_points_per_cluster : int
         ``k`` is infeasible on ``n`` points when ``k * min_points_per_cluster > n``.
-    choices : mapping
-        For parameters that name an option, the values accepted (checked when a config is read).
+    ranges : mapping
+        The values each parameter accepts (:class:`tasks.params.Param`), checked when a config is read;
+        every parameter with a default must have one.
+    check : callable or None
+        ``check(params)`` tests the given parameters together and raises ``ParamError``.
+    pair_bytes : float
+        Memory per pair of points of a half for algorithms that hold pairwise matrices (used only to
+        estimate a cell's memory at config load).
     """
 
     name: str
@@ -61,18 +68,22 @@ class Algorithm:
     cluster_many: Callable[..., dict[int, NDArray[np.int64]]] | None = None
     max_features: int | None = None
     seconds_per_point: float = 2.5e-6
-    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    ranges: Mapping[str, Param] = field(default_factory=dict)
+    check: Callable[[Mapping[str, Any]], None] | None = None
+    pair_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        missing = undeclared(self.defaults, self.ranges)
+        if missing:  # fail at import: a parameter nobody checks would reach the kernels unchecked
+            raise TypeError(f"algorithm {self.name!r}: parameter(s) {missing} lack a declared range that holds "
+                            "their default (ranges={name: tasks.params.integer(...), ...})")
 
     def feasible(self, k: int, n_points: int) -> bool:
         return 1 <= k and k * self.min_points_per_cluster <= n_points
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ValueError(f"unknown parameter {unknown[0]!r}; expected one of {sorted(self.defaults)}")
-        for name, allowed in self.choices.items():
-            if name in params and params[name] not in allowed:
-                raise ValueError(f"{name} = {params[name]!r} is not one of {list(allowed)}")
+        """``params`` over the defaults; ``ParamError`` naming an unknown parameter or a value out of range."""
+        check_params(params, self.ranges, check=self.check)
         return {**self.defaults, **params}
 
 
@@ -84,29 +95,55 @@ def _exact_1d_many(X: NDArray[np.float64], ks: list[int], rng: np.random.Generat
     return kmeans_1d_exact(X, ks)
 
 
+# Shared by k-means and the mixture: more restarts or iterations than this is a typo, not a study.
+RESTARTS, ITERATIONS = integer(1, 100_000), integer(1, 1_000_000)
+MAX_TEMPERATURES = 10_000
+
+
+def _annealing_schedule(params: Mapping[str, Any]) -> None:
+    """The number of temperatures, log(final_temperature) / log(cooling), stays finite and affordable:
+    ``cooling`` close to 1 would anneal (almost) forever."""
+    cooling = params.get("cooling", 0.9)
+    final = params.get("final_temperature", 1e-3)
+    steps = np.log(final) / np.log(cooling)
+    if steps > MAX_TEMPERATURES:
+        raise ParamError("cooling", f"cooling = {show(cooling)} with final_temperature = {show(final)} anneals through "
+                         f"{steps:,.0f} temperatures, more than {MAX_TEMPERATURES:,}",
+                         "lower cooling (e.g. 0.9) or raise final_temperature")
+
+
 ALGORITHMS: dict[str, Algorithm] = {
-    "kmeans": Algorithm("kmeans", _kmeans_labels, {"n_init": 10, "max_iter": 300, "tol": 1e-4}),
+    "kmeans": Algorithm("kmeans", _kmeans_labels, {"n_init": 10, "max_iter": 300, "tol": 1e-4},
+                        ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", _exact_1d_labels, {}, cluster_many=_exact_1d_many,
                                  max_features=1, seconds_per_point=1.5e-7),
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
-    "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, cluster_many=spectral_many, seconds_per_point=2e-5),
+    "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, cluster_many=spectral_many, seconds_per_point=2e-5,
+                          ranges={"n_neighbors": integer(1, 1_000_000)}),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
     "gaussian_mixture": Algorithm("gaussian_mixture", gaussian_mixture,
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
                                   seconds_per_point=2e-5,
-                                  choices={"covariance_type": ("full", "tied", "diag", "spherical")}),
+                                  ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
+                                          "n_init": RESTARTS, "max_iter": ITERATIONS, "reg_covar": number(0.0)}),
     # one tree cut at every k; linkage: ward, average, complete or single;
-    # use with nearest_centroid (ward) or nearest_neighbor (single)
+    # use with nearest_centroid (ward) or nearest_neighbor (single). scipy's linkage holds the condensed
+    # distance matrix of a half (8 bytes per pair) and a copy.
     "agglomerative": Algorithm("agglomerative", agglomerative, {"linkage": "ward"}, cluster_many=agglomerative_many,
-                               seconds_per_point=2e-6, choices={"linkage": LINKAGES}),
+                               seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0),
     # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002); use with nearest_centroid
     "deterministic_annealing": Algorithm("deterministic_annealing", deterministic_annealing,
                                          {"cooling": 0.9, "final_temperature": 1e-3, "max_iter": 100, "tol": 1e-6},
-                                         seconds_per_point=1e-5),
-    # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor
+                                         seconds_per_point=1e-5,
+                                         ranges={"cooling": number(0.0, 1.0, low_open=True, high_open=True),
+                                                 "final_temperature": number(0.0, 1.0, low_open=True, high_open=True),
+                                                 "max_iter": ITERATIONS, "tol": number(0.0)},
+                                         check=_annealing_schedule),
+    # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor.
+    # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
     "path_based": Algorithm("path_based", path_based, {}, cluster_many=path_based_many,
-                            seconds_per_point=2e-4),
+                            seconds_per_point=2e-4, pair_bytes=24.0),
 }
 
 
@@ -115,7 +152,9 @@ class SklearnAlgorithm(Algorithm):
     """A scikit-learn clusterer named by import path (see :mod:`tasks.algorithms.estimators`)."""
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        template(self.name, params, "clusterer")  # raises ValueError naming a parameter the class lacks
+        # ParamError for a value that is not plain data (a path, a cache, an object), ValueError for a
+        # parameter the class lacks
+        template(self.name, params, "clusterer")
         return dict(params)
 
 

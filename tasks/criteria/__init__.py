@@ -8,7 +8,7 @@ whole sample (Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSamp
 from __future__ import annotations
 
 from tasks.criteria.agreement import AGREEMENT
-from tasks.criteria.base import ADJUSTABLE, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
+from tasks.criteria.base import ADJUSTABLE, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
 from tasks.criteria.clest import CLEST
 from tasks.criteria.gap import GAP
 from tasks.criteria.likelihood import AIC, BIC
@@ -32,5 +32,5 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
-__all__ = ["ADJUSTABLE", "CRITERIA", "GAP_METHODS", "VARIABLES", "Criterion", "Decision", "TrialFits", "TrialSample",
-           "get_criterion"]
+__all__ = ["ADJUSTABLE", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision",
+           "TrialFits", "TrialSample", "get_criterion"]

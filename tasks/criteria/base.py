@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tasks.params import Param, check_params, choice, number, undeclared
 from tasks.predictors import Predictor
 
 Labels = NDArray[np.int64]
@@ -118,6 +119,14 @@ ADJUSTABLE: dict[str, tuple[str, ...]] = {
     "none": (),
 }
 GAP_METHODS = ("Tibs2001SEmax", "firstSEmax", "globalSEmax", "firstmax", "globalmax")
+# The values each adjustable field accepts: a NaN threshold would silently make every k (or none) qualify.
+DECISION_RANGES: dict[str, Param] = {
+    "threshold": number(),
+    "method": choice(*GAP_METHODS),
+    "se_factor": number(0.0),
+    "p_max": number(0.0, 1.0),
+    "d_min": number(),
+}
 
 
 @dataclass(frozen=True)
@@ -169,8 +178,8 @@ class Criterion:
         The cube variables it stores (default: its name only).
     options : mapping
         Options a config may set (``criteria: [{gap: {references: 50}}]``), with their defaults.
-    choices : mapping
-        For options that name an alternative, the values accepted.
+    ranges : mapping
+        The values each option accepts (:class:`tasks.params.Param`); every option must have one.
     algorithms : tuple of str or None
         The only algorithms it is defined for (BIC and AIC: the Gaussian mixture), or None for any.
     extra_fits : callable
@@ -188,7 +197,7 @@ class Criterion:
     decision: Decision = Decision()
     outputs: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
-    choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    ranges: Mapping[str, Param] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
 
@@ -196,18 +205,13 @@ class Criterion:
     def variables(self) -> tuple[str, ...]:
         return self.outputs or (self.name,)
 
+    def __post_init__(self) -> None:
+        missing = undeclared(self.options, self.ranges)
+        if missing:  # fail at import: an option nobody checks would reach the kernels unchecked
+            raise TypeError(f"criterion {self.name!r}: option(s) {missing} lack a declared range that holds "
+                            "their default")
+
     def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        """``options`` over the defaults; ``ValueError`` naming an unknown option or value."""
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            raise ValueError(f"unknown option {unknown[0]!r}; expected one of {sorted(self.options)}"
-                             if self.options else f"unknown option {unknown[0]!r}; {self.name} takes no options")
-        for name, value in options.items():
-            allowed = self.choices.get(name)
-            if allowed is not None and value not in allowed:
-                raise ValueError(f"{name} = {value!r} is not one of {list(allowed)}")
-            default = self.options[name]
-            if allowed is None and isinstance(default, int) and (isinstance(value, bool) or not isinstance(value, int)
-                                                               or value < 1):
-                raise ValueError(f"{name} = {value!r}: expected an integer >= 1")
+        """``options`` over the defaults; ``ParamError`` naming an unknown option or a value out of range."""
+        check_params(options, self.ranges)
         return {**self.options, **options}

@@ -25,8 +25,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tasks.criteria.base import Criterion, Decision, TrialSample
-from tasks.criteria.gap import REFERENCES, reference_sample
+from tasks.criteria.gap import MAX_REFERENCES, REFERENCES, reference_sample
 from tasks.matching import confusion
+from tasks.params import choice, integer
 from tasks.predictors import linear_discriminant
 
 def fowlkes_mallows(a: NDArray[np.int64], b: NDArray[np.int64]) -> float:
@@ -99,7 +100,7 @@ CLEST = Criterion(
     decision=Decision(rule="clest", p_max=0.05, d_min=0.05),
     outputs=("clest", "clest_null"),
     options={"splits": 20, "reference": "uniform"},
-    choices={"reference": REFERENCES},
+    ranges={"splits": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES)},
     extra_fits=lambda options: options["splits"],  # both halves of each split of the reference set
 )
 

@@ -29,8 +29,11 @@ from numpy.typing import NDArray
 from scipy.spatial.distance import pdist
 
 from tasks.criteria.base import GAP_METHODS, Criterion, Decision, TrialSample
+from tasks.params import choice, integer
 
 REFERENCES = ("uniform", "pca")
+# Each reference set costs as much as the trial's own fits: more than this is a typo, not a study.
+MAX_REFERENCES = 10_000
 
 
 def within_dispersion(X: NDArray[np.float64], labels: NDArray[np.int64], *, d_power: int = 2) -> float:
@@ -111,6 +114,6 @@ GAP = Criterion(
     decision=Decision(rule="gap", method="Tibs2001SEmax", se_factor=1.0),
     outputs=("gap", "gap_sd"),
     options={"references": 20, "reference": "uniform", "d_power": 2},
-    choices={"reference": REFERENCES, "d_power": (1, 2)},
+    ranges={"references": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES), "d_power": choice(1, 2)},
     extra_fits=lambda options: options["references"] + 1,  # the sample and each reference set, all k
 )
