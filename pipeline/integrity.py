@@ -138,7 +138,6 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
     result = Lost(cells=lost)
     if not done.any():
         return result
-    chunks = tuple(group["status"].chunks)  # type: ignore[union-attr]
     every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= FORMAT
     present_arrays = {name for name, _ in group.arrays()}
     for name, used in variables_of_models(group, models).items():
@@ -151,12 +150,14 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
             continue
         if not every_chunk:
             continue
+        chunks = tuple(group[name].chunks)  # type: ignore[union-attr]
         grid = chunk_grid_any(expected, chunks)
         absent = grid.copy()
         for index in stored_chunks(group, name):
             if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
                 absent[index] = False
-        misplaced = misplaced_chunks(group, name, grid & ~absent)
+        same_grid = chunks == tuple(group["status"].chunks)  # type: ignore[union-attr]
+        misplaced = misplaced_chunks(group, name, grid & ~absent) if same_grid else np.zeros_like(grid)
         if absent.any() or misplaced.any():
             result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
             result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
@@ -317,6 +318,8 @@ def check_cube(group: zarr.Group, path: Path) -> None:
         if not valid:
             raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+    if int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) < FORMAT:  # format 1 did not store a chunk of labels [0]
+        return
     old_shapes = json.loads(str(group.attrs[GROWTH]))["shapes"] if GROWTH in group.attrs else {}
     for dim in DIMS:
         if dim not in group:

@@ -75,7 +75,7 @@ def check_size(config: Config) -> None:
 
 def _check_cells(config: Config) -> None:
     for i, dataset in enumerate(config.datasets):
-        for j, method in enumerate(config.methods):
+        for method in config.methods:
             algorithm = get_algorithm(method.algorithm)
             n = max(dataset.n)
             k = min(max(config.k), max(n // 2, 1))

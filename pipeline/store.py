@@ -86,11 +86,17 @@ def template(coords: Coords, chunks: dict[str, int], variables: list[str]) -> xr
     return ds
 
 
-def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+def _encoding(ds: xr.Dataset, cell_chunks: tuple[int, ...]) -> dict[str, dict[str, Any]]:
+    # Cell variables get the chunk shape asked for, not their dask chunks: dask clips a chunk to the array
+    # (1 trial, 4 per chunk: 1), and the arrays would then be chunked unlike `reason` and unlike each other
+    # once the trials grow.
     encoding: dict[str, dict[str, Any]] = {
-        str(name): {"chunks": tuple(c[0] for c in ds[name].chunks or ()), "fill_value": _fill(ds[name].dtype),
-                    "compressors": COMPRESSORS} for name in ds.data_vars}
-    encoding.update({str(name): {"compressors": COMPRESSORS} for name in ds.coords})
+        str(name): {"chunks": cell_chunks if ds[name].dims == DIMS else tuple(c[0] for c in ds[name].chunks or ()),
+                    "fill_value": _fill(ds[name].dtype), "compressors": COMPRESSORS} for name in ds.data_vars}
+    # Labels are never -1 (n >= 4, k >= 1, trial >= 0): so no chunk of labels equals the fill value, every
+    # one is stored, and a missing one means lost labels (trial [0] with zarr's default fill 0 was not stored).
+    encoding.update({str(name): {"compressors": COMPRESSORS, **({"fill_value": -1} if ds[name].dtype.kind == "i" else {})}
+                     for name in ds.coords})
     return encoding
 
 
@@ -147,7 +153,8 @@ def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int],
     aside = path.parent / f".{path.name}{CREATING}{os.getpid()}"
     ds = template(coords, chunks, config.variables)
     ds.attrs = {**_attrs(config, config.identity, {d.name: d.true_k for d in config.datasets}), **_format_attrs()}
-    ds.to_zarr(aside, mode="w-", compute=False, encoding=_encoding(ds), zarr_format=3, consolidated=False)
+    ds.to_zarr(aside, mode="w-", compute=False, encoding=_encoding(ds, chunk_shape_of(chunks)), zarr_format=3,
+               consolidated=False)
     group = zarr.open_group(aside, mode="r+")
     # Variable-length strings go through zarr directly: a lazy object array cannot be templated.
     group.create_array("reason", shape=coords.shape, chunks=chunk_shape_of(chunks), dtype=str, fill_value="",
@@ -376,11 +383,12 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     for name, values in written:
         arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
     if MANIFEST in arrays:  # a merged block (see merge_blocks) may span several chunks along k and trial
-        d, n, m, k, t = arrays["status"].chunks
+        chunks = arrays["status"].chunks
+        d, n, m, k, t = chunks
+        recorded = [name for name, _ in written if arrays[name].chunks == chunks]  # cubes of format 1 may differ
         for k_chunk in sorted({index // k for index in chunk.k}):
             for t_chunk in sorted({index // t for index in chunk.trial}):
-                record_chunks(arrays, [name for name, _ in written], (chunk.dataset // d, chunk.n // n, chunk.model // m,
-                                                                      k_chunk, t_chunk))
+                record_chunks(arrays, recorded, (chunk.dataset // d, chunk.n // n, chunk.model // m, k_chunk, t_chunk))
 
 
 class LostValuesWarning(UserWarning):

@@ -276,7 +276,7 @@ def test_read_only_output_folder_is_refused_before_anything_runs(tmp_path):
 
 
 BILLION_LAUGHS = "".join(  # 351 bytes, 9^9 = 387,420,489 'lol's when expanded
-    [f'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n']
+    ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n']
     + [f"{b}: &{b} [{','.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi")]) + "name: *i\n"
 VALID_HEAD = "seed: 7\nn: [40]\nk: [2, 3]\nresamples: 2\n" \
     "datasets: [{name: g, kind: lange_gaussians3}]\n" \

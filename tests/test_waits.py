@@ -72,7 +72,8 @@ class Run:
             code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"the run did not end within {timeout} s; stdout {self.stdout}, stderr {self.stderr}")
+            raise AssertionError(f"the run did not end within {timeout} s; stdout {self.stdout}, "
+                                 f"stderr {self.stderr}") from None
         for reader in self._readers:
             reader.join(timeout=10)
         return code
