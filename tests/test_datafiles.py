@@ -58,7 +58,7 @@ def test_npy_is_read_without_pickle(tmp_path):
     np.save(tmp_path / "ok.npy", np.arange(6.0).reshape(3, 2))
     assert read_matrix(tmp_path / "ok.npy", "k").shape == (3, 2)
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(ValueError, match="not a plain numeric"):
+    with pytest.raises(ValueError, match="pickle"):
         read_matrix(tmp_path / "objects.npy", "k")
 
 
