@@ -128,8 +128,8 @@ def _decision_number(name: str, field: str, value: Any) -> float:
     """``value`` as a finite float within ``FIELD_RANGES[field]``; a ``ValueError`` naming it otherwise
     (NaN would silently change every comparison, and with it k̂)."""
     low, high = FIELD_RANGES.get(field, (-np.inf, np.inf))
-    expected = "a finite number" + ("" if np.isinf(low) else f" in [{low:g}, {high:g}]" if np.isfinite(high)
-                                    else f" >= {low:g}")
+    expected = "a number (finite" + ("" if np.isinf(low) else f", in [{low:g}, {high:g}]" if np.isfinite(high)
+                                     else f", >= {low:g}") + ")"
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
