@@ -114,7 +114,7 @@ def _status(args: argparse.Namespace) -> int:
 def _report_folder(cube_path: Path, given: str | None) -> Path:
     """The report folder: ``--out`` or ``<cube>-report`` beside the cube; never the cube itself or a file."""
     cube = cube_path.resolve()
-    out = Path(given).resolve() if given else cube.with_name(cube.name.removesuffix(".zarr") + "-report")
+    out = Path(given).resolve() if given else cube.with_name(cube.stem + "-report")
     if out == cube or cube in out.parents:
         raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
                          "choose a folder outside it")

@@ -11,6 +11,7 @@ fix (a ``standardize`` step) is one line.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,9 @@ def _npy_matrix(path: Path, key: str) -> Matrix:
         X = X[:, None]
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise ConfigError(key, f"{path} holds a {X.ndim}-D {X.dtype} array", "expected a 2-D array of real numbers")
-    return Matrix(X.astype(np.float64), tuple(str(j) for j in range(X.shape[1])), "row index")
+    with np.errstate(over="ignore"):  # a longdouble beyond float64 becomes inf, refused by read_data
+        values = X.astype(np.float64)
+    return Matrix(values, tuple(str(j) for j in range(X.shape[1])), "row index")
 
 
 def _read_csv(path: Path, key: str, **options: Any) -> pd.DataFrame:
@@ -142,12 +145,17 @@ def read_data(path: Path, key: str) -> Matrix:
         matrix = _npy_matrix(path, key)
         at = first_nonfinite(matrix.X, nan=False)
         if at is not None:
-            raise ConfigError(key, f"{path} has the non-finite value {matrix.X[at]} at {matrix.where(*at)}",
+            raise ConfigError(key, f"{path} has the non-finite value {matrix.X[at]} at {matrix.where(*at)} (inf, or "
+                              "beyond float64's range of ±1.8e308)",
                               "replace it with a finite number (or NaN and add a drop_missing or impute step)")
-        return matrix
-    if path.suffix != ".csv":
+    elif path.suffix == ".csv":
+        matrix = _csv_matrix(path, key)
+    else:
         raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
-    return _csv_matrix(path, key)
+    if 0 in matrix.X.shape:
+        raise ConfigError(key, f"{path} has {matrix.X.shape[0]} data rows and {matrix.X.shape[1]} numeric columns",
+                          "give a file with at least one row and one column of numbers")
+    return matrix
 
 
 def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
@@ -212,6 +220,9 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Path, ke
     def column(j: int) -> str:
         return f"column {raw.columns[j]}" if keeps_columns else f"column {j} of the preprocessed matrix"
 
+    if 0 in X.shape:
+        raise ConfigError(key, f"{path} has {X.shape[0]} rows and {X.shape[1]} columns left after preprocessing",
+                          "loosen the steps that drop them (drop_missing's max_missing, top_variance's features)")
     missing = np.isnan(X)
     if missing.any():
         first = first_nonfinite(raw.X)
@@ -240,7 +251,9 @@ def preprocess(X: NDArray[np.float64], steps: Any, key: str) -> tuple[NDArray[np
     for i, step in enumerate(steps):
         peak = float(np.nanmax(np.abs(X))) if X.size and not np.isnan(X).all() else 0.0
         try:
-            with np.errstate(over="raise"):
+            # an empty slice's mean is NaN, refused with a clear line by check_values: no stray warning lines
+            with np.errstate(over="raise"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
                 X, kept = apply_steps(X, [step])
         except ValueError as error:
             raise ConfigError(f"{key}[{i}]", str(error)) from None

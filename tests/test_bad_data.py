@@ -101,6 +101,11 @@ CONFIG_CASES: dict[str, tuple[Callable[[Path], dict], list[str]]] = {
                                             ["datasets[0].path", "column 9 of the preprocessed matrix", "standardize"]),
     "values near 1e-200": (_csv(TINY), ["datasets[0].path", "underflow", "standardize"]),
     "log of zero": (_csv("0,1\n" + ROWS, preprocess=[{"log": {}}]), ["datasets[0].preprocess[0]", "positive"]),
+    "csv with a header only": (_csv(""), ["datasets[0].path", "0 data rows"]),
+    "every row dropped": (_csv("1,\n2,\n", preprocess=[{"drop_missing": {}}]),
+                          ["datasets[0].path", "0 rows and 2 columns left after preprocessing"]),
+    "npy longdouble beyond float64": (_npy(np.full((10, 2), np.longdouble("1e400"))),
+                                      ["datasets[0].path", "inf at row index 0, column 0", "float64's range"]),
     # .npy files that are not what their header says
     "npy header claiming 10**12 values": (_npy(_claiming((10**12,))), ["datasets[0].path", "(1000000000000,)",
                                                                        "16 bytes", "truncated"]),
