@@ -232,17 +232,19 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Path, ke
     at = first_nonfinite(X)
     if at is not None:
         raise ConfigError(key, f"{path} has the value {X[at]} after preprocessing, at row index {at[0]}, {column(at[1])}",
-                          "check the preprocess steps (a log of 0 is -inf: clip to a positive floor first)")
+                          "check the preprocess steps and their parameters (e.g. a clip bound of .inf)")
     large = too_large(X)
     if large is not None:
         j, peak, bound = large
         raise ConfigError(key, f"{path} {column(j)} reaches |x| = {peak:.3g} after preprocessing, above {bound:.3g}, "
                           f"the largest magnitude at which squared distances over {X.shape[0]} rows and {X.shape[1]} "
-                          "columns cannot overflow", "add a preprocess step '- standardize: {axis: columns}' (or rescale the file)")
+                          "columns cannot overflow",
+                          "add a preprocess step '- standardize: {axis: columns}' (or rescale the file)")
     spread = too_small(X)
     if spread is not None:
         raise ConfigError(key, f"{path}'s values differ by at most {spread:.3g} after preprocessing: squared distances "
-                          "underflow to 0 and every point looks the same", "add a preprocess step '- standardize: {axis: columns}'")
+                          "underflow to 0 and every point looks the same",
+                          "add a preprocess step '- standardize: {axis: columns}'")
 
 
 def preprocess(X: NDArray[np.float64], steps: Any, key: str) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
