@@ -277,3 +277,15 @@ def test_bad_data_against_an_existing_cube_leaves_it_byte_identical(computed_cub
                  timeout=120)
     _assert_one_error_line(result, ["datasets[1].path", "'1e400'", "data row 11", "column 'a'"])
     assert _tree_bytes(computed_cube) == before
+
+
+def test_a_criterion_without_any_value_is_left_out_of_the_report(computed_cube, tmp_path):
+    """A criterion added to a cube but not computed yet (all NaN) used to crash the figures."""
+    from pipeline.report import write_report
+    from pipeline.store import open_cube
+
+    cube = open_cube(computed_cube).load()
+    cube["prediction_strength"] = cube["prediction_strength"] * np.nan
+    table = write_report(cube, tmp_path / "r")
+    assert set(table["criterion"]) == {"lange", "clest", "gap"}
+    assert not list((tmp_path / "r").glob("prediction_strength*")) and (tmp_path / "r" / "gap_vs_k.png").exists()
