@@ -213,6 +213,8 @@ REPORT_CASES: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
                            ["--out", "afile is a file, not a folder"]),
     "--out inside the cube": (lambda cube, tmp: [str(cube), "--out", str(cube / "report")], ["--out", "inside the cube"]),
     "--out the cube itself": (lambda cube, tmp: [str(cube), "--out", str(cube)], ["--out", "inside the cube"]),
+    "--out where nobody can write": (lambda cube, tmp: [str(cube), "--out", "/proc/ordercube-report"],
+                                     ["--out", "cannot create the report folder /proc/ordercube-report"]),
     "NaN threshold": (lambda cube, tmp: [str(cube), "--threshold", "prediction_strength=nan"],
                       ["--threshold", "prediction_strength.threshold = 'nan'", "finite"]),
     "inf threshold": (lambda cube, tmp: [str(cube), "--threshold", "prediction_strength=inf"],
@@ -289,3 +291,16 @@ def test_a_criterion_without_any_value_is_left_out_of_the_report(computed_cube, 
     table = write_report(cube, tmp_path / "r")
     assert set(table["criterion"]) == {"lange", "clest", "gap"}
     assert not list((tmp_path / "r").glob("prediction_strength*")) and (tmp_path / "r" / "gap_vs_k.png").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders: run the suite as a user")
+def test_report_into_a_read_only_folder_exits_2(computed_cube, tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        result = cli("report", str(computed_cube), "--out", str(folder / "r"), timeout=120)
+    finally:
+        folder.chmod(0o755)
+    _assert_one_error_line(result, ["--out", "is not writable"])
+    assert list(folder.iterdir()) == []
