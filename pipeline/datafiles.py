@@ -87,9 +87,12 @@ def npy_header(path: Path, key: str) -> tuple[tuple[int, ...], np.dtype]:
     return shape, dtype
 
 
-def read_npy(path: Path, key: str) -> NDArray[Any]:
-    """The array of a ``.npy`` file whose header was checked by :func:`npy_header` (never unpickled)."""
-    npy_header(path, key)
+def read_npy(path: Path, key: str, *, kinds: str, ndims: tuple[int, ...], expected: str) -> NDArray[Any]:
+    """The array of a ``.npy`` file, never unpickled; its header's shape (``ndims``) and dtype (``kinds``,
+    NumPy's dtype kind letters) are checked, against the file's size too, before anything is read."""
+    shape, dtype = npy_header(path, key)
+    if len(shape) not in ndims or dtype.kind not in kinds or dtype.itemsize == 0:
+        raise ConfigError(key, f"{path} holds a {len(shape)}-D {dtype} array", f"expected {expected}")
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError) as error:
@@ -97,11 +100,9 @@ def read_npy(path: Path, key: str) -> NDArray[Any]:
 
 
 def _npy_matrix(path: Path, key: str) -> Matrix:
-    X = read_npy(path, key)
+    X = read_npy(path, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
     if X.ndim == 1:
         X = X[:, None]
-    if X.ndim != 2 or X.dtype.kind not in "biuf":
-        raise ConfigError(key, f"{path} holds a {X.ndim}-D {X.dtype} array", "expected a 2-D array of real numbers")
     with np.errstate(over="ignore"):  # a longdouble beyond float64 becomes inf, refused by read_data
         values = X.astype(np.float64)
     return Matrix(values, tuple(str(j) for j in range(X.shape[1])), "row index")
@@ -177,11 +178,8 @@ def read_labels(path: Path, column: Any, key: str) -> NDArray[np.int64]:
         if column is not None:
             raise ConfigError(f"{key}.column", f"{path} is a .npy array and has no columns, got column {column!r}",
                               "remove 'column'")
-        values = read_npy(path, f"{key}.path")
-        if values.ndim != 1 or values.dtype.kind not in "iuUS":
-            raise ConfigError(f"{key}.path", f"{path} holds a {values.ndim}-D {values.dtype} array",
-                              "expected a 1-D array of integers or strings, one label per data row")
-        return _codes(values)
+        return _codes(read_npy(path, f"{key}.path", kinds="iuUS", ndims=(1,),
+                               expected="a 1-D array of integers or strings, one label per data row"))
     if column is not None and not isinstance(column, str):
         raise ConfigError(f"{key}.column", f"expected one column name, got {column!r}", "give the name of one column")
     frame = _read_csv(path, f"{key}.path")

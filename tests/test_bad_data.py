@@ -113,7 +113,7 @@ CONFIG_CASES: dict[str, tuple[Callable[[Path], dict], list[str]]] = {
     "npy truncated": (_npy(_claiming((10, 2), b"\0" * 100)), ["datasets[0].path", "160 bytes", "100 bytes"]),
     "npy garbage": (_npy(b"not an npy file at all"), ["datasets[0].path", "not a readable .npy"]),
     "npy of pickled objects": (_npy(np.array([{"a": 1}, 2], dtype=object)), ["datasets[0].path", "pickle"]),
-    "npy of complex numbers": (_npy(np.ones((10, 2), dtype=complex)), ["datasets[0].path", "complex128",
+    "npy of complex numbers": (_npy(np.ones((10, 2), dtype=complex)), ["datasets[0].path", "2-D complex128",
                                                                        "real numbers"]),
     # labels files
     "empty labels file": (_labels("labels.csv", ""), ["datasets[0].labels.path", "labels.csv", "cannot parse"]),
@@ -128,6 +128,9 @@ CONFIG_CASES: dict[str, tuple[Callable[[Path], dict], list[str]]] = {
                                        ["datasets[0].labels.path", "claims shape (1000000000000,)"]),
     "labels .npy of objects": (_labels("labels.npy", _claiming((2,), b"", dtype="|O")),
                                ["datasets[0].labels.path", "pickle"]),
+    "labels .npy of 10**12 empty strings": (_labels("labels.npy", _claiming((10**12,), b"", dtype="<U0")),
+                                            ["datasets[0].labels.path", "1-D <U0", "integers or strings"]),
+    "npy of 3-D data": (_npy(np.zeros((4, 3, 2))), ["datasets[0].path", "3-D float64", "1-D or 2-D"]),
     "labels .npy given a column": (_labels("labels.npy", np.arange(10), column="x"),
                                    ["datasets[0].labels.column", "no columns"]),
     "labels with a missing one": (_labels("labels.csv", "id,y\n" + "".join(f"r{i},{'' if i == 5 else i % 2}\n"
