@@ -116,24 +116,43 @@ def _read_csv(path: Path, key: str, **options: Any) -> pd.DataFrame:
                           "give a comma-separated file with a header row") from None
 
 
+def _as_numbers(column: pd.Series) -> pd.Series:
+    """A CSV column as numbers, NaN where a cell is not one. Integers beyond float64, which pandas keeps as
+    Python ints, become inf, as 1e400 does."""
+    try:
+        return pd.to_numeric(column, errors="coerce")
+    except OverflowError:
+        return pd.to_numeric(column.astype(str), errors="coerce")
+
+
+def _not_numbers(column: pd.Series) -> pd.Series:
+    """Where a CSV column holds text that is not a number (empty cells are missing values, not text)."""
+    return column.notna() & _as_numbers(column).isna()
+
+
+def _shown(text: Any, limit: int = 40) -> str:
+    """A cell's text for a message, cut to ``limit`` characters (a 5000-digit cell would fill the screen)."""
+    text = str(text)
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def _csv_matrix(path: Path, key: str) -> Matrix:
     frame = _read_csv(path, key)
     first = 0
-    if frame.shape[1] > 1 and not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]):
+    if frame.shape[1] > 1 and _not_numbers(frame.iloc[:, 0]).any():
         frame, first = frame.iloc[:, 1:], 1
     for column in frame.columns:
-        converted = pd.to_numeric(frame[column], errors="coerce")
-        bad = frame[column].notna() & converted.isna()
+        bad = _not_numbers(frame[column])
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ConfigError(key, f"{path} has a non-numeric cell {frame[column].iloc[row]!r} in column "
+            raise ConfigError(key, f"{path} has a non-numeric cell {_shown(frame[column].iloc[row])} in column "
                               f"{column!r}, data row {row + 1}", "fix the file or drop that column")
-        frame[column] = converted
+        frame[column] = _as_numbers(frame[column])
     X = frame.to_numpy(dtype=np.float64)
     at = first_nonfinite(X, nan=False)
     if at is not None:  # name the text of the cell: '1e400' reads as inf
         text = _read_csv(path, key, dtype=str, keep_default_na=False).iloc[at[0], at[1] + first]
-        raise ConfigError(key, f"{path} has the non-finite value {text!r} at data row {at[0] + 1}, column "
+        raise ConfigError(key, f"{path} has the non-finite value {_shown(text)} at data row {at[0] + 1}, column "
                           f"{frame.columns[at[1]]!r} (inf, or beyond float64's range of ±1.8e308)",
                           "replace it with a finite number, or empty the cell and add a drop_missing or impute step")
     return Matrix(X, tuple(repr(str(c)) for c in frame.columns), "data row")

@@ -88,3 +88,12 @@ def test_valid_parameters_resolve_unchanged_so_cube_identities_stay_the_same():
     assert spec.resolve(given) == given and type(spec.resolve(given)["std"]) is int
     assert get_synthetic("shamir_mixture1d").resolve({}) == {"mu": 5.0}
     assert get_synthetic("lange_gaussians3").resolve({"centers": None})["centers"] is None
+
+
+def test_a_5000_digit_integer_is_refused_by_its_size_not_printed():
+    from tasks.datasets import ParameterError
+
+    with pytest.raises(ParameterError, match=r"mu: .* got an integer of about 5001 digits; e.g. mu: 5.0"):
+        get_synthetic("shamir_mixture1d").resolve({"mu": 10**5000})
+    with pytest.raises(ParameterError, match=r"centers: .* got a list holding an integer of more than 4300 digits"):
+        get_synthetic("gaussian_mixture").resolve({"centers": [1, 10**5000]})

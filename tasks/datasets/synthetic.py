@@ -27,7 +27,19 @@ class ParameterError(ValueError):
 
     def __init__(self, name: str, expected: str, value: Any, fix: str) -> None:
         self.name, self.expected, self.value, self.fix = name, expected, value, fix
-        super().__init__(f"{name}: expected {expected}, got {value!r}; {fix}")
+        super().__init__(f"{name}: expected {expected}, got {_shown(value)}; {fix}")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters; a huge integer by its number of digits (Python refuses
+    to print one of more than 4300)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a list holding such an integer
+        return "a list holding an integer of more than 4300 digits"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _is_number(value: Any) -> bool:
@@ -39,7 +51,8 @@ def check_number(name: str, value: Any, *, minimum: float | None = None, strict:
     """A finite real number, at most ``MAX_PARAMETER`` in size, >= ``minimum`` (> when ``strict``)."""
     expected = "a finite number" + ("" if minimum is None else f" {'>' if strict else '>='} {minimum:g}")
     expected += f" of size at most {MAX_PARAMETER:g}"
-    ok = _is_number(value) and math.isfinite(value) and abs(value) <= MAX_PARAMETER
+    # abs() first: an int too large for a float has no isfinite(); NaN and inf fail the comparison
+    ok = _is_number(value) and abs(value) <= MAX_PARAMETER and math.isfinite(value)
     if ok and minimum is not None:
         ok = value > minimum if strict else value >= minimum
     if not ok:
