@@ -167,9 +167,12 @@ def _report(args: argparse.Namespace) -> int:
         raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
                          "choose a folder you can write to") from None
     table = write_report(cube, out, decide)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if table.empty:  # e.g. only a diagnostic (agreement) was computed
+        print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
+    else:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     published = published_of(cube)
-    if published:
+    if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")
         print(comparison_matrix(table, published).to_string())
     print(f"report written to {out}")
