@@ -158,9 +158,28 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
+def _report_folder(cube_path: Path, given: str | None) -> Path:
+    """The report folder: ``--out`` or ``<cube>-report`` beside the cube; never the cube itself or a file."""
+    cube = cube_path.resolve()
+    out = Path(given).resolve() if given else cube.with_name(cube.stem + "-report")
+    if out == cube or cube in out.parents:
+        raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
+                         "choose a folder outside it")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {out} exists and is a file, not a folder; choose a folder for the report")
+    existing = next(folder for folder in (out, *out.parents) if folder.exists())
+    if not existing.is_dir():
+        raise InputError(f"--out: cannot create the report folder {out}: {existing} is a file, not a folder; "
+                         "choose another --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"--out: cannot create the report folder {out}: {existing} is not writable; "
+                         "choose a folder you can write to")
+    return out
+
+
 def _report(args: argparse.Namespace) -> int:
     from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import comparison_matrix, published_of, write_report
+    from pipeline.report import comparison_matrix, published_of, status_counts, write_report
     from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
@@ -177,21 +196,32 @@ def _report(args: argparse.Namespace) -> int:
             raise InputError(f"--decide: expected CRITERION.FIELD=VALUE, got {item!r}; e.g. --decide gap.method=globalmax")
         decide.setdefault(name, {})[field] = value
     cube_path = Path(args.cube)
-    out = Path(args.out) if args.out else cube_path.with_name(cube_path.stem + "-report")
     cube = load_cube(cube_path)
+    out = _report_folder(cube_path, args.out)
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:
         raise InputError(f"{'--decide' if args.decide else '--threshold'}: {error}") from None
+    counts = status_counts(cube)
+    if counts["ok"] == 0:  # nothing to tabulate or draw: say so and leave the disk as it is
+        others = ", ".join(f"{key}: {value}" for key, value in counts.items() if key not in ("total", "ok") and value)
+        print(f"no computed cells yet in {cube_path} (0 of {counts['total']} planned cells ok; {others}); "
+              "nothing to report, no report written")
+        return EXIT_OK
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
+                         "choose a folder you can write to") from None
     table = write_report(cube, out, decide)
-    if table.empty:
-        print("no computed cells yet")
+    if table.empty:  # e.g. only a diagnostic (agreement) was computed
+        print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
     else:
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        published = published_of(cube)
-        if published:
-            print("\nk̂ by criterion: this cube / published (! where they differ)")
-            print(comparison_matrix(table, published).to_string())
+    published = published_of(cube)
+    if published and not table.empty:
+        print("\nk̂ by criterion: this cube / published (! where they differ)")
+        print(comparison_matrix(table, published).to_string())
     print(f"report written to {out}")
     return EXIT_OK
 

@@ -25,6 +25,7 @@ from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.datasets import SYNTHETIC, get_synthetic
+from tasks.datasets.synthetic import ParameterError
 from tasks.predictors import PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
@@ -266,6 +267,9 @@ def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -
     try:
         params = generator.resolve(entry.get("params") or {})
         n_features = generator.sample(MIN_N, np.random.default_rng(0), **params)[0].shape[1]  # fail here, not in cells
+    except ParameterError as error:
+        problem = str(error).split(": ", 1)[1].rsplit("; ", 1)[0]  # 'expected ..., got ...' with the value as shown
+        raise ConfigError(f"{key}.params.{error.name}", problem, error.fix) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error), f"see the parameters of {kind}") from None
     if "all" in n_raw:

@@ -35,6 +35,9 @@ from tasks.criteria.clest import clest_choice
 from tasks.criteria.gap import max_se
 
 DECISION_DIMS = ("dataset", "n", "model")
+#: Allowed ranges of the numeric decision fields (every one must also be finite): Clest's p_max is a
+#: p-value bound, the Gap rule's se_factor a count of standard errors.
+FIELD_RANGES: dict[str, tuple[float, float]] = {"p_max": (0.0, 1.0), "se_factor": (0.0, np.inf)}
 
 
 def _sorted(ds: xr.Dataset) -> xr.Dataset:
@@ -114,14 +117,26 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
                 if value not in GAP_METHODS:
                     raise ValueError(f"{name}.method = {value!r} is not one of {list(GAP_METHODS)}")
             else:
-                try:
-                    changes[field] = float(value)
-                except (TypeError, ValueError):
-                    raise ValueError(f"{name}.{field} = {value!r}: expected a number") from None
+                changes[field] = _decision_number(name, field, value)
         out[name] = replace(decision, **changes)
     if decide:
         raise ValueError(f"{sorted(decide)[0]!r}: no such criterion in the cube; it has {sorted(out)}")
     return out
+
+
+def _decision_number(name: str, field: str, value: Any) -> float:
+    """``value`` as a finite float within ``FIELD_RANGES[field]``; a ``ValueError`` naming it otherwise
+    (NaN would silently change every comparison, and with it k̂)."""
+    low, high = FIELD_RANGES.get(field, (-np.inf, np.inf))
+    expected = "a number (finite" + ("" if np.isinf(low) else f", in [{low:g}, {high:g}]" if np.isfinite(high)
+                                     else f", >= {low:g}") + ")"
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = np.nan
+    if not (np.isfinite(number) and low <= number <= high):
+        raise ValueError(f"{name}.{field} = {value!r}: expected {expected}")
+    return number
 
 
 def _largest_above(values: xr.DataArray, threshold: float) -> xr.DataArray:

@@ -216,6 +216,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     chosen = select_k(scores, decide)
     frequency = selection_frequency(choice_per_trial(scores, decide), scores["k"])
     for criterion in criteria_of(scores):
+        if not bool(scores[criterion].notnull().any()):  # a criterion added to the cube but not computed yet
+            continue
         plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
         if criterion not in chosen:  # a diagnostic (agreement): its curves only
             continue

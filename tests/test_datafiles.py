@@ -58,7 +58,7 @@ def test_npy_is_read_without_pickle(tmp_path):
     np.save(tmp_path / "ok.npy", np.arange(6.0).reshape(3, 2))
     assert read_matrix(tmp_path / "ok.npy", "k").shape == (3, 2)
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(ValueError, match="not a plain numeric"):
+    with pytest.raises(ValueError, match="pickle"):
         read_matrix(tmp_path / "objects.npy", "k")
 
 
@@ -91,3 +91,76 @@ def test_alon_gene_clusters_preprocessing_of_seed_002(shared):
                            "methods": [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid",
                                         "criteria": ["lange"]}]})
     assert config.datasets[0].data.shape == (2000, 15)  # genes are the objects, 15 principal components
+
+
+def test_bounds_find_the_first_non_finite_value_and_the_column_that_overflows():
+    from tasks.datasets.bounds import first_nonfinite, largest_magnitude, too_large, too_small
+
+    X = np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, -np.inf]])
+    assert first_nonfinite(X) == (1, 0) and first_nonfinite(X, nan=False) == (2, 1)
+    assert first_nonfinite(np.ones((3, 2))) is None
+    # sqrt(1e300 / (4 * 10^2 * 2)) = 1e150 / sqrt(800)
+    assert largest_magnitude(10, 2) == pytest.approx(1e150 / np.sqrt(800.0))
+    safe = np.full((10, 2), 1e148)
+    assert too_large(safe) is None
+    unsafe = safe.copy()
+    unsafe[3, 1] = -1e149
+    column, peak, bound = too_large(unsafe)
+    assert (column, peak) == (1, 1e149) and bound == largest_magnitude(10, 2)
+    # at the bound every sum of squared distances over all pairs is finite; well above it, it is not
+    at_bound = np.array([[bound, bound], [-bound, -bound]] * 5)
+    assert np.isfinite(((at_bound[:, None, :] - at_bound[None, :, :]) ** 2).sum())
+    with np.errstate(over="ignore"):
+        above = at_bound * 1e5
+        assert not np.isfinite(((above[:, None, :] - above[None, :, :]) ** 2).sum())
+    assert too_small(np.array([[1e-200, 0.0], [3e-200, 0.0]])) == pytest.approx(2e-200)
+    assert too_small(np.zeros((3, 2))) is None and too_small(np.array([[0.0], [1e-10]])) is None
+
+
+def test_inf_in_a_csv_is_refused_with_its_text_row_and_column(tmp_path):
+    (tmp_path / "m.csv").write_text("id,a,b\nr1,1,2\nr2,3,1e400\n")
+    with pytest.raises(ValueError, match=r"'1e400' at data row 2, column 'b'"):
+        read_matrix(tmp_path / "m.csv", "k")
+    (tmp_path / "ok.csv").write_text("a,b\n1,nan\n1e300,2\n")  # NaN is missing, 1e300 is finite: both read
+    X = read_matrix(tmp_path / "ok.csv", "k")
+    assert np.isnan(X[0, 1]) and X[1, 0] == 1e300
+
+
+def test_npy_header_is_checked_against_the_file_size(tmp_path):
+    from pipeline.datafiles import npy_header
+
+    np.save(tmp_path / "ok.npy", np.arange(6, dtype=np.int32).reshape(3, 2))
+    shape, dtype = npy_header(tmp_path / "ok.npy", "k")
+    assert shape == (3, 2) and dtype == np.int32
+    data = (tmp_path / "ok.npy").read_bytes()
+    (tmp_path / "short.npy").write_bytes(data[:-4])
+    with pytest.raises(ValueError, match=r"claims shape \(3, 2\) of int32 \(24 bytes\) but the file holds 20 bytes"):
+        npy_header(tmp_path / "short.npy", "k")
+    with pytest.raises(ValueError, match="not a readable .npy"):
+        (tmp_path / "text.npy").write_text("hello")
+        npy_header(tmp_path / "text.npy", "k")
+
+
+def test_labels_from_npy_of_integers_or_strings_and_from_a_csv_column(tmp_path):
+    from pipeline.datafiles import read_labels
+
+    np.save(tmp_path / "ints.npy", np.array([7, 3, 7, 9]))
+    assert read_labels(tmp_path / "ints.npy", None, "k").tolist() == [1, 0, 1, 2]
+    np.save(tmp_path / "names.npy", np.array(["b", "a", "b"]))
+    assert read_labels(tmp_path / "names.npy", None, "k").tolist() == [1, 0, 1]
+    (tmp_path / "l.csv").write_text("id,phase\nx,G1\ny,S\nz,G1\n")
+    assert read_labels(tmp_path / "l.csv", "phase", "k").tolist() == [0, 1, 0]
+    assert read_labels(tmp_path / "l.csv", None, "k").tolist() == [0, 1, 0]  # the last column
+    with pytest.raises(ValueError, match=r"k.column: expected one column name, got \['id', 'phase'\]"):
+        read_labels(tmp_path / "l.csv", ["id", "phase"], "k")
+
+
+def test_preprocessing_that_overflows_names_the_step(tmp_path):
+    from pipeline.datafiles import preprocess
+
+    X = np.array([[1e300, 1.0], [-1e300, 2.0], [5e299, 3.0]])
+    with pytest.raises(ValueError, match=r"p\[1\]: the standardize step overflows float64 on values up to \|x\| = 1e\+300"):
+        preprocess(X, [("clip", {"floor": -1e301}), ("standardize", {})], "p")
+    logged, rows = preprocess(np.abs(X), [("log", {"base": 10.0}), ("standardize", {})], "p")
+    assert rows.tolist() == [0, 1, 2] and np.isfinite(logged).all()
+    np.testing.assert_allclose(logged.mean(axis=0), 0.0, atol=1e-12)

@@ -59,3 +59,41 @@ def test_every_generator_is_reproducible_and_has_the_requested_size(name):
     a, b = (spec.sample(37, np.random.default_rng(9), **params) for _ in range(2))
     assert a[0].shape[0] == 37 and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
     assert a[1].max() < spec.true_k(params)
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("gaussian_mixture", {"centers": [1, 2, 3]}, r"centers: expected a non-empty list of points .* got \[1, 2, 3\]"),
+    ("gaussian_mixture", {"centers": []}, r"centers: expected a non-empty list of points"),
+    ("gaussian_mixture", {"centers": [[0.0], [np.nan]]}, r"centers\[1\]\[0\]: expected a finite number .* got nan"),
+    ("gaussian_mixture", {"centers": [[0.0], [5.0]], "std": [1.0, 0.0]}, r"std\[1\]: expected a finite number > 0"),
+    ("gaussian_mixture", {"centers": [[0.0], [5.0]], "weights": [2.0]}, r"weights: expected a list of 2 numbers"),
+    ("gaussian_mixture", {"centers": [[0.0], [5.0]], "weights": [1, np.inf]}, r"weights\[1\]: .* got inf"),
+    ("lange_gaussians3", {"std": -0.5}, r"std: expected a finite number > 0 .* got -0.5; e.g. std: 0.8"),
+    ("lange_gaussians3", {"std": "0.8"}, r"std: .* got '0.8'"),
+    ("rings3", {"radii": [1.0, 1e101]}, r"radii\[1\]: expected a finite number > 0 of size at most 1e\+100"),
+    ("rings3", {"noise": np.nan}, r"noise: expected a finite number >= 0"),
+    ("shamir_mixture1d", {"mu": np.nan}, r"mu: expected a finite number > 0 .* got nan; e.g. mu: 5.0"),
+])
+def test_parameters_out_of_range_name_the_parameter_and_the_value(name, params, message):
+    from tasks.datasets import ParameterError
+
+    with pytest.raises(ParameterError, match=message) as raised:
+        get_synthetic(name).resolve(params)
+    assert raised.value.name.split("[")[0] in params
+
+
+def test_valid_parameters_resolve_unchanged_so_cube_identities_stay_the_same():
+    spec = get_synthetic("gaussian_mixture")
+    given = {"centers": [[0, 0], [5, 5]], "std": 1, "weights": [1, 3]}
+    assert spec.resolve(given) == given and type(spec.resolve(given)["std"]) is int
+    assert get_synthetic("shamir_mixture1d").resolve({}) == {"mu": 5.0}
+    assert get_synthetic("lange_gaussians3").resolve({"centers": None})["centers"] is None
+
+
+def test_a_5000_digit_integer_is_refused_by_its_size_not_printed():
+    from tasks.datasets import ParameterError
+
+    with pytest.raises(ParameterError, match=r"mu: .* got an integer of about 5001 digits; e.g. mu: 5.0"):
+        get_synthetic("shamir_mixture1d").resolve({"mu": 10**5000})
+    with pytest.raises(ParameterError, match=r"centers: .* got a list holding an integer of more than 4300 digits"):
+        get_synthetic("gaussian_mixture").resolve({"centers": [1, 10**5000]})

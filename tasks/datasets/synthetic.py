@@ -6,14 +6,88 @@ generator, and returns the points together with the index of the component that 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tasks.datasets.bounds import MAX_PARAMETER
+
 Sampler = Callable[..., tuple[NDArray[np.float64], NDArray[np.int64]]]
+Checker = Callable[[Mapping[str, Any]], None]
+
+
+class ParameterError(ValueError):
+    """A generator parameter out of its range: ``name`` is the parameter, the message says what was
+    expected, the value received and the fix."""
+
+    def __init__(self, name: str, expected: str, value: Any, fix: str) -> None:
+        self.name, self.expected, self.value, self.fix = name, expected, value, fix
+        super().__init__(f"{name}: expected {expected}, got {_shown(value)}; {fix}")
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters; a huge integer by its number of digits (Python refuses
+    to print one of more than 4300)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a list holding such an integer
+        return "a list holding an integer of more than 4300 digits"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def check_number(name: str, value: Any, *, minimum: float | None = None, strict: bool = False,
+                 example: str = "1.0", fix: str | None = None) -> None:
+    """A finite real number, at most ``MAX_PARAMETER`` in size, >= ``minimum`` (> when ``strict``)."""
+    expected = "a finite number" + ("" if minimum is None else f" {'>' if strict else '>='} {minimum:g}")
+    expected += f" of size at most {MAX_PARAMETER:g}"
+    # abs() first: an int too large for a float has no isfinite(); NaN and inf fail the comparison
+    ok = _is_number(value) and abs(value) <= MAX_PARAMETER and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value > minimum if strict else value >= minimum
+    if not ok:
+        raise ParameterError(name, expected, value, fix or f"e.g. {name}: {example}")
+
+
+def check_numbers(name: str, value: Any, *, length: int | None = None, minimum: float | None = None,
+                  strict: bool = False, example: str) -> None:
+    """A non-empty list of numbers (of ``length`` items when given), each checked by :func:`check_number`.
+
+    ``example`` is a valid list, e.g. ``"[1.0, 2.5]"``.
+    """
+    size = "a non-empty list" if length is None else f"a list of {length}"
+    if not isinstance(value, (list, tuple)) or not value or (length is not None and len(value) != length):
+        raise ParameterError(name, f"{size} numbers", value, f"e.g. {name}: {example}")
+    for j, item in enumerate(value):
+        check_number(f"{name}[{j}]", item, minimum=minimum, strict=strict, fix=f"e.g. {name}: {example}")
+
+
+def check_points(name: str, value: Any, *, count: int | None = None) -> None:
+    """A list of ``count`` (or at least one) distinct points, each a non-empty list of finite numbers of
+    the same length."""
+    expected = (f"a list of {count} points" if count else "a non-empty list of points") + " (lists of coordinates)"
+    fix = f"e.g. {name}: [[0, 0], [5, 0], [0, 5]] (in 1-D: [[0], [5], [10]])"
+    if not isinstance(value, (list, tuple)) or not value or (count is not None and len(value) != count):
+        raise ParameterError(name, expected, value, fix)
+    if not all(isinstance(point, (list, tuple)) and point for point in value):
+        raise ParameterError(name, expected, value, fix)
+    if len({len(point) for point in value}) > 1:
+        raise ParameterError(name, "points of the same dimension", value, "give every point as many coordinates")
+    for j, point in enumerate(value):
+        for c, coordinate in enumerate(point):
+            check_number(f"{name}[{j}][{c}]", coordinate, fix=fix)
+    if len({tuple(point) for point in value}) < len(value):
+        raise ParameterError(name, "distinct points (the true k is their number)", value, "remove the repeated point")
 
 
 def gaussian_mixture(
@@ -101,6 +175,38 @@ def shamir_mixture1d(
     return X, component.astype(np.int64)
 
 
+def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
+    check_points("centers", params["centers"])
+    count = len(params["centers"])
+    std = params["std"]
+    if isinstance(std, (list, tuple)):
+        check_numbers("std", std, length=count, minimum=0.0, strict=True, example=str([1.0] * count))
+    else:
+        check_number("std", std, minimum=0.0, strict=True)
+    if params["weights"] is not None:
+        # a zero weight would leave a center without points while the true k still counts it
+        check_numbers("weights", params["weights"], length=count, minimum=0.0, strict=True, example=str([1] * count))
+
+
+def _check_lange_gaussians3(params: Mapping[str, Any]) -> None:
+    if params["centers"] is not None:
+        check_points("centers", params["centers"], count=3)
+    check_number("std", params["std"], minimum=0.0, strict=True, example="0.8")
+
+
+def _check_rings3(params: Mapping[str, Any]) -> None:
+    check_numbers("radii", params["radii"], minimum=0.0, strict=True, example="[1.0, 2.5, 4.0]")
+    if len(set(params["radii"])) < len(params["radii"]):
+        raise ParameterError("radii", "distinct radii (the true k is their number)", params["radii"],
+                             "remove the repeated radius")
+    check_number("noise", params["noise"], minimum=0.0, example="0.15")
+
+
+def _check_shamir_mixture1d(params: Mapping[str, Any]) -> None:
+    # mu = 0 puts the three components on top of each other; the mixture is symmetric, so mu > 0 loses nothing
+    check_number("mu", params["mu"], minimum=0.0, strict=True, example="5.0")
+
+
 @dataclass(frozen=True)
 class SyntheticDataset:
     """A registered generator with its default parameters and its true number of clusters."""
@@ -110,9 +216,14 @@ class SyntheticDataset:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     true_k: Callable[[Mapping[str, Any]], int] = lambda params: 3
+    check: Checker = lambda params: None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Defaults overlaid with ``params``; unknown or missing names raise ``ValueError``."""
+        """Defaults overlaid with ``params``, as given (they are the dataset's identity in the cube).
+
+        Unknown or missing names raise ``ValueError``; a value out of its range ``ParameterError``
+        (from ``check``), which names the parameter.
+        """
         allowed = set(self.defaults) | set(self.required)
         unknown = sorted(set(params) - allowed)
         if unknown:
@@ -120,19 +231,22 @@ class SyntheticDataset:
         missing = [name for name in self.required if name not in params]
         if missing:
             raise ValueError(f"missing parameter {missing[0]!r}; {self.name} needs {list(self.required)}")
-        return {**self.defaults, **params}
+        resolved = {**self.defaults, **params}
+        self.check(resolved)
+        return resolved
 
 
 SYNTHETIC: dict[str, SyntheticDataset] = {
     spec.name: spec
     for spec in [
         SyntheticDataset("lange_gaussians3", lange_gaussians3,
-                         {"centers": [[-2.5, 4.0], [2.5, 4.0], [0.0, 0.0]], "std": 0.8}),
+                         {"centers": [[-2.5, 4.0], [2.5, 4.0], [0.0, 0.0]], "std": 0.8}, check=_check_lange_gaussians3),
         SyntheticDataset("rings3", rings3, {"radii": [1.0, 2.5, 4.0], "noise": 0.15},
-                         true_k=lambda params: len(params["radii"])),
-        SyntheticDataset("shamir_mixture1d", shamir_mixture1d, {"mu": 5.0}),
+                         true_k=lambda params: len(params["radii"]), check=_check_rings3),
+        SyntheticDataset("shamir_mixture1d", shamir_mixture1d, {"mu": 5.0}, check=_check_shamir_mixture1d),
         SyntheticDataset("gaussian_mixture", gaussian_mixture, {"weights": None, "std": 1.0},
-                         required=("centers",), true_k=lambda params: len(params["centers"])),
+                         required=("centers",), true_k=lambda params: len(params["centers"]),
+                         check=_check_gaussian_mixture),
     ]
 }
 
