@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,40 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> 
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)]), **(env or {})}
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
+
+
+def cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                   timeout: float | None = None) -> subprocess.CompletedProcess:
+    """The ``ordercube`` CLI's ``main`` called in this process, its output captured: for the many checks of
+    bad input, which end before a cluster starts (a subprocess costs ~2 s of imports each; this, milliseconds).
+    ``tests/test_bad_input.py`` runs a sample of the same cases through real processes.
+
+    What a user's process would do on its way out is kept apart: the signal handlers and warning display
+    that ``main`` installs are restored, and ``env`` is set only for the call. An exception that ``main``
+    lets through (a traceback, for a user) propagates and fails the test. ``timeout`` is accepted for
+    symmetry with :func:`cli` and not enforced.
+    """
+    from pipeline.cli import main
+
+    if str(STUBS) not in sys.path:  # where a user's PYTHONPATH would find the test plugins
+        sys.path.insert(0, str(STUBS))
+    out, err = io.StringIO(), io.StringIO()
+    saved = warnings.showwarning, signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    saved_env = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(cwd or Path.cwd()):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's errors
+                code = int(exit_.code or 0)
+    finally:
+        warnings.showwarning = saved[0]
+        signal.signal(signal.SIGINT, saved[1])
+        signal.signal(signal.SIGTERM, saved[2])
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def write_config(path: Path, **config) -> Path:

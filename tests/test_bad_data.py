@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 from numpy.lib import format as npy_format
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import cli, cli_in_process, small_config, write_config
 
 ROWS = "".join(f"{i},{(i * 7) % 5}\n" for i in range(1, 11))  # ten finite rows of columns a, b
 
@@ -181,7 +180,7 @@ CONFIG_CASES: dict[str, tuple[Callable[[Path], dict], list[str]]] = {
 def test_bad_data_exits_2_with_one_line_and_writes_no_cube(tmp_path, case):
     build, expected = CONFIG_CASES[case]
     config = write_config(tmp_path / "bad.yaml", **build(tmp_path))
-    result = cli("run", str(config), "--out", str(tmp_path / "cube.zarr"), "--no-progress", timeout=120)
+    result = cli_in_process("run", str(config), "--out", str(tmp_path / "cube.zarr"), "--no-progress")
     _assert_one_error_line(result, expected)
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert not (tmp_path / "cube.zarr").exists()
@@ -249,10 +248,8 @@ def test_bad_report_arguments_exit_2_and_leave_the_cube_untouched(computed_cube,
 
 
 def _cli_in(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """``cli`` run from ``folder`` (so that ``report .`` names it)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)])}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=folder, timeout=120)
+    """The CLI run from ``folder`` (so that ``report .`` names it)."""
+    return cli_in_process(*args, cwd=folder)
 
 
 def test_a_threshold_that_is_a_number_still_re_decides(computed_cube, tmp_path):
@@ -267,13 +264,13 @@ def test_a_threshold_that_is_a_number_still_re_decides(computed_cube, tmp_path):
 
 def test_report_and_status_of_a_cube_with_nothing_computed(empty_cube, tmp_path):
     before = _tree_bytes(empty_cube)
-    result = cli("report", str(empty_cube), "--out", str(tmp_path / "r"), timeout=120)
+    result = cli_in_process("report", str(empty_cube), "--out", str(tmp_path / "r"))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert result.stdout.startswith("no computed cells yet") and "0 of 72 planned cells ok; pending: 72" in result.stdout
     assert not (tmp_path / "r").exists() and _tree_bytes(empty_cube) == before
-    result = cli("report", str(empty_cube), "--decide", "clest.p_max=nan", timeout=120)
+    result = cli_in_process("report", str(empty_cube), "--decide", "clest.p_max=nan")
     _assert_one_error_line(result, ["--decide", "'clest': no such criterion"])
-    result = cli("status", str(empty_cube), "--json", timeout=120)
+    result = cli_in_process("status", str(empty_cube), "--json")
     assert result.returncode == 0 and '"ok": 0' in result.stdout and '"pending": 72' in result.stdout
     assert _tree_bytes(empty_cube) == before
 

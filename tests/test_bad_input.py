@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import cli, small_config, write_config
+from conftest import cli, cli_in_process, small_config, write_config
 from pipeline.config import load_config
 from pipeline.errors import ConfigError
 
@@ -188,7 +188,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path, case):
     build, expected = CASES[case]
     path = write_config(tmp_path / "bad.yaml", **build(tmp_path))
     for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "cube.zarr")]):
-        result = cli(*command)
+        result = cli_in_process(*command)
         assert result.returncode == 2, (case, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -308,7 +308,7 @@ def test_unbounded_yaml_exits_2_naming_the_file(tmp_path, case):
     path = tmp_path / "bad.yaml"
     path.write_bytes(text)
     for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "cube.zarr")]):
-        result = cli(*command, timeout=60)
+        result = cli_in_process(*command)
         assert result.returncode == 2, (case, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -356,3 +356,17 @@ def test_an_oversized_grid_never_reaches_the_planning_code(tmp_path, monkeypatch
     result = cli("validate", str(path), timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "cells, more than" in result.stderr
     assert time.perf_counter() - started < 30  # the refused grid allocates nothing (it used to take 978 GiB)
+
+
+@pytest.mark.parametrize("case", ["unknown criterion", "k out of range for every n", "estimator memory"])
+def test_a_sample_of_the_bad_configs_through_a_real_process(tmp_path, case):
+    """The cases above call the CLI's ``main`` in the test's process; a few go through a real process too:
+    the exit code, the single stderr line and no traceback are those a user's shell sees."""
+    config = CASES[case][0](tmp_path) if case in CASES else small_config(methods=[{
+        "name": "m", "algorithm": "sklearn.cluster.AgglomerativeClustering", "params": {"memory": str(tmp_path / "DIR")},
+        "predictor": "nearest_centroid", "criteria": ["lange"]}])
+    path = write_config(tmp_path / "bad.yaml", **config)
+    result = cli("run", str(path), "--out", str(tmp_path / "cube.zarr"))
+    assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert not (tmp_path / "cube.zarr").exists() and not (tmp_path / "DIR").exists()

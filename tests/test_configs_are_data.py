@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import cli, write_config
+from conftest import cli, cli_in_process, write_config
 
 AGGLOMERATIVE = "sklearn.cluster.AgglomerativeClustering"
 
@@ -56,7 +56,7 @@ def test_estimator_parameter_that_is_not_data_is_refused_and_nothing_is_written(
     cache, cube = tmp_path / "DIR", tmp_path / "cube.zarr"
     config = write_config(tmp_path / "attack.yaml", **_config(tmp_path, algorithm, params(cache)))
     for command in (["validate", str(config)], ["run", str(config), "--out", str(cube), "--workers", "1"]):
-        result = cli(*command, timeout=120)
+        result = cli_in_process(*command)
         assert result.returncode == 2, (kind, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr and "dask dashboard" not in result.stdout
         lines = result.stderr.strip().splitlines()
