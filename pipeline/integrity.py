@@ -107,6 +107,7 @@ class Lost:
     missing_variables: list[str] = field(default_factory=list)
     missing_chunks: list[str] = field(default_factory=list)
     misplaced_chunks: list[str] = field(default_factory=list)
+    unrecorded: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -157,7 +158,7 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
             if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
                 absent[index] = False
         same_grid = chunks == tuple(group["status"].chunks)  # type: ignore[union-attr]
-        misplaced = misplaced_chunks(group, name, grid & ~absent) if same_grid else np.zeros_like(grid)
+        misplaced = misplaced_chunks(group, name, grid & ~absent, result.unrecorded) if same_grid else np.zeros_like(grid)
         if absent.any() or misplaced.any():
             result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
             result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
@@ -253,19 +254,37 @@ def _as_recorded(suffix: bytes | None) -> np.uint64:
     return np.uint64(0) if suffix is None else RECORDED | np.uint64(int.from_bytes(suffix, "little"))
 
 
-def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], position: tuple[int, ...]) -> None:
-    """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now."""
+def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], position: tuple[int, ...], *,
+                  forget: bool = False) -> None:
+    """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now;
+    with ``forget``, mark them not recorded (before they are rewritten: a crash in between then leaves
+    entries that accept the chunk, which the next run records, not a mismatch that discards done cells)."""
     manifest = arrays[MANIFEST]
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     names = [name for name in names if name in rows]
-    suffixes = _suffixes(manifest.store, [chunk_key(arrays[name].path, position) for name in names])
-    selection = ([rows.index(name) for name in names], *(int(i) for i in position))
-    manifest.set_orthogonal_selection(selection, np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64))
+    if forget:
+        values = np.zeros(len(names), dtype=np.uint64)
+    else:
+        suffixes = _suffixes(manifest.store, [chunk_key(arrays[name].path, position) for name in names])
+        values = np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64)
+    manifest.set_orthogonal_selection(([rows.index(name) for name in names], *(int(i) for i in position)), values)
 
 
-def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray) -> np.ndarray:
+def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:
+    """Record the CRCs of done cells' chunks whose manifest entries a crash left unrecorded."""
+    by_position: dict[tuple[int, ...], list[str]] = {}
+    for name, position in unrecorded:
+        by_position.setdefault(position, []).append(name)
+    arrays = {name: group[name] for names in by_position.values() for name in names} | {MANIFEST: group[MANIFEST]}
+    for position, names in by_position.items():
+        record_chunks(arrays, names, position)  # type: ignore[arg-type]
+
+
+def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
+                     unrecorded: list[tuple[str, tuple[int, ...]]] | None = None) -> np.ndarray:
     """Of the chunks marked in ``expected`` (a chunk-grid mask), those whose CRC is not the one the
-    manifest recorded at their place (copied from elsewhere, rewritten by someone else)."""
+    manifest recorded at their place (copied from elsewhere, rewritten by someone else). Chunks whose
+    entry is not recorded (a crash mid-write) are accepted and appended to ``unrecorded``."""
     misplaced = np.zeros(expected.shape, dtype=bool)
     if MANIFEST not in group:
         return misplaced
@@ -281,7 +300,12 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray) -> np.n
     actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
     for position, suffix in zip(positions, actual):
         inside = all(i < s for i, s in zip(position, recorded.shape))
-        if suffix is not None and (not inside or recorded[position] != _as_recorded(suffix)):
+        if suffix is None:
+            continue
+        if not inside or recorded[position] == 0:
+            if unrecorded is not None and inside:
+                unrecorded.append((name, tuple(int(i) for i in position)))
+        elif recorded[position] != _as_recorded(suffix):
             misplaced[position] = True
     return misplaced
 

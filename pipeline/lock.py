@@ -52,6 +52,11 @@ class CubeLock:
                 os.close(fd)
                 raise InputError(f"--out: the cube {self.path.with_suffix('')} is being written by another ordercube run "
                                  f"({_describe(holder)}); wait for it to finish (or stop it), then run again") from None
+            except OSError as error:  # a file system without flock (some network or FUSE mounts)
+                os.close(fd)
+                raise InputError(f"--out: cannot lock {self.path} ({error.strerror}): its file system does not support "
+                                 "file locks, which keep two runs from writing one cube; put the cube on a local "
+                                 "or lock-capable file system") from None
             if _same_file(fd, self.path):  # not unlinked by a releasing holder between our open and flock
                 break
             os.close(fd)

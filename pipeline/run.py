@@ -26,7 +26,7 @@ from pipeline.cluster import (
     CONNECT_TIMEOUT, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, connect, scheduler_address, stderr_line,
 )
 from pipeline.config import Config, MethodSpec
-from pipeline.integrity import read_checked
+from pipeline.integrity import read_checked, record_unrecorded
 from pipeline.lock import CubeLock, describe_stale
 from pipeline.graph import Task, build_tasks, execute_task, isolate
 from pipeline.grid import (
@@ -197,6 +197,8 @@ def _sweep_locked(
         if lost.count:
             echo(f"{lost.describe()}; computing them again")
             status[lost.cells] = Status.PENDING
+        if lost.unrecorded:  # chunks a crash left out of the manifest: recorded now, to be checked from here on
+            record_unrecorded(group, lost.unrecorded)
         plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)
         fill_baseline(group, config, coords)
         if not plan.chunks:

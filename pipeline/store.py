@@ -34,7 +34,8 @@ from pipeline.config import Config, fingerprint
 from pipeline.errors import InputError
 from pipeline.integrity import (
     COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks,
-    corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks, stored_chunks,
+    corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
+    stored_chunks,
 )
 from pipeline.software import package_versions
 from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
@@ -380,15 +381,21 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     """
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     written = [*result.values.items(), ("reason", result.reason), ("seconds", result.seconds), ("status", result.status)]
+    recorded = [name for name, _ in written if arrays[name].chunks == arrays["status"].chunks]  # format 1 may differ
+    positions = _grid_positions(chunk, arrays["status"].chunks) if MANIFEST in arrays else []
+    for position in positions:
+        record_chunks(arrays, recorded, position, forget=True)
     for name, values in written:
         arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
-    if MANIFEST in arrays:  # a merged block (see merge_blocks) may span several chunks along k and trial
-        chunks = arrays["status"].chunks
-        d, n, m, k, t = chunks
-        recorded = [name for name, _ in written if arrays[name].chunks == chunks]  # cubes of format 1 may differ
-        for k_chunk in sorted({index // k for index in chunk.k}):
-            for t_chunk in sorted({index // t for index in chunk.trial}):
-                record_chunks(arrays, recorded, (chunk.dataset // d, chunk.n // n, chunk.model // m, k_chunk, t_chunk))
+    for position in positions:
+        record_chunks(arrays, recorded, position)
+
+
+def _grid_positions(chunk: Chunk, chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The chunk-grid positions a block touches (a merged block, see merge_blocks, may span several)."""
+    d, n, m, k, t = chunks
+    return [(chunk.dataset // d, chunk.n // n, chunk.model // m, k_chunk, t_chunk)
+            for k_chunk in sorted({index // k for index in chunk.k}) for t_chunk in sorted({index // t for index in chunk.trial})]
 
 
 class LostValuesWarning(UserWarning):
