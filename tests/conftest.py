@@ -44,7 +44,10 @@ def cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | No
     saved_env = dict(os.environ)
     os.environ.update(env or {})
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(cwd or Path.cwd()):
+        # Warnings shown as a user sees them (main prints ours as one line), not raised as pytest's config asks.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(cwd or Path.cwd()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("always")
             try:
                 code = main(list(args))
             except SystemExit as exit_:  # argparse's errors

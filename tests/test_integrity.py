@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import zarr
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import REPO, STUBS, cli, cli_in_process, small_config, write_config
 from pipeline.integrity import chunk_grid_any, expand_grid
 from test_engine import assert_same_cells, run_ok
 
@@ -80,7 +80,7 @@ def test_a_flipped_byte_is_an_error_naming_the_chunk(cube):
     before = _tree(path)
     for command in (["status", str(path)], ["run", str(config), "--out", str(path), "--no-progress"],
                     ["validate", str(config), "--out", str(path)]):
-        result = cli(*command)
+        result = cli_in_process(*command)
         assert result.returncode == 2 and "status/c/0/0/0/0/0" in result.stderr, (command, result.stderr)
         assert "Traceback" not in result.stderr
     assert _tree(path) == before
@@ -93,7 +93,7 @@ def test_the_advised_fix_deleting_the_damaged_chunk_recomputes_it(cube, computed
     result = run_ok(config, path, "--workers", "1")
     assert "12 cell(s) marked done have lost their values (pairwise/c/0/0/0/0/0 missing)" in result.stdout
     assert_same_cells(path, computed[1])
-    assert cli("status", str(path), "--verify").returncode == 0
+    assert cli_in_process("status", str(path), "--verify").returncode == 0
 
 
 def test_a_valid_chunk_copied_over_another_is_detected_by_the_manifest_and_recomputed(cube, computed):
@@ -101,31 +101,31 @@ def test_a_valid_chunk_copied_over_another_is_detected_by_the_manifest_and_recom
     chunks = path / "lange" / "c" / "0"
     assert (chunks / "0" / "0" / "0" / "0").read_bytes() != (chunks / "1" / "0" / "0" / "0").read_bytes()
     shutil.copyfile(chunks / "0" / "0" / "0" / "0", chunks / "1" / "0" / "0" / "0")  # a valid checksum, the wrong place
-    result = cli("status", str(path), "--json")
+    result = cli_in_process("status", str(path), "--json")
     assert json.loads(result.stdout)["pending"] == 12
     assert "lange/c/0/1/0/0/0 not the chunk recorded at its place" in result.stderr
     rerun = run_ok(config, path, "--workers", "1")
     assert "12 cell(s) marked done have lost their values" in rerun.stdout
     assert_same_cells(path, computed[1])
-    assert cli("status", str(path), "--verify").stderr.startswith("verified: ")
+    assert cli_in_process("status", str(path), "--verify").stderr.startswith("verified: ")
 
 
 def test_a_deleted_chunk_or_variable_makes_its_cells_pending_never_silent_nan(cube, computed):
     config, path = cube
     shutil.rmtree(path / "lange" / "c" / "0" / "1")  # the n = 80 chunk of lange
-    result = cli("status", str(path), "--json")
+    result = cli_in_process("status", str(path), "--json")
     assert result.returncode == 0
     assert json.loads(result.stdout)["pending"] == 12 and json.loads(result.stdout)["ok"] == CELLS - 12
     assert result.stderr.count("\n") == 1 and "lange/c/0/1/0/0/0" in result.stderr and "pending" in result.stderr
-    report = cli("report", str(path), "--out", str(path.parent / "report"))
+    report = cli_in_process("report", str(path), "--out", str(path.parent / "report"))
     assert report.returncode == 0 and "lost their values" in report.stderr
     shutil.rmtree(path / "pairwise")  # a whole variable
-    result = cli("status", str(path), "--json")
+    result = cli_in_process("status", str(path), "--json")
     assert json.loads(result.stdout)["pending"] == CELLS and "variable pairwise missing" in result.stderr
     rerun = run_ok(config, path, "--workers", "1")
     assert f"{CELLS} cell(s) marked done have lost their values" in rerun.stdout
     assert_same_cells(path, computed[1])
-    assert cli("status", str(path)).stderr == ""
+    assert cli_in_process("status", str(path)).stderr == ""
 
 
 @pytest.mark.parametrize("damage", ["garbage", "empty", "foreign"])
@@ -142,7 +142,7 @@ def test_damaged_metadata_or_a_foreign_store_exits_2_naming_the_file(cube, damag
     before = _tree(path)
     for command in (["status", str(path)], ["report", str(path), "--out", str(path.parent / "r")],
                     ["run", str(config), "--out", str(path), "--no-progress"], ["validate", str(config), "--out", str(path)]):
-        result = cli(*command)
+        result = cli_in_process(*command)
         assert result.returncode == 2, (command, result.stderr)
         assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
         assert named in result.stderr, (command, result.stderr)
@@ -180,4 +180,4 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_dead_holder_is_detec
     assert resumed.returncode == 0, resumed.stderr
     assert f"pid {first.pid}" in resumed.stdout and "stale" in resumed.stdout
     assert not (tmp_path / "cube.zarr.lock").exists()
-    assert json.loads(cli("status", str(path), "--json").stdout)["pending"] == 0
+    assert json.loads(cli_in_process("status", str(path), "--json").stdout)["pending"] == 0
