@@ -46,6 +46,11 @@ MANIFEST = "integrity/crc"  # uint64 per (variable, chunk grid position): 2**32 
 RECORDED = np.uint64(1 << 32)
 
 
+def growth_record(group: zarr.Group) -> dict | None:
+    """The record of an unfinished growth (old shapes and attributes), None when there is none."""
+    return json.loads(str(group.attrs[GROWTH])) if GROWTH in group.attrs else None
+
+
 def chunk_key(name: str, index: Iterable[int]) -> str:
     return f"{name}/c/" + "/".join(map(str, index))
 
@@ -344,7 +349,7 @@ def check_cube(group: zarr.Group, path: Path) -> None:
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
     if int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) < FORMAT:  # format 1 did not store a chunk of labels [0]
         return
-    old_shapes = json.loads(str(group.attrs[GROWTH]))["shapes"] if GROWTH in group.attrs else {}
+    old_shapes = (growth_record(group) or {}).get("shapes", {})
     for dim in DIMS:
         if dim not in group:
             raise InputError(f"CUBE: {path}: the coordinate {dim!r} is missing; restore the cube from a copy")

@@ -26,7 +26,7 @@ from pipeline.cluster import (
     CONNECT_TIMEOUT, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, connect, scheduler_address, stderr_line,
 )
 from pipeline.config import Config, MethodSpec
-from pipeline.integrity import read_checked, record_unrecorded
+from pipeline.integrity import record_unrecorded
 from pipeline.lock import CubeLock, describe_stale
 from pipeline.graph import Task, build_tasks, execute_task, isolate
 from pipeline.grid import (
@@ -35,8 +35,8 @@ from pipeline.grid import (
 )
 from pipeline.progress import SweepProgress
 from pipeline.store import (
-    BASELINE, array, check_new_cube_path, create, is_cube, lost_in, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
-    stored_coords, writable_arrays, write_block,
+    BASELINE, array, check_new_cube_path, create, is_cube, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
+    status_for_planning, stored_coords, writable_arrays, write_block,
 )
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status, describe
@@ -126,10 +126,8 @@ def preview_plan(config: Config) -> Plan:
     group = open_existing(path, config)
     stored = stored_coords(group)
     coords = merge_coords(stored, config_coords(config))
-    stored_status = read_checked(group, "status", path)[tuple(slice(0, size) for size in stored.shape)]
-    stored_status[lost_in(group, stored_status).cells] = Status.PENDING
     status = np.zeros(coords.shape, dtype=np.int8)
-    status[tuple(slice(0, size) for size in stored.shape)] = stored_status
+    status[tuple(slice(0, size) for size in stored.shape)] = status_for_planning(group, path)[0]
     return make_plan(config, coords, stored_chunk_shape(group), status)
 
 
@@ -192,11 +190,9 @@ def _sweep_locked(
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:
             echo(note)
-        status = read_checked(group, "status", path)
-        lost = lost_in(group, status)
+        status, lost = status_for_planning(group, path)
         if lost.count:
             echo(f"{lost.describe()}; computing them again")
-            status[lost.cells] = Status.PENDING
         if lost.unrecorded:  # chunks a crash left out of the manifest: recorded now, to be checked from here on
             record_unrecorded(group, lost.unrecorded)
         plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)

@@ -33,7 +33,7 @@ from zarr.core.sync import sync
 from pipeline.config import Config, fingerprint
 from pipeline.errors import InputError
 from pipeline.integrity import (
-    COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks,
+    COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks, growth_record,
     corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
     stored_chunks,
 )
@@ -177,7 +177,7 @@ def stored_chunk_shape(group: zarr.Group) -> dict[str, int]:
 
 def stored_coords(group: zarr.Group) -> Coords:
     """The cube's coordinate labels; those from before an interrupted growth while its record is there."""
-    old_shapes = json.loads(str(group.attrs[GROWTH]))["shapes"] if GROWTH in group.attrs else {}
+    old_shapes = (growth_record(group) or {}).get("shapes", {})
 
     def labels(dim: str) -> list:
         return np.asarray(array(group, dim)[: old_shapes.get(dim, [None])[0]]).tolist()
@@ -258,9 +258,9 @@ def roll_back_growth(group: zarr.Group) -> bool:
     are deleted, grown arrays are refilled beyond their old shape and shrunk back to it (chunks outside
     it are deleted), and the old attributes, which lack the record, are written back last.
     """
-    if GROWTH not in group.attrs:
+    record = growth_record(group)
+    if record is None:
         return False
-    record = json.loads(str(group.attrs[GROWTH]))
     old_shapes = record["shapes"]
 
     async def children() -> list[str]:
@@ -419,8 +419,9 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if "ordercube_plan" not in group.attrs:
         raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
     check_cube(group, path)
-    if GROWTH in group.attrs:  # a crash mid-growth: read the cube as it was before (the next run rolls it back)
-        cube = _before_growth(group, json.loads(str(group.attrs[GROWTH])))
+    record = growth_record(group)
+    if record is not None:  # a crash mid-growth: read the cube as it was before (the next run rolls it back)
+        cube = _before_growth(group, record)
     else:
         cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
     status = read_checked(group, "status", path)[tuple(slice(0, size) for size in cube["status"].shape)]
@@ -465,6 +466,16 @@ def load_cube(path: str | Path) -> xr.Dataset:
 def lost_in(group: zarr.Group, status: np.ndarray) -> Lost:
     """The done cells of an open cube whose values are gone (see :func:`pipeline.integrity.lost_cells`)."""
     return lost_cells(group, status, list(stored_coords(group).model))
+
+
+def status_for_planning(group: zarr.Group, path: Path) -> tuple[np.ndarray, Lost]:
+    """The cube's status as ``run`` and ``validate`` plan with it: read with its checksums checked (the
+    shape from before an unfinished growth), cells whose values were lost made pending again."""
+    shape = stored_coords(group).shape
+    status = read_checked(group, "status", path)[tuple(slice(0, size) for size in shape)]
+    lost = lost_in(group, status)
+    status[lost.cells] = Status.PENDING
+    return status, lost
 
 
 def verify_cube(path: Path) -> str:
