@@ -129,12 +129,31 @@ def _worker_pids(scheduler_file: Path) -> list[int]:
         return sorted(client.run(os.getpid).values())
 
 
+def _kill_when_busy(scheduler_file: Path, pid: int, driver: subprocess.Popen, timeout: float = 60) -> None:
+    """SIGKILL the worker process ``pid`` at a moment the scheduler has a task processing on it."""
+    from distributed import Client
+
+    with Client(scheduler_file=str(scheduler_file), timeout="30s") as client:
+        address = {p: a for a, p in client.run(os.getpid).items()}[pid]
+        deadline = time.monotonic() + timeout
+        while not client.processing(workers=[address]).get(address):
+            assert time.monotonic() < deadline, f"worker {address} was given no task in {timeout} s"
+            assert driver.poll() is None, f"the driver exited early ({driver.returncode}): {driver.communicate()}"
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("allowed_failures", [3, 0], ids=["rescheduled", "isolated"])
 def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, sweep, allowed_failures):
     """Dask's default (3 allowed failures) reschedules the tasks of the dead worker: nothing fails. With 0
     allowed failures the tasks it was running end in KilledWorker: the driver resubmits their cells one
-    by one, they compute (the kill was not theirs), and the run still exits 0 with every cell ok."""
-    config, undisturbed = sweep
+    by one, they compute (the kill was not theirs), and the run still exits 0 with every cell ok.
+
+    The same cells in longer tasks (about 0.2 s each instead of 0.01 s), and the kill waits until the
+    scheduler shows a task on the worker: on a loaded machine short tasks leave a worker idle (waiting for
+    the driver) so often that the kill could miss every task."""
+    _, undisturbed = sweep
+    config = write_config(tmp_path / "sweep.yaml", **{**SWEEP, "execution": {"trials_per_chunk": 2, "task_seconds": 0.2}})
     cube = tmp_path / "cube.zarr"
     with _dask_processes(tmp_path / "cluster", DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=str(allowed_failures)) \
             as (_, _, scheduler_file):
@@ -142,7 +161,7 @@ def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, s
         driver = _start_run(config, cube, "--scheduler-file", str(scheduler_file))
         try:
             at_kill = _wait_for_cells(cube, TOTAL // 6, driver)
-            os.kill(before[0], signal.SIGKILL)
+            _kill_when_busy(scheduler_file, before[0], driver)
             stdout, stderr = driver.communicate(timeout=90)
         finally:
             _kill_tree(driver)
