@@ -123,12 +123,26 @@ def _pairs_with_values(data: xr.DataArray) -> list[tuple[str, str]]:
             if data.sel(dataset=d, model=m).notnull().sum() > 0]
 
 
-def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
+NO_TRUE_K = "no true k known for this dataset:\nfailure rates need labels or 'true_k: K'"
+
+
+def _say(ax: Axes, text: str, *, ylabel: str) -> None:
+    """A panel that states why it has no curve (a log axis over no data is an error in matplotlib)."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, transform=ax.transAxes)
+    ax.set(xlabel="n", ylabel=ylabel, xticks=[], yticks=[])
+
+
+def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None,
+               empty: str = NO_TRUE_K) -> None:
     """One panel: ``curve`` against n (log axis), one line per k when it has a k dimension.
 
     With ``errors`` the curve is a fraction: error bars of that size, y from 0 to at least 0.5 as in
-    seed 001's failure-rate panels, so a few failures do not fill the panel.
+    seed 001's failure-rate panels, so a few failures do not fill the panel. A curve without any value
+    (the failure rate of a dataset whose true k is unknown) gives a panel saying ``empty``.
     """
+    if int(curve.notnull().sum()) == 0:
+        _say(ax, empty, ylabel=ylabel)
+        return
     per_k = "k" in curve.dims
     for k in (curve["k"].values if per_k else [None]):
         y = curve.sel(k=k) if per_k else curve
@@ -147,6 +161,8 @@ def plot_vs_n(data: xr.DataArray, path: Path, *, ylabel: str, log: bool, errors:
     """A quantity vs n, one panel per (dataset, method): one line per k if ``data`` has k, else one line."""
     pairs = _pairs_with_values(data)
     figure, axes = _panels(max(len(pairs), 1))
+    if not pairs:  # e.g. failure rates of a cube whose datasets have no known true k
+        _say(axes[0], NO_TRUE_K.replace("this dataset", "any dataset"), ylabel=ylabel)
     for ax, (dataset, model) in zip(axes, pairs):
         at = {"dataset": dataset, "model": model}
         _draw_vs_n(ax, data.sel(at), ylabel=ylabel, log=log, errors=None if errors is None else errors.sel(at))
