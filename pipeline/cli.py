@@ -19,10 +19,13 @@ import sys
 import warnings
 from pathlib import Path
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -105,6 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
     config = load_config(args.config, out=args.out)
+    _print_datasets(config)
     waits = {name: value for name, value in (("connect_timeout", args.connect_timeout),
                                              ("wait_for_workers", args.wait_for_workers)) if value is not None}
     resume = _resume(args, config.out)
@@ -226,6 +230,12 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _print_datasets(config: Config) -> None:
+    """One line per dataset saying what was read (rows x features, header, row names, labels, true k)."""
+    for dataset in config.datasets:
+        print(f"data {dataset.name}: {dataset.read}")
+
+
 def _validate(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
     from pipeline.run import preview_plan
@@ -238,6 +248,7 @@ def _validate(args: argparse.Namespace) -> int:
     print(f"  cube: {config.out}  ({shape}); chunks {plan.chunk_shape}")
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{len(plan.tasks(workers=workers))} tasks on {workers} workers; criteria: {', '.join(config.criteria)}")
+    _print_datasets(config)
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
     for method in config.methods:

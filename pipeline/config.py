@@ -17,22 +17,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.datafiles import load_file_dataset
 from pipeline.errors import ConfigError
 from pipeline.limits import check_size
+from pipeline.tables import Reading
 from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
-from tasks.datasets import SYNTHETIC, get_synthetic
-from tasks.datasets.synthetic import ParameterError
 from tasks.predictors import PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
             "published"}
-DATASET_KEYS = {"name", "kind", "params", "n", "path", "labels", "preprocess"}
 METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
 MIN_N = 4
 # A name is also a folder or a cube label: long enough for a description, short enough for a path.
@@ -49,7 +46,8 @@ EXECUTION: dict[str, Param] = {
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One dataset: a registered generator (``kind``) or a file (``kind == 'file'``)."""
+    """One dataset: a registered generator (``kind``), a file (``kind == 'file'``) or an array given from Python
+    (``kind == 'memory'``); built by :func:`pipeline.dataspec.dataset_spec`."""
 
     name: str
     kind: str
@@ -59,8 +57,10 @@ class DatasetSpec:
     n_features: int
     path: str | None = None
     labels_path: str | None = None
-    labels_column: str | None = None
+    labels_column: Any = None
     preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    reading: Reading = field(default_factory=Reading, compare=False)
+    read: str = field(default="", compare=False)  # what was read, one line: "62 rows x 2000 features from ..."
     data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -248,71 +248,6 @@ def _fix(error: ParamError, ranges: Mapping[str, Param], defaults: Mapping[str, 
     return f"set {error.name} within that range"
 
 
-def _dataset(entry: Any, i: int, global_n: list[int | str] | None, base: Path) -> DatasetSpec:
-    key = f"datasets[{i}]"
-    _check_keys(entry, DATASET_KEYS, key)
-    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
-    kind = _require(entry, "kind", f"{key}.")
-    n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
-    if n_raw is None:
-        raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
-    if kind == "file":
-        return _file_dataset(entry, key, name, n_raw, base)
-    if kind not in SYNTHETIC:
-        raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}", f"expected one of {sorted([*SYNTHETIC, 'file'])}")
-    for extra in ("path", "labels", "preprocess"):
-        if extra in entry:
-            raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")
-    generator = get_synthetic(kind)
-    try:
-        params = generator.resolve(entry.get("params") or {})
-        n_features = generator.sample(MIN_N, np.random.default_rng(0), **params)[0].shape[1]  # fail here, not in cells
-    except ParameterError as error:
-        problem = str(error).split(": ", 1)[1].rsplit("; ", 1)[0]  # 'expected ..., got ...' with the value as shown
-        raise ConfigError(f"{key}.params.{error.name}", problem, error.fix) from None
-    except (ValueError, TypeError) as error:
-        raise ConfigError(f"{key}.params", str(error), f"see the parameters of {kind}") from None
-    if "all" in n_raw:
-        raise ConfigError(f"{key}.n", "'all' is the size of a file dataset; a synthetic one has no size",
-                          "give integer sample sizes")
-    identity = {"kind": kind, "params": params}
-    return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
-                       true_k=generator.true_k(params), n_features=n_features, identity=identity)
-
-
-def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:
-    if "params" in entry:
-        raise ConfigError(f"{key}.params", "file datasets take no params", "use 'preprocess' steps")
-    path = _require(entry, "path", f"{key}.")
-    if not isinstance(path, str):
-        raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
-    labels = entry.get("labels")
-    labels_path = labels_column = None
-    if labels is not None:
-        labels = {"path": labels} if isinstance(labels, str) else labels
-        _check_keys(labels, {"path", "column"}, f"{key}.labels")
-        given = _require(labels, "path", f"{key}.labels.")
-        if not isinstance(given, str):
-            raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
-        labels_path = str(base / given)
-        labels_column = labels.get("column")
-    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0, path=str(base / path),
-                       labels_path=labels_path, labels_column=labels_column,
-                       preprocess=_steps(entry.get("preprocess"), f"{key}.preprocess"))
-    loaded = load_file_dataset(spec, key)
-    size = loaded.X.shape[0]
-    n = tuple(size if v == "all" else int(v) for v in n_raw)
-    for j, value in enumerate(n):
-        if value > size:
-            raise ConfigError(f"{key}.n[{j}]", f"{value} exceeds the {size} rows of {path}", f"use n <= {size} or 'all'")
-    true_k = int(loaded.labels.max()) + 1 if loaded.labels is not None else -1
-    identity = {"kind": "file", "sha256": loaded.sha256, "labels_column": labels_column,
-                "preprocess": [[step, dict(params)] for step, params in spec.preprocess]}
-    return DatasetSpec(name=name, kind="file", params={}, n=n, true_k=true_k, n_features=loaded.X.shape[1], path=spec.path,
-                       labels_path=labels_path, labels_column=labels_column, preprocess=spec.preprocess,
-                       data=loaded.X, labels=loaded.labels, identity=identity)
-
-
 def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
     key = f"methods[{i}]"
     _check_keys(entry, METHOD_KEYS, key)
@@ -424,7 +359,9 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
         if not isinstance(value, list) or not value:
             raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"add at least one entry under {key}")
     methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
-    datasets = tuple(_dataset(entry, i, global_n, base) for i, entry in enumerate(datasets_raw))
+    from pipeline.dataspec import dataset_spec, plain_entry  # it builds on this module's helpers
+
+    datasets = tuple(dataset_spec(entry, i, global_n, base, ks) for i, entry in enumerate(datasets_raw))
     _unique([d.name for d in datasets], "datasets")
     _unique([m.name for m in methods], "methods")
     if any(m.needs_evaluation_sample for m in methods):
@@ -456,7 +393,8 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     if not isinstance(out_path, str):
         raise ConfigError("out", f"expected a path, got {show(out_path)}", "give a string")
     config = Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
-                    baseline_draws=baseline_draws, execution=_execution(raw.get("execution")), raw=raw,
+                    baseline_draws=baseline_draws, execution=_execution(raw.get("execution")),
+                    raw={**raw, "datasets": [plain_entry(entry) for entry in datasets_raw]},
                     published=_published(raw.get("published"), datasets, methods))
     check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
     return config

@@ -22,6 +22,7 @@ from numpy.lib import format as npy_format
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
+from pipeline.tables import LabelSet, Reading, Selected, Table, array_table, label_set, read_csv_table, select
 from tasks.datasets.bounds import first_nonfinite, too_large, too_small
 from tasks.preprocess import apply_steps
 
@@ -33,24 +34,26 @@ MISSING_FIX = "add a preprocess step '- impute: {strategy: row_mean}' or '- drop
 
 @dataclass(frozen=True)
 class LoadedData:
-    """A file dataset after preprocessing: the objects to cluster and, if given, their labels."""
+    """A dataset after preprocessing: the objects to cluster, their labels if given, and what was read."""
 
     X: NDArray[np.float64]
     labels: NDArray[np.int64] | None
     sha256: str
+    read: str = ""  # "62 rows x 2000 features from PATH (header row; ...)"
+    classes: LabelSet | None = None
 
 
 @dataclass(frozen=True)
 class Matrix:
-    """A data file's values (NaN where missing) and the name of each column, as the user knows it."""
+    """A table's feature values (NaN where missing) and each column as messages name it ("column 'a'")."""
 
     X: NDArray[np.float64]
     columns: tuple[str, ...]
-    row_word: str  # "data row" (1-based, header excluded) for CSV, "row index" (0-based) for NPY
+    row_word: str  # "data row" (1-based, header excluded) for CSV, "row index" (0-based) for arrays
 
     def where(self, row: int, column: int) -> str:
         number = row + 1 if self.row_word == "data row" else row
-        return f"{self.row_word} {number}, column {self.columns[column]}"
+        return f"{self.row_word} {number}, {self.columns[column]}"
 
 
 def _one_line(error: BaseException) -> str:
@@ -99,83 +102,33 @@ def read_npy(path: Path, key: str, *, kinds: str, ndims: tuple[int, ...], expect
         raise ConfigError(key, f"{path} is not a plain .npy array ({_one_line(error)})", "save it with numpy.save") from None
 
 
-def _npy_matrix(path: Path, key: str) -> Matrix:
-    X = read_npy(path, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
-    if X.ndim == 1:
-        X = X[:, None]
-    with np.errstate(over="ignore"):  # a longdouble beyond float64 becomes inf, refused by read_data
-        values = X.astype(np.float64)
-    return Matrix(values, tuple(str(j) for j in range(X.shape[1])), "row index")
-
-
-def _read_csv(path: Path, key: str, **options: Any) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, **options)
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
-        raise ConfigError(key, f"cannot parse {path} as CSV ({_one_line(error)})",
-                          "give a comma-separated file with a header row") from None
-
-
-def _as_numbers(column: pd.Series) -> pd.Series:
-    """A CSV column as numbers, NaN where a cell is not one. Integers beyond float64, which pandas keeps as
-    Python ints, become inf, as 1e400 does."""
-    try:
-        return pd.to_numeric(column, errors="coerce")
-    except OverflowError:
-        return pd.to_numeric(column.astype(str), errors="coerce")
-
-
-def _not_numbers(column: pd.Series) -> pd.Series:
-    """Where a CSV column holds text that is not a number (empty cells are missing values, not text)."""
-    return column.notna() & _as_numbers(column).isna()
-
-
-def _shown(text: Any, limit: int = 40) -> str:
-    """A cell's text for a message, cut to ``limit`` characters (a 5000-digit cell would fill the screen)."""
-    text = str(text)
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
-
-
-def _csv_matrix(path: Path, key: str) -> Matrix:
-    frame = _read_csv(path, key)
-    first = 0
-    if frame.shape[1] > 1 and _not_numbers(frame.iloc[:, 0]).any():
-        frame, first = frame.iloc[:, 1:], 1
-    for column in frame.columns:
-        bad = _not_numbers(frame[column])
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ConfigError(key, f"{path} has a non-numeric cell {_shown(frame[column].iloc[row])} in column "
-                              f"{column!r}, data row {row + 1}", "fix the file or drop that column")
-        frame[column] = _as_numbers(frame[column])
-    X = frame.to_numpy(dtype=np.float64)
-    at = first_nonfinite(X, nan=False)
-    if at is not None:  # name the text of the cell: '1e400' reads as inf
-        text = _read_csv(path, key, dtype=str, keep_default_na=False).iloc[at[0], at[1] + first]
-        raise ConfigError(key, f"{path} has the non-finite value {_shown(text)} at data row {at[0] + 1}, column "
-                          f"{frame.columns[at[1]]!r} (inf, or beyond float64's range of ±1.8e308)",
-                          "replace it with a finite number, or empty the cell and add a drop_missing or impute step")
-    return Matrix(X, tuple(repr(str(c)) for c in frame.columns), "data row")
-
-
-def read_data(path: Path, key: str) -> Matrix:
-    """The values of a data file, ``.npy`` (without pickle) or ``.csv`` (a header row; a first column of
-    row names is recognised when it is not numeric). Empty cells become NaN; inf is refused."""
+def read_table(path: Path, key: str, reading: Reading) -> Table:
+    """The cells of a ``.csv`` file (header as ``reading`` says) or of a ``.npy`` array (never unpickled)."""
     if path.suffix == ".npy":
-        matrix = _npy_matrix(path, key)
-        at = first_nonfinite(matrix.X, nan=False)
-        if at is not None:
-            raise ConfigError(key, f"{path} has the non-finite value {matrix.X[at]} at {matrix.where(*at)} (inf, or "
-                              "beyond float64's range of ±1.8e308)",
-                              "replace it with a finite number (or NaN and add a drop_missing or impute step)")
-    elif path.suffix == ".csv":
-        matrix = _csv_matrix(path, key)
-    else:
-        raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
-    if 0 in matrix.X.shape:
-        raise ConfigError(key, f"{path} has {matrix.X.shape[0]} data rows and {matrix.X.shape[1]} numeric columns",
-                          "give a file with at least one row and one column of numbers")
-    return matrix
+        if reading.header is not None:
+            raise ConfigError(f"{key.rsplit('.', 1)[0]}.header", f"{path} is a .npy array: only .csv files have a "
+                              "header row", "remove 'header' (columns of an array are named by index from 0)")
+        array = read_npy(path, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
+        return array_table(array, str(path))
+    if path.suffix == ".csv":
+        return read_csv_table(path, key, reading.header)
+    raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
+
+
+def read_selected(table: Table, reading: Reading, key: str) -> tuple[Matrix, Selected]:
+    """The feature matrix of ``table``, at least one row and one column; inf is refused, naming its cell."""
+    selected = select(table, reading, key)
+    if 0 in selected.X.shape:
+        raise ConfigError(key, f"{table.source} has {selected.X.shape[0]} data rows and {selected.X.shape[1]} numeric "
+                          "columns", "give a file with at least one row and one column of numbers")
+    return Matrix(selected.X, selected.feature_names, table.row_word), selected
+
+
+def read_data(path: Path, key: str, reading: Reading | None = None) -> Matrix:
+    """The feature values of a data file, ``.npy`` (without pickle) or ``.csv`` (a header row by default; a
+    first column of row names is recognised when unambiguous). Empty cells become NaN; inf is refused."""
+    reading = reading or Reading()
+    return read_selected(read_table(path, key, reading), reading, key)[0]
 
 
 def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
@@ -183,13 +136,9 @@ def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
     return read_data(path, key).X
 
 
-def _codes(values: NDArray[Any]) -> NDArray[np.int64]:
-    return np.unique(values, return_inverse=True)[1].astype(np.int64)
-
-
-def read_labels(path: Path, column: Any, key: str) -> NDArray[np.int64]:
-    """Integer codes of the labels in ``path``: a column of a ``.csv`` (the last when ``column`` is None)
-    or a 1-D ``.npy`` array of integers or strings."""
+def read_label_set(path: Path, column: Any, key: str) -> LabelSet:
+    """The labels in ``path``: a column of a ``.csv`` (the last when ``column`` is None) or a 1-D ``.npy``
+    array of integers or strings."""
     if path.suffix not in LABEL_TYPES:
         raise ConfigError(f"{key}.path", f"unsupported labels file type {path.suffix!r} for {path}",
                           f"give a {' or '.join(LABEL_TYPES)} file (a .csv column or a 1-D .npy array of integers or strings)")
@@ -197,36 +146,53 @@ def read_labels(path: Path, column: Any, key: str) -> NDArray[np.int64]:
         if column is not None:
             raise ConfigError(f"{key}.column", f"{path} is a .npy array and has no columns, got column {column!r}",
                               "remove 'column'")
-        return _codes(read_npy(path, f"{key}.path", kinds="iuUS", ndims=(1,),
-                               expected="a 1-D array of integers or strings, one label per data row"))
-    if column is not None and not isinstance(column, str):
+        return label_set(read_npy(path, f"{key}.path", kinds="iuUS", ndims=(1,),
+                                  expected="a 1-D array of integers or strings, one label per data row"),
+                         key, str(path), "row index")
+    if column is not None and (isinstance(column, bool) or not isinstance(column, (str, int))):
         raise ConfigError(f"{key}.column", f"expected one column name, got {column!r}", "give the name of one column")
-    frame = _read_csv(path, f"{key}.path")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+        raise ConfigError(f"{key}.path", f"cannot parse {path} as CSV ({_one_line(error)})",
+                          "give a comma-separated file with a header row") from None
     name = column if column is not None else frame.columns[-1]
+    if name not in frame.columns and str(name) in map(str, frame.columns):
+        name = str(name)
     if name not in frame.columns:
         raise ConfigError(f"{key}.column", f"no column {name!r} in {path}", f"use one of {list(frame.columns)}")
-    values = frame[name]
-    if values.isna().any():
-        row = int(np.flatnonzero(values.isna().to_numpy())[0])
-        raise ConfigError(key, f"{path} column {name!r} has a missing label at data row {row + 1}", "give every row a label")
-    return _codes(values.astype(str).to_numpy())
+    return label_set(frame[name], key, f"{path} column {name!r}")
 
 
-def _labels(spec: Any, key: str, rows: int) -> NDArray[np.int64] | None:
+def read_labels(path: Path, column: Any, key: str) -> NDArray[np.int64]:
+    """Integer codes of the labels in ``path`` (see :func:`read_label_set`)."""
+    return read_label_set(path, column, key).codes
+
+
+def _labels(spec: Any, key: str, rows: int, selected: Selected, source: str,
+            given: LabelSet | None) -> tuple[LabelSet | None, str]:
+    """The dataset's labels and where they came from: a labels file, a column of the data itself, or
+    ``given`` (values passed from Python, their length checked by the caller)."""
+    if given is not None:
+        return given, "labels given from Python"
+    if selected.label_values is not None:
+        found = label_set(selected.label_values, f"{key}.labels", f"{source} column {spec.labels_column!r}")
+        return found, f"labels {spec.labels_column!r} from the same table"
     if spec.labels_path is None:
-        return None
+        return None, ""
     labels_path = Path(spec.labels_path)
     if not labels_path.is_file():
         raise ConfigError(f"{key}.labels.path", f"file {str(labels_path)!r} does not exist",
                           "give the labels file's path or remove the labels entry")
-    labels = read_labels(labels_path, spec.labels_column, f"{key}.labels")
-    if labels.shape[0] != rows:
-        raise ConfigError(f"{key}.labels", f"{labels_path} has {labels.shape[0]} labels but {spec.path} has "
+    labels = read_label_set(labels_path, spec.labels_column, f"{key}.labels")
+    if labels.codes.shape[0] != rows:
+        raise ConfigError(f"{key}.labels", f"{labels_path} has {labels.codes.shape[0]} labels but {source} has "
                           f"{rows} rows", "give one label per data row")
-    return labels
+    column = f" {spec.labels_column!r}" if spec.labels_column is not None else ""
+    return labels, f"labels{column} from {labels_path}"
 
 
-def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Path, key: str) -> None:
+def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key: str) -> None:
     """Refuse a preprocessed matrix with NaN, inf, or values whose squared distances overflow or underflow.
 
     A column is named as in the file when every step keeps the file's columns in place; otherwise by its
@@ -235,7 +201,7 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Path, ke
     keeps_columns = all(step in COLUMN_KEEPING_STEPS for step, _ in steps) and X.shape[1] == raw.X.shape[1]
 
     def column(j: int) -> str:
-        return f"column {raw.columns[j]}" if keeps_columns else f"column {j} of the preprocessed matrix"
+        return raw.columns[j] if keeps_columns else f"column {j} of the preprocessed matrix"
 
     if 0 in X.shape:
         raise ConfigError(key, f"{path} has {X.shape[0]} rows and {X.shape[1]} columns left after preprocessing",
@@ -289,14 +255,31 @@ def load_file_dataset(spec: Any, key: str) -> LoadedData:
     if not path.is_file():
         raise ConfigError(f"{key}.path", f"file {str(path)!r} does not exist", "give the path of a .csv or .npy file "
                           "(relative paths are read from the config file's folder)")
-    raw = read_data(path, f"{key}.path")
-    labels = _labels(spec, key, raw.X.shape[0])
+    table = read_table(path, f"{key}.path", spec.reading)
+    digest = file_digest(path) + (file_digest(Path(spec.labels_path)) if spec.labels_path else "")
+    return load_table(table, spec, key, f"{key}.path", digest)
+
+
+def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
+               given: LabelSet | None = None) -> LoadedData:
+    """Select, check and preprocess a table's features (a file's or an array's given from Python)."""
+    raw, selected = read_selected(table, spec.reading, data_key)
+    labels, origin = _labels(spec, key, raw.X.shape[0], selected, table.source, given)
     X, rows = preprocess(raw.X, spec.preprocess, f"{key}.preprocess")
-    check_values(X, raw, spec.preprocess, path, f"{key}.path")
+    check_values(X, raw, spec.preprocess, table.source, data_key)
+    codes = None
     if labels is not None:
         if rows is None:
-            raise ConfigError(f"{key}.labels", "labels describe the file's rows, but a transpose step "
+            raise ConfigError(f"{key}.labels", "labels describe the data's rows, but a transpose step "
                               "clusters its columns", "remove the labels entry or the transpose step")
-        labels = np.unique(labels[rows], return_inverse=True)[1]
-    digest = file_digest(path) + (file_digest(Path(spec.labels_path)) if spec.labels_path else "")
-    return LoadedData(X=np.ascontiguousarray(X), labels=labels, sha256=digest)
+        kept = np.unique(labels.codes[rows], return_inverse=True)  # classes whose rows were all dropped go
+        codes = kept[1].astype(np.int64)
+        labels = LabelSet(codes, tuple(labels.classes[c] for c in kept[0]))
+    notes = [table.header_note, selected.row_names, *selected.notes]
+    if labels is not None:
+        notes.append(f"{origin}: {len(labels.classes)} classes {labels.counts()}")
+    read = f"{raw.X.shape[0]} rows x {raw.X.shape[1]} features from {table.source}"
+    read += f" ({'; '.join(note for note in notes if note)})" if any(notes) else ""
+    if spec.preprocess:
+        read += f" -> {X.shape[0]} x {X.shape[1]} after {', '.join(step for step, _ in spec.preprocess)}"
+    return LoadedData(X=np.ascontiguousarray(X), labels=codes, sha256=digest, read=read, classes=labels)

@@ -1,0 +1,205 @@
+"""One dataset entry of a config in, a validated ``DatasetSpec`` out: synthetic, a file, or an array from Python.
+
+Kinds: a registered generator (``lange_gaussians3``, ...), ``file`` (a ``.csv`` or ``.npy`` at ``path``) and
+``memory`` (a NumPy 2-D array or pandas DataFrame under ``data``, implied by ``data``; only reachable from
+Python, as YAML cannot hold such objects). Files and arrays take the same reading options (``header`` for
+CSV only, ``columns``, ``exclude``, ``row_names``), labels (``labels: {path, column}``, ``labels: {column}``
+from the table itself, or, from Python, a 1-D sequence), ``preprocess`` steps, and every dataset takes
+``true_k``, the number of clusters failure rates are counted against (it overrides the labels' classes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.config import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n_values, _require, _steps
+from pipeline.datafiles import load_file_dataset, load_table
+from pipeline.errors import ConfigError
+from pipeline.tables import Table, array_table, frame_table, label_set, reading_of
+from tasks.datasets import SYNTHETIC, get_synthetic
+from tasks.datasets.synthetic import ParameterError
+from tasks.params import show
+
+TABLE_KINDS = ("file", "memory")
+TABLE_KEYS = {"path", "data", "labels", "preprocess", "header", "columns", "exclude", "row_names"}
+
+
+def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
+    """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
+    key = f"datasets[{i}]"
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", *TABLE_KEYS}, key)
+    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
+    kind = entry.get("kind", "memory" if "data" in entry else None)
+    if kind is None:
+        raise ConfigError(f"{key}.kind", "missing", "add the key 'kind' (a generator's name, or file)")
+    n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
+    if n_raw is None:
+        raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
+    if kind in TABLE_KINDS:
+        spec = _table_dataset(entry, key, name, kind, n_raw, base)
+    else:
+        spec = _synthetic_dataset(entry, key, name, kind, n_raw)
+    if "true_k" in entry:
+        given = _integer(entry["true_k"], f"{key}.true_k", minimum=1,
+                         fix="give the number of clusters you know the data has, e.g. true_k: 3")
+        if given not in ks:
+            warnings.warn(f"{key}.true_k: {given} is not among the k computed ({list(ks)}): a choice can never equal "
+                          "it, so every trial counts as a failure; add it to k", UserWarning, stacklevel=2)
+        spec = replace(spec, true_k=given)
+    return replace(spec, read=_describe(spec, given="true_k" in entry))
+
+
+def _describe(spec: DatasetSpec, *, given: bool) -> str:
+    truth = "true k unknown (failure rates need labels or true_k)" if spec.true_k < 0 else \
+        f"true k {spec.true_k}" + (" (given)" if given else "")
+    if spec.kind in TABLE_KINDS:
+        return f"{spec.read}; {truth}"
+    return f"synthetic {spec.kind}, {spec.n_features} features, n fresh points per trial; {truth}"
+
+
+def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:
+    if kind not in SYNTHETIC:
+        raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
+                          f"expected one of {sorted([*SYNTHETIC, 'file'])} (or 'data' from Python)")
+    for extra in sorted(TABLE_KEYS):
+        if extra in entry:
+            raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")
+    generator = get_synthetic(kind)
+    try:
+        params = generator.resolve(entry.get("params") or {})
+        n_features = generator.sample(MIN_N, np.random.default_rng(0), **params)[0].shape[1]  # fail here, not in cells
+    except ParameterError as error:
+        problem = str(error).split(": ", 1)[1].rsplit("; ", 1)[0]  # 'expected ..., got ...' with the value as shown
+        raise ConfigError(f"{key}.params.{error.name}", problem, error.fix) from None
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{key}.params", str(error), f"see the parameters of {kind}") from None
+    if "all" in n_raw:
+        raise ConfigError(f"{key}.n", "'all' is the size of a file dataset; a synthetic one has no size",
+                          "give integer sample sizes")
+    identity = {"kind": kind, "params": params}
+    return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
+                       true_k=generator.true_k(params), n_features=n_features, identity=identity)
+
+
+def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, Any]:
+    """(labels path, labels column, labels given as values) of a ``labels`` entry."""
+    if labels is None:
+        return None, None, None
+    if isinstance(labels, (np.ndarray, pd.Series, list, tuple)):
+        return None, None, labels
+    labels = {"path": labels} if isinstance(labels, str) else labels
+    _check_keys(labels, {"path", "column"}, f"{key}.labels")
+    column = labels.get("column")
+    if isinstance(column, (list, tuple)):
+        raise ConfigError(f"{key}.labels.column", f"expected one column name, got {show(column)}: a dataset has one "
+                          "label set (one true k, one agreement score)", "give one column; to compare with several "
+                          "label sets, list the dataset once per label column, each with its own name, and exclude "
+                          "the other label columns from its features")
+    if column is not None and isinstance(column, (bool, float, dict)):
+        raise ConfigError(f"{key}.labels.column", f"expected one column name, got {show(column)}",
+                          "give the name of one column")
+    if "path" not in labels:
+        if column is None:
+            raise ConfigError(f"{key}.labels", "neither 'path' nor 'column' is given",
+                              "give labels: {column: NAME} for a column of the data, or labels: {path: FILE}")
+        return None, column, None
+    given = labels["path"]
+    if not isinstance(given, str):
+        raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
+    return str(base / given), column, None
+
+
+def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
+                   base: Path) -> DatasetSpec:
+    if "params" in entry:
+        raise ConfigError(f"{key}.params", f"{kind} datasets take no params", "use 'preprocess' steps")
+    labels_path, labels_column, label_values = _labels_entry(entry.get("labels"), key, base)
+    reading = reading_of(entry, key, label_column=labels_column, label_in_table=labels_column is not None
+                         and labels_path is None)
+    steps = _steps(entry.get("preprocess"), f"{key}.preprocess")
+    spec = DatasetSpec(name=name, kind=kind, params={}, n=(), true_k=-1, n_features=0, labels_path=labels_path,
+                       labels_column=labels_column, preprocess=steps, reading=reading)
+    if kind == "file":
+        for extra in ("data",):
+            if extra in entry:
+                raise ConfigError(f"{key}.data", "a file dataset reads 'path'", "remove 'data' (or remove kind: file)")
+        if label_values is not None:
+            raise ConfigError(f"{key}.labels", f"expected a labels file or column, got {show(label_values, 40)}",
+                              "write labels: {path: FILE, column: NAME} or labels: {column: NAME}")
+        path = _require(entry, "path", f"{key}.")
+        if not isinstance(path, str):
+            raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
+        spec = replace(spec, path=str(base / path))
+        loaded = load_file_dataset(spec, key)
+    else:
+        loaded = _memory(entry, key, spec, label_values)
+    size = loaded.X.shape[0]
+    n = tuple(size if v == "all" else int(v) for v in n_raw)
+    for j, value in enumerate(n):
+        if value > size:
+            raise ConfigError(f"{key}.n[{j}]", f"{value} exceeds the {size} rows of {spec.path or f'{key}.data'}",
+                              f"use n <= {size} or 'all'")
+    true_k = len(loaded.classes.classes) if loaded.classes is not None else -1
+    identity: dict[str, Any] = {"kind": kind, "sha256": loaded.sha256, "labels_column": labels_column,
+                                "preprocess": [[step, dict(params)] for step, params in steps]}
+    if reading.given():  # only then: a cube made before these options resumes under the same identity
+        identity["reading"] = reading.given()
+    return replace(spec, n=n, true_k=true_k, n_features=loaded.X.shape[1], data=loaded.X, labels=loaded.labels,
+                   identity=identity, read=loaded.read)
+
+
+def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values: Any) -> Any:
+    """An array or DataFrame given from Python, read like a file (its bytes, shape and dtype are its identity)."""
+    data = _require(entry, "data", f"{key}.")
+    if "path" in entry:
+        raise ConfigError(f"{key}.path", "both 'path' and 'data' are given", "give one: a file path or an array")
+    if entry.get("header") is not None:
+        raise ConfigError(f"{key}.header", "an array has no header row", "remove 'header'")
+    source = f"{key}.data"
+    digest = hashlib.sha256()
+    if isinstance(data, pd.DataFrame):
+        table: Table = frame_table(data, f"the DataFrame {source}")
+        for label, column in data.items():
+            values = column.to_numpy()
+            raw = values.tobytes() if values.dtype.kind in "biuf" else "\x1f".join(map(str, values)).encode()
+            digest.update(f"{label!r}|{column.dtype}|{len(values)}|".encode() + raw)
+    elif isinstance(data, np.ndarray):
+        if data.ndim not in (1, 2) or data.dtype.kind not in "biuf" or 0 in data.shape:
+            raise ConfigError(source, f"expected a 1-D or 2-D array of real numbers with rows, got a {data.ndim}-D "
+                              f"{data.dtype} array of shape {data.shape}", "give e.g. X.astype(float) of shape "
+                              "(n_samples, n_features)")
+        table = array_table(data, f"the array {source}")
+        digest.update(f"{data.shape}|{data.dtype.str}|".encode() + np.ascontiguousarray(data).tobytes())
+    else:
+        raise ConfigError(source, f"expected a NumPy 2-D array or a pandas DataFrame, got {type(data).__name__}",
+                          "pass numpy.asarray(values, dtype=float) or a DataFrame")
+    labels = None
+    if label_values is not None:
+        labels = label_set(label_values, f"{key}.labels", f"the labels of {key}", "row index")
+        if labels.codes.shape[0] != table.cells.shape[0]:
+            raise ConfigError(f"{key}.labels", f"{labels.codes.shape[0]} labels for the {table.cells.shape[0]} rows of "
+                              f"{source}", "give one label per row")
+        digest.update(b"labels|" + labels.codes.tobytes() + "\x1f".join(labels.classes).encode())
+    return load_table(table, spec, key, source, digest.hexdigest(), given=labels)
+
+
+def plain_entry(entry: Any) -> Any:
+    """A dataset entry with arrays replaced by a short description: what the cube's config attribute stores."""
+    if not isinstance(entry, Mapping) or ("data" not in entry and not isinstance(entry.get("labels"), (np.ndarray, pd.Series, list, tuple))):
+        return entry
+    out = dict(entry)
+    data = entry.get("data")
+    if isinstance(data, (np.ndarray, pd.DataFrame)):
+        out["data"] = f"<{type(data).__name__} of shape {tuple(data.shape)} given from Python>"
+    labels = entry.get("labels")
+    if isinstance(labels, (np.ndarray, pd.Series, list, tuple)):
+        out["labels"] = f"<{len(labels)} labels given from Python>"
+    return out
