@@ -117,7 +117,7 @@ def read_table(path: Path, key: str, reading: Reading) -> Table:
 
 def read_selected(table: Table, reading: Reading, key: str) -> tuple[Matrix, Selected]:
     """The feature matrix of ``table``, at least one row and one column; inf is refused, naming its cell."""
-    selected = select(table, reading, key)
+    selected = select(table, reading, key.rsplit(".", 1)[0], key)
     if 0 in selected.X.shape:
         raise ConfigError(key, f"{table.source} has {selected.X.shape[0]} data rows and {selected.X.shape[1]} numeric "
                           "columns", "give a file with at least one row and one column of numbers")

@@ -198,8 +198,9 @@ def _inferred_row_names(table: Table, taken: set[int]) -> int | None:
     return None
 
 
-def select(table: Table, reading: Reading, key: str) -> Selected:
-    """The feature columns of ``table`` as a float matrix, after the row names, labels and exclusions."""
+def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
+    """The feature columns of ``table`` as a float matrix, after the row names, labels and exclusions.
+    ``key`` is the dataset's (for its options), ``data_key`` where the values came from (``.path``, ``.data``)."""
     if reading.columns is not None and reading.exclude:
         raise ConfigError(f"{key}.exclude", "both 'columns' and 'exclude' are given",
                           "give 'columns' (the features to keep) or 'exclude' (the columns to drop), not both")
@@ -244,7 +245,7 @@ def select(table: Table, reading: Reading, key: str) -> Selected:
     if not features:
         raise ConfigError(f"{key}.columns" if reading.columns is not None else f"{key}.exclude",
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
-    X = _numbers(table, features, key)
+    X = _numbers(table, features, data_key)
     return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes))
 
 
@@ -264,7 +265,8 @@ def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]
     at = first_nonfinite(X, nan=False)
     if at is not None:
         cell = table.cells[features[at[1]]].iloc[at[0]]
-        raise ConfigError(key, f"{table.source} has the non-finite value {shown_cell(cell)} at {table.row(at[0])}, "
+        shown = shown_cell(cell) if isinstance(cell, str) else str(cell)  # the text of a CSV cell: '1e400'
+        raise ConfigError(key, f"{table.source} has the non-finite value {shown} at {table.row(at[0])}, "
                           f"{table.shown(features[at[1]])} (inf, or beyond float64's range of ±1.8e308)",
                           "replace it with a finite number, or empty the cell and add a drop_missing or impute step")
     return X
