@@ -180,7 +180,8 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
         digest.update(f"{data.shape}|{data.dtype.str}|".encode() + np.ascontiguousarray(data).tobytes())
     else:
         raise ConfigError(source, f"expected a NumPy 2-D array or a pandas DataFrame, got {type(data).__name__}",
-                          "pass numpy.asarray(values, dtype=float) or a DataFrame")
+                          "pass numpy.asarray(values, dtype=float) or a DataFrame (from Python only; a YAML config "
+                          "reads a file: kind: file, path: FILE)")
     labels = None
     if label_values is not None:
         labels = label_set(label_values, f"{key}.labels", f"the labels of {key}", "row index")
