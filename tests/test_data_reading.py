@@ -280,3 +280,26 @@ def test_gene_filter_parameters_are_checked(tmp_path):
         warnings.simplefilter("error")
         _refused(tmp_path, {"path": "x.csv", "preprocess": [{"gene_filter": {"min_fold": 1000}}]},
                  ["datasets[0].path", "0 columns left after preprocessing"], n=[8], k=[2])
+
+
+def test_an_in_memory_dataset_runs_and_changed_data_is_refused_on_resume(tmp_path):
+    """The contract the Python API builds on: parse_config with a DataFrame, run_sweep on a real LocalCluster."""
+    from pipeline.errors import InputError
+    from pipeline.run import run_sweep
+    from pipeline.store import open_cube
+
+    frame = load_iris(as_frame=True).frame  # four features and the integer 'target'
+    raw = small_config(n=[40], k=[2, 3], resamples=2, datasets=[{"name": "iris", "data": frame,
+                                                                  "labels": {"column": "target"}}],
+                       methods=[{**ONE_METHOD[0], "criteria": ["lange", "agreement"]}])
+    out = str(tmp_path / "mem.zarr")
+    summary = run_sweep(parse_config(raw, out=out), workers=1, show_progress=False)
+    assert summary.computed == 4 and summary.failed == 0
+    cube = open_cube(out)
+    assert int((cube["status"] == 1).sum()) == 4 and json.loads(cube.attrs["ordercube_true_k"]) == {"iris": 3}
+    assert "<DataFrame of shape (150, 5) given from Python>" in cube.attrs["ordercube_config"]
+    changed = frame.copy()
+    changed.iloc[0, 0] += 1.0
+    with pytest.raises(InputError, match=r"dataset 'iris' differs .* \['sha256'\]"):
+        run_sweep(parse_config({**raw, "datasets": [{**raw["datasets"][0], "data": changed}]}, out=out),
+                  workers=1, show_progress=False)
