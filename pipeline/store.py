@@ -520,7 +520,8 @@ def _before_growth(group: zarr.Group, record: Mapping[str, Any]) -> xr.Dataset:
             continue
         dims = tuple(getattr(stored.metadata, "dimension_names", None) or ())
         values = np.asarray(stored[tuple(slice(0, size) for size in shapes[name])])
-        attrs = {key: value for key, value in stored.attrs.items() if key != "coordinates"}  # xarray's own, decoded
+        # as xarray decodes them: its encoding attributes (coordinates, _FillValue) are not the variable's
+        attrs = {key: value for key, value in stored.attrs.items() if key != "coordinates" and not key.startswith("_")}
         variables[name] = xr.Variable(dims, values, attrs=attrs)
     return xr.Dataset(variables, coords=coords, attrs=dict(record["attrs"]))
 
