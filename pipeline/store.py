@@ -32,6 +32,7 @@ from zarr.core.sync import sync
 
 from pipeline.config import Config, fingerprint
 from pipeline.cube_attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs, group_attrs, true_k_labels, variable_attrs
+from pipeline.cube_io import consolidate, described, describe_arrays, stored_true_k, write_true_k
 from pipeline.errors import InputError
 from pipeline.integrity import (
     CHECKSUMMED, COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks, growth_record,
@@ -116,17 +117,6 @@ def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int], *, 
         "ordercube_plan": json.dumps(plan_of(config)),
         **legacy,
     }
-
-
-def consolidate(group: zarr.Group) -> None:
-    """Write the consolidated metadata (every node's metadata in the root ``zarr.json``) so that plain
-    ``xr.open_zarr(path)`` opens the cube without a warning. Every write of the group's attributes drops
-    it (zarr rewrites the root document), so each change of the cube's metadata ends with this.
-    ordercube's own readers never use it (``use_consolidated=False``): it may be a snapshot from before
-    a growth in progress, which then shows readers the cube as it was before."""
-    with warnings.catch_warnings():  # zarr notes that consolidation is its own extension of format 3: we know
-        warnings.filterwarnings("ignore", "Consolidated metadata is currently not part", UserWarning)
-        zarr.consolidate_metadata(group.store, path=group.path or None, zarr_format=3)
 
 
 def _format_attrs() -> dict[str, int]:
@@ -358,46 +348,17 @@ def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group
     identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
     if upgrading:
-        _describe_arrays(group)
+        describe_arrays(group)
         notes.append(f"upgraded the cube from format {CHECKSUMMED} to {FORMAT} (attributes, true_k coordinate)")
     cube_format = FORMAT if upgrading else int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
     if cube_format >= FORMAT:
-        _write_true_k(group, merged.dataset, true_k)
+        write_true_k(group, merged.dataset, true_k)
     dropped = {GROWTH, *(LEGACY_ATTRIBUTES if cube_format >= FORMAT else ())}
     kept = {key: value for key, value in group.attrs.items() if key not in dropped}
     # One write, which also clears the growth record; then the consolidated metadata of the new shapes.
     group.attrs.put({**kept, **_attrs(config, identity, true_k, cube_format=cube_format), FORMAT_ATTRIBUTE: cube_format})
     consolidate(group)
     return group, merged, notes
-
-
-def stored_true_k(group: zarr.Group, coords: Coords) -> dict[str, int]:
-    """The true k of each dataset of the cube (-1 unknown): its ``true_k`` coordinate, or (format < 3) its
-    JSON attribute."""
-    if "true_k" in group:
-        values = np.asarray(array(group, "true_k")[: len(coords.dataset)])
-        return {name: int(value) for name, value in zip(coords.dataset, values)}
-    return {str(name): int(k) for name, k in json.loads(str(group.attrs.get("ordercube_true_k", "{}"))).items()}
-
-
-def _write_true_k(group: zarr.Group, datasets: tuple[str, ...], known: Mapping[str, int]) -> None:
-    """Store the ``true_k`` coordinate of ``datasets`` (created by an upgrade, grown with ``dataset``); only
-    when it changes, so a run that computes nothing writes nothing."""
-    values = true_k_labels(list(datasets), known)
-    if "true_k" not in group:
-        group.create_array("true_k", shape=values.shape, chunks=(max(len(values), 1),), dtype="int64", fill_value=-1,
-                           dimension_names=("dataset",), compressors=COMPRESSORS, attributes=variable_attrs("true_k"))
-    stored = array(group, "true_k")
-    if not np.array_equal(np.asarray(stored[:]), values):
-        stored.with_config({"write_empty_chunks": True})[:] = values
-
-
-def _describe_arrays(group: zarr.Group) -> None:
-    """Give every array of a format-2 cube the attributes of format 3 (its old ``status`` "meaning" JSON is
-    replaced by CF flags). Harmless if a roll-back leaves them: format 2 readers ignore them."""
-    for name, stored in group.arrays():
-        dims = tuple(getattr(stored.metadata, "dimension_names", None) or ())
-        stored.attrs.put(array_attrs(name, dims if name not in DIMS else ()))
 
 
 def merge_blocks(blocks: Sequence[tuple[Chunk, BlockResult]]) -> list[tuple[Chunk, BlockResult]]:
@@ -490,22 +451,6 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if lost.count:
         warnings.warn(f"{path}: {lost.describe()}; 'ordercube run' computes them again", LostValuesWarning, stacklevel=2)
         cube["status"] = xr.DataArray(np.where(lost.cells, np.int8(0), status), dims=DIMS, attrs=cube["status"].attrs)
-    return cube
-
-
-def described(cube: xr.Dataset) -> xr.Dataset:
-    """The cube with format 3's description whatever its format: a cube of format 1 or 2 gets its
-    ``true_k`` coordinate from its JSON attribute and the attributes of every variable, in memory only."""
-    if "true_k" not in cube.coords:
-        if "true_k" in cube.data_vars:  # read by _before_growth or by xarray without the coordinates attribute
-            cube = cube.set_coords("true_k")
-        else:
-            known = json.loads(str(cube.attrs.get("ordercube_true_k", "{}")))
-            labels = true_k_labels([str(name) for name in cube["dataset"].values], known)
-            cube = cube.assign_coords(true_k=("dataset", labels))
-    for name in [*cube.data_vars, *cube.coords]:
-        if "long_name" not in cube[name].attrs:
-            cube[name].attrs = variable_attrs(str(name))
     return cube
 
 
