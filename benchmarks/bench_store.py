@@ -1,7 +1,8 @@
 """What integrity costs the single writer: storing blocks with checksums, every chunk and the manifest,
 against the plain writes of format 1 (no checksum codec, empty chunks skipped, no manifest), in one run.
 
-Also times the checks that read the cube: the lost-cell check of ``status``/``run`` (chunk listing and
+Also times consolidating the metadata (done after every change of the cube's metadata: creation, growth,
+roll-back) and what it saves a plain ``xr.open_zarr``, and the checks that read the cube: the lost-cell check of ``status``/``run`` (chunk listing and
 manifest comparison) and ``status --verify`` (every chunk read back), against reading the status array.
 
     python benchmarks/bench_store.py [--blocks 2000] [--trials-per-chunk 5]
@@ -15,12 +16,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 import zarr
 
 from pipeline.config import parse_config
 from pipeline.grid import DIMS, Chunk, config_coords, default_chunks
 from pipeline.integrity import corrupt_chunks
-from pipeline.store import create, lost_in, writable_arrays, write_block
+from pipeline.store import consolidate, create, lost_in, writable_arrays, write_block
 from tasks.cell import BlockResult, Status
 
 
@@ -99,6 +101,7 @@ def main() -> None:
         started = time.perf_counter()
         bad = corrupt_chunks(group)
         verify = time.perf_counter() - started
+        opening = _consolidation(group, Path(folder) / "cube.zarr")
     assert lost.count == 0 and not bad
     per_block = {label: seconds / len(blocks) * 1e3 for label, seconds in timings.items()}
     print(f"{len(blocks)} blocks of {len(config.variables)} criterion variables + reason, seconds, status "
@@ -108,6 +111,25 @@ def main() -> None:
     print(f"read the status array {read_status * 1e3:.0f} ms; lost-cell check (listing + manifest) {check * 1e3:.0f} ms "
           f"({check / read_status:.1f}x); status --verify (every chunk read back) {verify:.2f} s "
           f"({verify / read_status:.0f}x)")
+    print(f"consolidate the metadata ({opening['nodes']} nodes) {opening['consolidate'] * 1e3:.1f} ms; xr.open_zarr "
+          f"consolidated {opening['consolidated'] * 1e3:.0f} ms, unconsolidated {opening['unconsolidated'] * 1e3:.0f} ms")
+
+
+def _consolidation(group: zarr.Group, path: Path) -> dict[str, float]:
+    """Seconds to consolidate (best of 5) and to open the cube with xarray with and without it (best of 3)."""
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        consolidate(group)
+        times.append(time.perf_counter() - started)
+    opened = {"consolidated": np.inf, "unconsolidated": np.inf}
+    for _ in range(3):  # best of 3, alternating: the first open of all also pays for imports and caches
+        for label, consolidated in (("consolidated", True), ("unconsolidated", False)):
+            started = time.perf_counter()
+            xr.open_zarr(path, consolidated=consolidated)
+            opened[label] = min(opened[label], time.perf_counter() - started)
+    nodes = len(list(path.rglob("zarr.json")))
+    return {"consolidate": min(times), "nodes": nodes, **opened}
 
 
 if __name__ == "__main__":

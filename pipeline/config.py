@@ -32,6 +32,10 @@ TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods",
             "published"}
 METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
 MIN_N = 4
+# Words a reader of the cube may write for a config key: the cube's dimension 'trial' indexes the
+# config's 'resamples' (not renamed: xarray's Dataset.resample is a method). Refused with the key to write.
+ALIASES = {"trials": "resamples", "trial": "resamples"}
+ALIASES_WHY = {"resamples": "the number of resamples; the cube's 'trial' dimension indexes them"}
 # A name is also a folder or a cube label: long enough for a description, short enough for a path.
 MAX_NAME = 100
 MAX_K_VALUES = 10_000
@@ -153,7 +157,9 @@ def _check_keys(mapping: Any, allowed: set[str], path: str) -> None:
     if unknown:
         shown = unknown[0] if len(unknown[0]) <= MAX_NAME else f"{unknown[0][:MAX_NAME]}…"
         where = f"{path}.{shown}" if path else shown
-        raise ConfigError(where, "unknown key", f"expected one of {sorted(allowed)}")
+        hint = ALIASES.get(shown) if ALIASES.get(shown) in allowed else None
+        raise ConfigError(where, "unknown key", f"write '{hint}:' ({ALIASES_WHY[hint]})" if hint
+                          else f"expected one of {sorted(allowed)}")
 
 
 def _integer(value: Any, key: str, *, minimum: int, fix: str, maximum: int | None = None) -> int:

@@ -36,8 +36,10 @@ from zarr.core.sync import sync
 from pipeline.errors import InputError
 
 DIMS = ("dataset", "n", "model", "k", "trial")
-# Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither).
-FORMAT = 2
+# Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
+# format 3 describes itself (CF attributes, status flags, true_k as a coordinate, consolidated metadata).
+FORMAT = 3
+CHECKSUMMED = 2  # the first format that writes and checksums every chunk
 FORMAT_ATTRIBUTE = "ordercube_format"
 COMPRESSORS = (ZstdCodec(level=0), Crc32cCodec())
 ALWAYS_WRITTEN = ("reason", "seconds", "status")
@@ -144,7 +146,7 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
     result = Lost(cells=lost)
     if not done.any():
         return result
-    every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= FORMAT
+    every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= CHECKSUMMED
     present_arrays = {name for name, _ in group.arrays()}
     for name, used in variables_of_models(group, models).items():
         expected = done & used[None, None, :, None, None]
@@ -332,13 +334,16 @@ def check_metadata(path: Path) -> None:
 
 
 ATTRIBUTE_KEYS = {"ordercube_identity": ("seed", "datasets", "methods"),
-                  "ordercube_plan": ("datasets", "methods", "k", "resamples"), "ordercube_true_k": (), "ordercube_config": ()}
+                  "ordercube_plan": ("datasets", "methods", "k", "resamples"), "ordercube_config": ()}
+LEGACY_ATTRIBUTE_KEYS = {"ordercube_true_k": ()}  # format < 3: the true k as JSON (since then a coordinate)
 
 
 def check_cube(group: zarr.Group, path: Path) -> None:
     """``InputError`` naming what is damaged when the cube's attributes or coordinate labels are not
     as ordercube wrote them (the group's ``zarr.json`` edited, a coordinate chunk deleted)."""
-    for key, fields in ATTRIBUTE_KEYS.items():
+    cube_format = int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
+    legacy = LEGACY_ATTRIBUTE_KEYS if cube_format < FORMAT else {}
+    for key, fields in {**ATTRIBUTE_KEYS, **legacy}.items():
         try:
             value = json.loads(str(group.attrs[key]))
             valid = isinstance(value, dict) and all(field in value for field in fields)
@@ -347,7 +352,7 @@ def check_cube(group: zarr.Group, path: Path) -> None:
         if not valid:
             raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
-    if int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) < FORMAT:  # format 1 did not store a chunk of labels [0]
+    if cube_format < CHECKSUMMED:  # format 1 did not store a chunk of labels [0]
         return
     old_shapes = (growth_record(group) or {}).get("shapes", {})
     for dim in DIMS:

@@ -68,6 +68,7 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
         values = cube[name].where(cube["status"] == 1)
         normalised = name in CRITERIA and CRITERIA[name].normalised_by_random_labels
         scores[name] = values / cube[BASELINE] if normalised else values
+    # The true k travels as the cube's coordinate; a cube built in memory without one may give it as JSON.
     return xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
 
 
@@ -219,10 +220,15 @@ def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
 
 
 def true_k(ds: xr.Dataset) -> xr.DataArray:
-    """The known number of clusters of each dataset (-1 when unknown), from the cube's attributes."""
-    known = json.loads(ds.attrs.get("true_k", "{}"))
+    """The known number of clusters of each dataset (-1 when unknown): the ``true_k`` coordinate of the
+    cube (format 3, or added by ``open_cube`` to older ones), else the JSON of a cube built in memory."""
     names = ds["dataset"].values
-    return xr.DataArray([int(known.get(str(name), -1)) for name in names], dims="dataset", coords={"dataset": names})
+    if "true_k" in ds.coords:
+        values = ds["true_k"].values.astype(np.int64)
+    else:
+        known = json.loads(ds.attrs.get("true_k", "{}"))
+        values = np.array([int(known.get(str(name), -1)) for name in names], dtype=np.int64)
+    return xr.DataArray(values, dims="dataset", coords={"dataset": names})
 
 
 def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:

@@ -31,9 +31,11 @@ import zarr
 from zarr.core.sync import sync
 
 from pipeline.config import Config, fingerprint
+from pipeline.cube_attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs, group_attrs, true_k_labels, variable_attrs
+from pipeline.cube_io import consolidate, described, describe_arrays, stored_true_k, write_true_k
 from pipeline.errors import InputError
 from pipeline.integrity import (
-    COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks, growth_record,
+    CHECKSUMMED, COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks, growth_record,
     corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
     stored_chunks,
 )
@@ -41,7 +43,6 @@ from pipeline.software import package_versions
 from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
 from tasks.cell import BlockResult, Status
 
-BASELINE = "lange_random"
 CELL_VARIABLES = ("status", "reason", "seconds")
 STATUS_MEANINGS = {int(s): s.name.lower() for s in Status}
 CREATING = ".creating-"  # a cube being created: .NAME.creating-PID beside NAME
@@ -71,8 +72,10 @@ def _cell_variable(shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any) 
     return da.full(shape, _fill(dtype), dtype=dtype, chunks=chunks)
 
 
-def template(coords: Coords, chunks: dict[str, int], variables: list[str]) -> xr.Dataset:
-    """An all-pending cube (lazy: writing it with ``compute=False`` stores only metadata)."""
+def template(coords: Coords, chunks: dict[str, int], variables: list[str],
+             true_k: Mapping[str, int] | None = None) -> xr.Dataset:
+    """An all-pending cube (lazy: writing it with ``compute=False`` stores only metadata), every variable
+    and coordinate described (:mod:`pipeline.cube_attrs`), ``true_k`` a coordinate on ``dataset``."""
     shape, chunk_shape = coords.shape, chunk_shape_of(chunks)
     data: dict[str, tuple[tuple[str, ...], da.Array]] = {
         name: (DIMS, _cell_variable(shape, chunk_shape, np.float64)) for name in variables}
@@ -82,8 +85,9 @@ def template(coords: Coords, chunks: dict[str, int], variables: list[str]) -> xr
     labels = coords.as_dict()
     ds = xr.Dataset(data, coords={dim: np.array(labels[dim], dtype=object if dim in ("dataset", "model") else np.int64)
                                   for dim in DIMS})
-    ds["status"].attrs = {"meaning": json.dumps(STATUS_MEANINGS)}
-    ds[BASELINE].attrs = {"description": "mean Hungarian-matched disagreement of two random labelings of n//2 points"}
+    ds = ds.assign_coords(true_k=("dataset", true_k_labels(list(coords.dataset), true_k or {})))
+    for name in [*ds.data_vars, *ds.coords]:
+        ds[name].attrs = variable_attrs(str(name))
     return ds
 
 
@@ -101,15 +105,17 @@ def _encoding(ds: xr.Dataset, cell_chunks: tuple[int, ...]) -> dict[str, dict[st
     return encoding
 
 
-def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int]) -> dict[str, str]:
+def _attrs(config: Config, identity: dict[str, Any], true_k: dict[str, int], *, cube_format: int = FORMAT) -> dict[str, Any]:
+    """The group's attributes. Cubes of format 3 hold the true k as a coordinate and status codes as CF
+    flags; older ones (format 1, which is not upgraded) keep them as JSON attributes, as they were read."""
+    legacy = {"ordercube_true_k": json.dumps(true_k), "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
+              "ordercube_versions": json.dumps(versions())} if cube_format < FORMAT else {}
     return {
-        "ordercube_true_k": json.dumps(true_k),
+        **group_attrs(config.name, int(identity["seed"]), fingerprint(identity), versions()),
         "ordercube_config": json.dumps(config.raw, default=str),
         "ordercube_identity": json.dumps(identity, sort_keys=True),
-        "ordercube_fingerprint": fingerprint(identity),
         "ordercube_plan": json.dumps(plan_of(config)),
-        "ordercube_versions": json.dumps(versions()),
-        "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
+        **legacy,
     }
 
 
@@ -152,18 +158,19 @@ def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int],
     for leftover in path.parent.glob(f".{path.name}{CREATING}*"):
         shutil.rmtree(leftover, ignore_errors=True)
     aside = path.parent / f".{path.name}{CREATING}{os.getpid()}"
-    ds = template(coords, chunks, config.variables)
-    ds.attrs = {**_attrs(config, config.identity, {d.name: d.true_k for d in config.datasets}), **_format_attrs()}
+    ds = template(coords, chunks, config.variables, {d.name: d.true_k for d in config.datasets})
+    ds.attrs = {**_attrs(config, config.identity, {}), **_format_attrs()}
     ds.to_zarr(aside, mode="w-", compute=False, encoding=_encoding(ds, chunk_shape_of(chunks)), zarr_format=3,
                consolidated=False)
-    group = zarr.open_group(aside, mode="r+")
+    group = zarr.open_group(aside, mode="r+", use_consolidated=False)
     # Variable-length strings go through zarr directly: a lazy object array cannot be templated.
     group.create_array("reason", shape=coords.shape, chunks=chunk_shape_of(chunks), dtype=str, fill_value="",
-                       dimension_names=DIMS, compressors=COMPRESSORS)
+                       dimension_names=DIMS, compressors=COMPRESSORS, attributes=array_attrs("reason", DIMS))
     create_manifest(group, manifest_rows(config.variables))
     prepare(group)
+    consolidate(group)
     os.rename(aside, path)  # onto nothing, or onto the empty folder check_new_cube_path allowed
-    return zarr.open_group(path, mode="r+")
+    return zarr.open_group(path, mode="r+", use_consolidated=False)
 
 
 def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
@@ -281,6 +288,7 @@ def roll_back_growth(group: zarr.Group) -> bool:
                     _clear_edge(stored, axis, old_size, size)
             stored.resize(old)
     group.attrs.put(record["attrs"])
+    consolidate(group)
     return True
 
 
@@ -288,7 +296,7 @@ def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r")
     """The cube at ``path``, after checking that ``config`` may extend it (``InputError`` if not)."""
     check_metadata(path)
     try:
-        group = zarr.open_group(path, mode=mode)
+        group = zarr.open_group(path, mode=mode, use_consolidated=False)
         stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     except (KeyError, ValueError, TypeError, zarr.errors.BaseZarrError) as error:
         raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
@@ -321,8 +329,11 @@ def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group
     merged = merge_coords(coords, wanted)
     missing = [name for name in config.variables if name not in group]
     growing = [dim for dim in DIMS if len(getattr(merged, dim)) > len(getattr(coords, dim))]
-    if growing or missing:
+    true_k = {**stored_true_k(group, coords), **{d.name: d.true_k for d in config.datasets}}
+    upgrading = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) == CHECKSUMMED  # format 2 -> 3, inside the growth journal
+    if growing or missing or upgrading:
         _begin_growth(group)
+        consolidate(group)  # plain xarray readers see the cube as it was until the growth ends
     for dim in growing:
         old_size = len(getattr(coords, dim))
         _grow(group, dim, getattr(merged, dim), old_size)
@@ -330,15 +341,23 @@ def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group
     cell_chunks = array(group, "status").chunks
     for name in missing:
         group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
-                           dimension_names=DIMS, compressors=COMPRESSORS)
+                           dimension_names=DIMS, compressors=COMPRESSORS, attributes=array_attrs(name, DIMS))
         notes.append(f"added variable {name}")
     if growing or missing:
         grow_manifest(group, manifest_rows(config.variables))
     identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
-    true_k = {**json.loads(str(group.attrs.get("ordercube_true_k", "{}"))), **{d.name: d.true_k for d in config.datasets}}
-    kept = {key: value for key, value in group.attrs.items() if key != GROWTH}
-    group.attrs.put({**kept, **_attrs(config, identity, true_k)})  # one write, which also clears the growth record
+    if upgrading:
+        describe_arrays(group)
+        notes.append(f"upgraded the cube from format {CHECKSUMMED} to {FORMAT} (attributes, true_k coordinate)")
+    cube_format = FORMAT if upgrading else int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
+    if cube_format >= FORMAT:
+        write_true_k(group, merged.dataset, true_k)
+    dropped = {GROWTH, *(LEGACY_ATTRIBUTES if cube_format >= FORMAT else ())}
+    kept = {key: value for key, value in group.attrs.items() if key not in dropped}
+    # One write, which also clears the growth record; then the consolidated metadata of the new shapes.
+    group.attrs.put({**kept, **_attrs(config, identity, true_k, cube_format=cube_format), FORMAT_ATTRIBUTE: cube_format})
+    consolidate(group)
     return group, merged, notes
 
 
@@ -415,7 +434,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if not (path / "zarr.json").exists():
         raise InputError(f"CUBE: {path} is not a cube (no zarr.json); give the --out path of an ordercube run")
     check_metadata(path)
-    group = zarr.open_group(path, mode="r")
+    group = zarr.open_group(path, mode="r", use_consolidated=False)  # never a stale snapshot of a growth
     if "ordercube_plan" not in group.attrs:
         raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
     check_cube(group, path)
@@ -426,8 +445,9 @@ def open_cube(path: str | Path) -> xr.Dataset:
         cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
     status = read_checked(group, "status", path)[tuple(slice(0, size) for size in cube["status"].shape)]
     lost = lost_cells(group, status, [str(m) for m in cube["model"].values])
+    cube = described(cube)
     for name in lost.missing_variables:
-        cube[name] = xr.full_like(cube["seconds"], np.nan)
+        cube[name] = xr.full_like(cube["seconds"], np.nan).assign_attrs(variable_attrs(name))
     if lost.count:
         warnings.warn(f"{path}: {lost.describe()}; 'ordercube run' computes them again", LostValuesWarning, stacklevel=2)
         cube["status"] = xr.DataArray(np.where(lost.cells, np.int8(0), status), dims=DIMS, attrs=cube["status"].attrs)
@@ -445,7 +465,9 @@ def _before_growth(group: zarr.Group, record: Mapping[str, Any]) -> xr.Dataset:
             continue
         dims = tuple(getattr(stored.metadata, "dimension_names", None) or ())
         values = np.asarray(stored[tuple(slice(0, size) for size in shapes[name])])
-        variables[name] = xr.Variable(dims, values, attrs=dict(stored.attrs))
+        # as xarray decodes them: its encoding attributes (coordinates, _FillValue) are not the variable's
+        attrs = {key: value for key, value in stored.attrs.items() if key != "coordinates" and not key.startswith("_")}
+        variables[name] = xr.Variable(dims, values, attrs=attrs)
     return xr.Dataset(variables, coords=coords, attrs=dict(record["attrs"]))
 
 
@@ -455,7 +477,7 @@ def load_cube(path: str | Path) -> xr.Dataset:
     try:
         return cube.load()
     except ValueError:
-        bad = corrupt_chunks(zarr.open_group(Path(path), mode="r"))
+        bad = corrupt_chunks(zarr.open_group(Path(path), mode="r", use_consolidated=False))
         if not bad:
             raise
         # zarr's other reads of that batch are abandoned mid-flight: asyncio would report each one at exit.
@@ -481,7 +503,7 @@ def status_for_planning(group: zarr.Group, path: Path) -> tuple[np.ndarray, Lost
 def verify_cube(path: Path) -> str:
     """Read back every chunk of the cube at ``path``; a one-line summary, or ``InputError`` naming damage."""
     check_metadata(path)
-    group = zarr.open_group(path, mode="r")
+    group = zarr.open_group(path, mode="r", use_consolidated=False)
     bad = corrupt_chunks(group)
     if bad:
         raise corruption_error(path, bad)

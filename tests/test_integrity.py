@@ -61,7 +61,7 @@ def test_every_chunk_is_checksummed(cube):
     _, path = cube
     arrays = [path / "integrity" / "crc" / "zarr.json", *path.glob("*/zarr.json")]
     arrays = [metadata for metadata in arrays if json.loads(metadata.read_text())["node_type"] == "array"]
-    assert len(arrays) == 5 + 6 + 1  # coordinates; lange, pairwise, status, reason, seconds, baseline; the manifest
+    assert len(arrays) == 5 + 1 + 6 + 1  # coordinates, true_k; lange, pairwise, status, reason, seconds, baseline; the manifest
     for metadata in arrays:
         codecs = [codec["name"] for codec in json.loads(metadata.read_text())["codecs"]]
         assert codecs[-1] == "crc32c", (metadata, codecs)
