@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.catalog import resolve_path
 from pipeline.datafiles import load_file_dataset
 from pipeline.errors import ConfigError
 from pipeline.limits import check_size
@@ -294,9 +295,10 @@ def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int
         given = _require(labels, "path", f"{key}.labels.")
         if not isinstance(given, str):
             raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
-        labels_path = str(base / given)
+        labels_path = resolve_path(given, base, f"{key}.labels.path")  # a file, or catalog:DATASET/FILE
         labels_column = labels.get("column")
-    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0, path=str(base / path),
+    spec = DatasetSpec(name=name, kind="file", params={}, n=(), true_k=-1, n_features=0,
+                       path=resolve_path(path, base, f"{key}.path"),  # a file, or catalog:DATASET/FILE
                        labels_path=labels_path, labels_column=labels_column,
                        preprocess=_steps(entry.get("preprocess"), f"{key}.preprocess"))
     loaded = load_file_dataset(spec, key)
