@@ -4,6 +4,7 @@ fetched (from a mirror served on 127.0.0.1 here: no test goes to the internet) a
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -183,6 +184,15 @@ def test_an_unknown_catalog_name_lists_the_known_ones(given, problem):
     assert str(error.value).startswith(f"datasets[1].path: {problem}")
 
 
-def test_no_config_or_readme_points_at_the_shared_folder():
+def test_no_config_or_readme_points_at_the_shared_folder_or_says_seed():
+    """A user has no ../shared, and "seed 000" means nothing to a reader: the paper is cited instead."""
     for path in [*(REPO / "configs").glob("*.yaml"), REPO / "README.md"]:
-        assert "../shared" not in path.read_text(), path
+        text = path.read_text()
+        assert "../shared" not in text and not re.search(r"seeds? 00\d", text), path
+    references = (REPO / "README.md").read_text().split("## References", 1)[1]
+    for cited in ("Stability-based model selection", "Cluster stability for finite samples",
+                  "A resampling approach to cluster validation", "the swapping method",
+                  "The minimum transfer cost principle", *(entry["citation"].split(")", 1)[0].split(",")[0]
+                                                          for entry in registry().values())):
+        assert cited in references, cited
+    assert (REPO / "LICENSE").read_text().startswith("BSD 3-Clause License\n\nCopyright (c) 2026, the ordercube developers")
