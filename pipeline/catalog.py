@@ -20,7 +20,7 @@ import hashlib
 import io
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,10 +70,12 @@ def _entry(given: str, key: str) -> tuple[str, str]:
     return dataset, name
 
 
-def _folders() -> list[Path]:
-    """Where a catalog file is looked for, in order."""
-    given = os.environ.get("ORDERCUBE_DATA")
-    return [*([Path(given)] if given else []), SHARED, cache_folder()]
+def _folders() -> Iterator[Path]:
+    """Where a catalog file is looked for, in order (the cache's place, which imports pooch, only when needed)."""
+    if given := os.environ.get("ORDERCUBE_DATA"):
+        yield Path(given)
+    yield SHARED
+    yield cache_folder()
 
 
 def cache_folder() -> Path:
@@ -111,18 +113,16 @@ def _fetch(dataset: str, name: str, key: str) -> Path:
         raise ConfigError(key, f"{PREFIX}{dataset}/{name} is not on this machine (looked for {places})",
                           f"{registry()[dataset]['manual']}; then put it in one of those places (ORDERCUBE_DATA "
                           "names a folder of DATASET/FILE files)")
-    if "url" in entry:
-        source = entry["url"]
-        made = _download(source, dataset, key, places, into=cache_folder() / "sources" / dataset / name).read_bytes()
-    else:
-        source = entry["from"]
-        if "://" in source:
-            source_path = _download(source, dataset, key, places, into=cache_folder() / "sources" / dataset
-                                    / source.rsplit("/", 1)[1])
-        else:  # another file of the dataset, found or made the same way
-            source_path = Path(resolve_path(PREFIX + dataset + "/" + source, Path(), key))
-        made = CONVERTERS[entry["convert"]](source_path)
+    source = entry.get("url") or entry["from"]
+    if "://" in source:
+        source_path = _download(source, dataset, key, places,
+                                into=cache_folder() / "sources" / dataset / source.rsplit("/", 1)[1])
+    else:  # another file of the dataset, found or made the same way
+        source_path = Path(resolve_path(PREFIX + dataset + "/" + source, Path(), key))
+    made = CONVERTERS[entry["convert"]](source_path) if "convert" in entry else source_path.read_bytes()
     if (actual := hashlib.sha256(made).hexdigest()) != entry["sha256"]:  # nothing kept: never a wrong file
+        if "://" in source:
+            source_path.unlink()  # the next run downloads it again
         how = f"converted by {entry['convert']} from" if "convert" in entry else "downloaded from"
         where = _where(source, dataset) if "://" in source else f"{PREFIX}{dataset}/{source}"
         raise ConfigError(key, f"{PREFIX}{dataset}/{name} {how} {where} has sha256 {actual}, the catalog's "
@@ -130,7 +130,7 @@ def _fetch(dataset: str, name: str, key: str) -> Path:
                           f"{registry()[dataset].get('manual') or 'get the file as published'}, and put it in one "
                           f"of {places}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")  # two runs fetching at once: one file each
     partial.write_bytes(made)
     partial.replace(target)  # whole or not at all: a second run at once may read it
     return target

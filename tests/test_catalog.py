@@ -156,6 +156,7 @@ def test_a_mirror_serving_another_file_exits_2_and_nothing_is_kept(shared, no_sh
     assert message.startswith(f"datasets[0].path: catalog:rbac_hp_labs/hc_edges.csv converted by pairs_to_edges from "
                               f"{url}/rbac_hp_labs/hc.txt has sha256 ") and f"the catalog's {expected}" in message
     assert not (no_shared / "rbac_hp_labs" / "hc_edges.csv").exists()
+    assert not (no_shared / "sources" / "rbac_hp_labs" / "hc.txt").exists()  # downloaded again next time
 
 
 def test_a_dataset_only_published_as_r_data_says_what_to_download_and_where_to_put_it(no_shared, tmp_path):
