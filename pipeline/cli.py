@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="give up connecting to --scheduler/--scheduler-file after this long (default 10)")
     run.add_argument("--wait-for-workers", type=_seconds("--wait-for-workers"), metavar="SECONDS",
                      help="give up (exit 3) after this long without a Dask worker to run on (default 300)")
+    dashboard = run.add_mutually_exclusive_group()
+    dashboard.add_argument("--dashboard-address", metavar="HOST:PORT",
+                           help="where the local cluster's Dask dashboard listens (default 127.0.0.1:8787, or a free "
+                                "port when that is taken; a port given here must be free); 'none' for no dashboard")
+    dashboard.add_argument("--no-dashboard", action="store_true", help="no Dask dashboard (as --dashboard-address none)")
     run.add_argument("--retry-failed", action="store_true", help="compute failed cells again")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     status = commands.add_parser("status", help="count the cells of a cube by status")
@@ -92,11 +97,32 @@ def _resume(args: argparse.Namespace, out: str) -> str:
     for option, value in (("--connect-timeout", args.connect_timeout), ("--wait-for-workers", args.wait_for_workers)):
         if value is not None:
             where += [option, f"{value:g}"]
+    if args.no_dashboard or args.dashboard_address is not None:
+        where += ["--no-dashboard"] if args.no_dashboard else ["--dashboard-address", args.dashboard_address]
     return shlex.join(["ordercube", "run", args.config, "--out", out, *where])
 
 
 def _kept(out: str) -> str:
     return f"every finished cell is in {out}" if Path(out).exists() else f"nothing was written to {out}"
+
+
+def _dashboard(args: argparse.Namespace) -> str | None:
+    """The local cluster's dashboard address (None: none); with --scheduler the option is refused, the
+    scheduler's own dashboard being the user's to set."""
+    from pipeline.cluster import DEFAULT_DASHBOARD, check_dashboard_free, parse_dashboard_address
+
+    given = args.dashboard_address is not None or args.no_dashboard
+    if given and (args.scheduler or args.scheduler_file):
+        option = "--no-dashboard" if args.no_dashboard else "--dashboard-address"
+        raise InputError(f"{option}: only the local cluster's dashboard is set here, not a running scheduler's "
+                         "(its own --dashboard-address / --no-dashboard options); remove the option")
+    if args.no_dashboard:
+        return None
+    if args.dashboard_address is None:
+        return DEFAULT_DASHBOARD  # moves to a free port when taken
+    address = parse_dashboard_address(args.dashboard_address)
+    check_dashboard_free(address, strict=True)  # an address the user gave is theirs: taken, it is an error
+    return address
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -107,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
+    dashboard = _dashboard(args)
     config = load_config(args.config, out=args.out)
     _print_datasets(config)
     waits = {name: value for name, value in (("connect_timeout", args.connect_timeout),
@@ -114,7 +141,8 @@ def _run(args: argparse.Namespace) -> int:
     resume = _resume(args, config.out)
     try:
         summary = run_sweep(config, workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file,
-                            retry_failed=args.retry_failed, show_progress=not args.no_progress, **waits)
+                            retry_failed=args.retry_failed, show_progress=not args.no_progress,
+                            dashboard_address=dashboard, **waits)
     except (Interrupted, KeyboardInterrupt):
         print(f"interrupted: {_kept(config.out)}. Resume with:\n  {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED

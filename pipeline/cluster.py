@@ -9,11 +9,15 @@ prints that it waits, restarts the workers a LocalCluster lost, and gives up aft
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import os
 import signal
+import socket
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from multiprocessing import resource_tracker
@@ -36,6 +40,10 @@ CONNECT_TIMEOUT = 10.0  # seconds: a scheduler on a busy machine answers in well
 WAIT_FOR_WORKERS = 300.0
 TELL_EVERY = 15.0  # seconds between two "waiting for workers" lines
 SCHEDULER_FILE_GRACE = 2.0  # a scheduler writes its file non-atomically: a half-written one gets this long
+# Dask's usual dashboard port, on the loopback interface only: a dashboard shows the data's shape and the code's
+# names, and nothing of a run is to be served to the network unless the user asks (--dashboard-address 0.0.0.0:P).
+# This default, when taken (a second run at once), moves to a free port; an address the user gave must be free.
+DEFAULT_DASHBOARD = "127.0.0.1:8787"
 
 
 class NoWorkers(Exception):
@@ -58,10 +66,71 @@ def scheduler_address(*, scheduler: str | None, scheduler_file: str | None, time
     return option, address
 
 
+def parse_dashboard_address(text: str, option: str = "--dashboard-address") -> str | None:
+    """``HOST:PORT`` (or ``PORT``, on 127.0.0.1) checked and normalised; ``none`` gives None (no dashboard)."""
+    if text.strip().lower() in ("none", "off", "false"):
+        return None
+    host, colon, port = text.strip().rpartition(":")
+    if not colon:
+        host = "127.0.0.1"
+    fix = (f"give HOST:PORT, e.g. {option} 127.0.0.1:8788 (0 for any free port; 0.0.0.0:PORT to listen on "
+           f"every interface), or {option} none for no dashboard")
+    if not host:
+        raise InputError(f"{option}: {text!r} has no host (Dask would listen on every interface); {fix}")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError(f"{option}: expected a port number 0-65535 in {text!r}; {fix}")
+    return f"{host}:{int(port)}"
+
+
+def check_dashboard_free(address: str | None, option: str = "--dashboard-address", *, strict: bool = False) -> None:
+    """``InputError`` if ``address`` cannot be listened on now (the default, which moves to a free port, only
+    when ``strict``: the user gave it): checked before the cube changes, the cluster binds it a moment later."""
+    if address is None or (address == DEFAULT_DASHBOARD and not strict):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_server((host, int(port))):
+            pass
+    except OSError as error:
+        why = ("the port is taken (another run's dashboard?)" if error.errno == errno.EADDRINUSE else
+               f"{os.strerror(error.errno) if error.errno else error}: is {host} an address of this machine?")
+        raise InputError(f"{option}: cannot listen on {address}: {why}; choose another port, "
+                         f"{option} {host}:0 for any free one, or {option} none") from None
+
+
+def dashboard_line(client: Client, wanted: str | None) -> str | None:
+    """What to print about the dashboard: its real link (saying so when the default port was taken), or None
+    when there is none (turned off, or a scheduler started without one)."""
+    try:
+        link = client.dashboard_link
+    except (KeyError, TypeError):  # a scheduler without a dashboard has no such service
+        link = None
+    if not link or (client.cluster is not None and wanted is None):  # off: only the HTTP server's health page
+        return None
+    note = ""
+    if client.cluster is not None and wanted == DEFAULT_DASHBOARD and not link.startswith(f"http://{wanted}/"):
+        note = f" (port {wanted.rpartition(':')[2]} is taken, by another run?)"
+    return f"dask dashboard: {link}{note}"
+
+
+def _local_dashboard(cluster: LocalCluster, wanted: str) -> None:
+    """``InputError`` if a given dashboard address (not the default) was taken between the check and the bind."""
+    port = cluster.scheduler.http_server.port
+    wanted_port = int(wanted.rpartition(":")[2])
+    if wanted != DEFAULT_DASHBOARD and wanted_port and port != wanted_port:
+        raise InputError(f"--dashboard-address: port {wanted_port} was taken as the cluster started (another run?); "
+                         "choose another port, or --dashboard-address none")
+
+
 @contextmanager
 def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str | None,
-            connect_timeout: float = CONNECT_TIMEOUT) -> Iterator[Client]:
-    """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only)."""
+            connect_timeout: float = CONNECT_TIMEOUT,
+            dashboard_address: str | None = DEFAULT_DASHBOARD) -> Iterator[Client]:
+    """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only).
+
+    Only that LocalCluster gets a dashboard from us, at ``dashboard_address`` (None: none); a scheduler
+    of the user's has its own, or not.
+    """
     if scheduler or scheduler_file:
         option, address = scheduler_address(scheduler=scheduler, scheduler_file=scheduler_file, timeout=connect_timeout)
         try:
@@ -88,10 +157,17 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     if plugin_modules():
         settings["distributed.worker.preload"] = plugin_modules()
     with dask.config.set(settings), ExitStack() as stack:
-        with _interrupts_blocked_in_new_threads():
+        # The default port taken moves the dashboard to a free one (Dask warns in three lines; we print the link
+        # we got). The scheduler binds it while LocalCluster() blocks this thread, so the filter is in force.
+        with _interrupts_blocked_in_new_threads(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
             cluster = stack.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL))
+                # off: the scheduler's HTTP server (health, metrics) still listens, on a free port, without bokeh
+                dashboard_address=dashboard_address or "127.0.0.1:0",
+                scheduler_kwargs={"dashboard": dashboard_address is not None}, silence_logs=logging.CRITICAL))
+            if dashboard_address is not None:
+                _local_dashboard(cluster, dashboard_address)
             client = stack.enter_context(Client(cluster))
         yield client
 

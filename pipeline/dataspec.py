@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.config import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n_values, _require, _steps
+from pipeline.catalog import resolve_path
 from pipeline.datafiles import load_file_dataset, load_table
 from pipeline.errors import ConfigError
 from pipeline.tables import Table, array_table, frame_table, label_set, reading_of
@@ -114,7 +115,7 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
     given = labels["path"]
     if not isinstance(given, str):
         raise ConfigError(f"{key}.labels.path", f"expected a file path, got {show(given)}", "give a string")
-    return str(base / given), column, None
+    return resolve_path(given, base, f"{key}.labels.path"), column, None  # a file, or catalog:DATASET/FILE
 
 
 def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
@@ -137,7 +138,7 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
         path = _require(entry, "path", f"{key}.")
         if not isinstance(path, str):
             raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
-        spec = replace(spec, path=str(base / path))
+        spec = replace(spec, path=resolve_path(path, base, f"{key}.path"))  # a file, or catalog:DATASET/FILE
         loaded = load_file_dataset(spec, key)
     else:
         loaded = _memory(entry, key, spec, label_values)

@@ -23,7 +23,8 @@ from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
 
 from pipeline.cluster import (
-    CONNECT_TIMEOUT, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, connect, scheduler_address, stderr_line,
+    CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, check_dashboard_free, connect,
+    dashboard_line, scheduler_address, stderr_line,
 )
 from pipeline.config import Config, MethodSpec
 from pipeline.integrity import record_unrecorded
@@ -162,6 +163,8 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
                           timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
+    else:  # a given dashboard port that is taken is refused before the cube changes too
+        check_dashboard_free(options.get("dashboard_address", DEFAULT_DASHBOARD))
     if not is_cube(path):
         check_new_cube_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,6 +186,7 @@ def _sweep_locked(
     connect_timeout: float = CONNECT_TIMEOUT,
     wait_for_workers: float = WAIT_FOR_WORKERS,
     notify: Callable[[str], None] = stderr_line,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock."""
     path = Path(config.out)
@@ -211,12 +215,13 @@ def _sweep_locked(
                           prepare=lambda group: fill_baseline(group, config, coords))
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
-                 connect_timeout=connect_timeout) as client:
+                 connect_timeout=connect_timeout, dashboard_address=dashboard_address) as client:
         watch = WorkerWatch(client, patience=wait_for_workers, notify=notify)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
         tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
-        echo(f"dask dashboard: {client.dashboard_link}")
+        if line := dashboard_line(client, dashboard_address):
+            echo(line)
         return _submit_and_store(client, config, tasks, open_cube_for_writing, threads=threads,
                                  show_progress=show_progress, watch=watch)
 
