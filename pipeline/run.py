@@ -183,8 +183,10 @@ def _sweep_locked(
     connect_timeout: float = CONNECT_TIMEOUT,
     wait_for_workers: float = WAIT_FOR_WORKERS,
     notify: Callable[[str], None] = stderr_line,
+    client: Client | None = None,
 ) -> Summary:
-    """The body of :func:`run_sweep`, its caller holding the cube's lock."""
+    """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
+    instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open."""
     path = Path(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
@@ -211,13 +213,13 @@ def _sweep_locked(
                           prepare=lambda group: fill_baseline(group, config, coords))
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
-                 connect_timeout=connect_timeout) as client:
-        watch = WorkerWatch(client, patience=wait_for_workers, notify=notify)
+                 connect_timeout=connect_timeout, client=client) as connected:
+        watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
         tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
-        echo(f"dask dashboard: {client.dashboard_link}")
-        return _submit_and_store(client, config, tasks, open_cube_for_writing, threads=threads,
+        echo(f"dask dashboard: {connected.dashboard_link}")
+        return _submit_and_store(connected, config, tasks, open_cube_for_writing, threads=threads,
                                  show_progress=show_progress, watch=watch)
 
 
