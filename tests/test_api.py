@@ -130,17 +130,19 @@ def test_sweep_from_a_thread_that_is_not_the_main_one_on_its_own_local_cluster(t
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
+def _computed(cube: Path) -> int:
+    """Cells of ``cube`` computed so far (0 before it exists)."""
+    try:
+        return int((zarr.open_array(cube / "status", mode="r")[:] == 1).sum())
+    except Exception:  # noqa: BLE001 - not created yet, or half-written: read again
+        return 0
+
+
 def _interrupt_when_cells_arrive(cube: Path, timeout: float = 120) -> threading.Thread:
     """SIGINT to this process (as Ctrl-C or a Jupyter interrupt) once the first cells are on disk."""
-    def computed() -> int:
-        try:
-            return int((zarr.open_array(cube / "status", mode="r")[:] == 1).sum())
-        except Exception:  # noqa: BLE001 - not created yet, or half-written: read again
-            return 0
-
     def watch() -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not computed():
+        while time.monotonic() < deadline and not _computed(cube):
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -199,6 +201,44 @@ def test_a_script_without_a_main_guard_fails_in_one_line_and_with_the_guard_runs
     assert "Traceback" not in guarded.stderr
     assert "k_hat [3, 3]" in guarded.stdout
     assert status_counts(ordercube.open_cube(out))["ok"] == TOTAL
+
+
+STOPPED = """if __name__ == "__main__":
+    config = small_config(n=[40, 80, 160], resamples=24, execution={{"trials_per_chunk": 2, "task_seconds": 0.01}})
+    try:
+        ordercube.sweep(config, out={out!r}, workers=2)
+    except KeyboardInterrupt as error:
+        print(error)
+        sys.exit(130)
+"""
+
+
+def test_sigterm_to_a_scripts_process_group_stops_the_sweep_as_ctrl_c_does(tmp_path):
+    """A batch system's stop (SIGTERM to the process group): the workers of the sweep's LocalCluster ignore
+    it, the sweep raises KeyboardInterrupt with every finished cell kept, and the same script resumes."""
+    out = tmp_path / "cube.zarr"
+    script = tmp_path / "stopped.py"
+    script.write_text(SCRIPT.format(tests=str(REPO / "tests"), body=STOPPED.format(out=str(out))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)])}
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _computed(out) and process.poll() is None:
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert "sweep interrupted: every finished cell is in" in stdout and "Traceback" not in stderr, stderr
+    total = 2 * 3 * 1 * 3 * 24
+    counts = status_counts(ordercube.open_cube(out))
+    assert 0 < counts["ok"] < total and counts["ok"] + counts["pending"] == total, counts
+    resumed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr
+    assert status_counts(ordercube.open_cube(out))["ok"] == total
 
 
 def test_the_guard_check_reads_the_scripts_guard_in_either_form(tmp_path):
@@ -282,3 +322,15 @@ def test_sweep_on_in_memory_arrays_and_dataframes(tmp_path, client):
     ordercube.sweep(from_file, client=client, out=tmp_path / "file.zarr")
     ordercube.sweep(small_config(n=[40, 80]), data={"pair": X}, client=client, out=tmp_path / "array.zarr")
     assert_same_cells(tmp_path / "file.zarr", tmp_path / "array.zarr")
+
+
+def test_the_readme_api_example_runs(tmp_path):
+    """The README's notebook example, as a user pastes it (needs data-in's in-memory datasets too)."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## The Python API"):readme.index("## The config")]
+    example = next(block for block in section.split("```python")[1:] if "load_iris" in block).split("```")[0]
+    result = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert status_counts(ordercube.open_cube(tmp_path / "results" / "iris.zarr"))["ok"] == 2 * 5 * 20
+    assert (tmp_path / "results" / "iris-report" / "selection.csv").is_file()
