@@ -5,6 +5,7 @@ Real LocalClusters, a real ``dask scheduler`` + ``dask worker`` on 127.0.0.1, re
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -288,6 +289,18 @@ def test_bad_input_raises_the_error_that_names_the_key_and_writes_nothing(tmp_pa
     with pytest.raises(error, match=message):
         call(tmp_path / "cube.zarr")
     assert not (tmp_path / "cube.zarr").exists()
+
+
+def test_checking_a_scheduler_address_works_inside_a_running_event_loop_as_in_jupyter(client):
+    """Jupyter's kernel runs an asyncio loop in the thread that runs a cell, where asyncio.run refuses to start."""
+    from pipeline.cluster import check_is_scheduler
+
+    async def in_a_cell() -> None:
+        check_is_scheduler(client.scheduler.address, "scheduler:", timeout=10)
+        with pytest.raises(ordercube.InputError, match=r"^scheduler: tcp://127.0.0.1:1: no Dask scheduler answered"):
+            check_is_scheduler("tcp://127.0.0.1:1", "scheduler:", timeout=5)
+
+    asyncio.run(in_a_cell())
 
 
 def test_select_k_with_a_bad_rule_names_it(cli_cube):
