@@ -37,7 +37,6 @@ CONNECT_TIMEOUT = 10.0  # seconds: a scheduler on a busy machine answers in well
 # user is better told (exit 3 with the command that resumes) than left with a driver that waits all night.
 WAIT_FOR_WORKERS = 300.0
 TELL_EVERY = 15.0  # seconds between two "waiting for workers" lines
-T = TypeVar("T")
 SCHEDULER_FILE_GRACE = 2.0  # a scheduler writes its file non-atomically: a half-written one gets this long
 
 
@@ -210,6 +209,9 @@ def check_is_scheduler(address: str, option: str, *, timeout: float) -> None:
     if kind != "Scheduler":
         raise InputError(f"{option} {address}: the server there answered as a {kind or 'non-Dask server'}, "
                          f"not a Dask scheduler; {fix}")
+
+
+T = TypeVar("T")
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
