@@ -260,34 +260,41 @@ def test_validate_plans_without_writing_and_report_writes_the_clis_table(tmp_pat
     table = ordercube.report(cli_cube, tmp_path / "api-report")
     result = cli("report", str(cli_cube), "--out", str(tmp_path / "cli-report"))
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "api-report" / "selection.csv").read_text() == (tmp_path / "cli-report" / "selection.csv").read_text()
-    assert sorted(p.name for p in (tmp_path / "api-report").iterdir()) == sorted(p.name for p in (tmp_path / "cli-report").iterdir())
+    api, by_cli = tmp_path / "api-report", tmp_path / "cli-report"
+    assert (api / "selection.csv").read_text() == (by_cli / "selection.csv").read_text()
+    assert sorted(p.name for p in api.iterdir()) == sorted(p.name for p in by_cli.iterdir())
     assert set(table["criterion"]) == {"lange", "pairwise"} and len(table) == 2 * 2 * 2
     in_memory = ordercube.report(ordercube.open_cube(cli_cube), tmp_path / "from-dataset")
     pd.testing.assert_frame_equal(in_memory, table)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda out: ordercube.sweep(small_config(resamples=0), out=out), ordercube.ConfigError, r"^resamples: .*got 0"),
-    (lambda out: ordercube.sweep("no/such.yaml", out=out), ordercube.ConfigError, r"^config: file 'no/such.yaml' does not exist"),
-    (lambda out: ordercube.sweep(["a"], out=out), ordercube.ConfigError, r"^config: expected the path of a YAML file or a dict, got list"),
-    (lambda out: ordercube.sweep(small_config(), out=out, workers=0), ordercube.InputError, r"^workers: expected an integer >= 1, got 0"),
-    (lambda out: ordercube.sweep(small_config(), out=out, client="tcp://x"), ordercube.InputError, r"^client: expected a distributed.Client, got str"),
-    (lambda out: ordercube.sweep(small_config(), out=out, workers=2, scheduler="tcp://127.0.0.1:1"), ordercube.InputError,
-     r"^scheduler: given together with workers"),
-    (lambda out: ordercube.sweep(small_config(), out=out, wait_for_workers=-1), ordercube.InputError,
-     r"^wait_for_workers: expected a number of seconds > 0, got -1"),
-    (lambda out: ordercube.sweep(small_config(), out=out, retry=True), TypeError, r"unexpected keyword argument\(s\) \['retry'\]"),
-    (lambda out: ordercube.sweep(small_config(), out=out, data=[1]), ordercube.ConfigError, r"^data: expected a dict"),
-    (lambda out: ordercube.sweep(small_config(), out=out, data={"x": (1, 2, 3)}), ordercube.ConfigError,
-     r"^data\['x'\]: .*got a tuple of 3 items"),
-    (lambda out: ordercube.validate(small_config(datasets=[{"name": "g", "kind": "nope"}]), out=out), ordercube.ConfigError,
-     r"^datasets\[0\]\.kind: unknown dataset 'nope'"),
-], ids=["config-value", "missing-file", "not-a-config", "workers", "client", "two-places", "wait", "option", "data",
-        "data-tuple", "validate"])
-def test_bad_input_raises_the_error_that_names_the_key_and_writes_nothing(tmp_path, call, error, message):
+REFUSED = {  # id: (config, options, error, message)
+    "config-value": (small_config(resamples=0), {}, ordercube.ConfigError, r"^resamples: .*got 0"),
+    "missing-file": ("no/such.yaml", {}, ordercube.ConfigError, r"^config: file 'no/such.yaml' does not exist"),
+    "not-a-config": (["a"], {}, ordercube.ConfigError, r"^config: expected the path of a YAML file or a dict, got list"),
+    "workers": (small_config(), {"workers": 0}, ordercube.InputError, r"^workers: expected an integer >= 1, got 0"),
+    "client": (small_config(), {"client": "tcp://x"}, ordercube.InputError,
+               r"^client: expected a distributed.Client, got str"),
+    "two-places": (small_config(), {"workers": 2, "scheduler": "tcp://127.0.0.1:1"}, ordercube.InputError,
+                   r"^scheduler: given together with workers"),
+    "wait": (small_config(), {"wait_for_workers": -1}, ordercube.InputError,
+             r"^wait_for_workers: expected a number of seconds > 0, got -1"),
+    "option": (small_config(), {"retry": True}, TypeError, r"unexpected keyword argument\(s\) \['retry'\]"),
+    "data": (small_config(), {"data": [1]}, ordercube.ConfigError, r"^data: expected a dict"),
+    "data-tuple": (small_config(), {"data": {"x": (1, 2, 3)}}, ordercube.ConfigError,
+                   r"^data\['x'\]: .*got a tuple of 3 items"),
+    "dataset-kind": (small_config(datasets=[{"name": "g", "kind": "nope"}]), {}, ordercube.ConfigError,
+                     r"^datasets\[0\]\.kind: unknown dataset 'nope'"),
+}
+
+
+@pytest.mark.parametrize(("config", "options", "error", "message"), REFUSED.values(), ids=REFUSED.keys())
+def test_bad_input_raises_the_error_that_names_the_key_and_writes_nothing(tmp_path, config, options, error, message):
     with pytest.raises(error, match=message):
-        call(tmp_path / "cube.zarr")
+        ordercube.sweep(config, out=tmp_path / "cube.zarr", **options)
+    if not set(options) & {"workers", "client", "scheduler", "wait_for_workers", "retry"}:  # sweep-only options
+        with pytest.raises(error, match=message):
+            ordercube.validate(config, out=tmp_path / "cube.zarr", **options)
     assert not (tmp_path / "cube.zarr").exists()
 
 
