@@ -18,10 +18,12 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from multiprocessing import resource_tracker
 from pathlib import Path
+from typing import Any, TypeVar
 
 import dask
 from distributed import Client, LocalCluster
@@ -124,13 +126,19 @@ def _local_dashboard(cluster: LocalCluster, wanted: str) -> None:
 
 @contextmanager
 def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str | None,
-            connect_timeout: float = CONNECT_TIMEOUT,
-            dashboard_address: str | None = DEFAULT_DASHBOARD) -> Iterator[Client]:
+            connect_timeout: float = CONNECT_TIMEOUT, dashboard_address: str | None = DEFAULT_DASHBOARD,
+            client: Client | None = None) -> Iterator[Client]:
     """A client on an existing scheduler, or on a LocalCluster started for this run (127.0.0.1 only).
 
     Only that LocalCluster gets a dashboard from us, at ``dashboard_address`` (None: none); a scheduler
-    of the user's has its own, or not.
+    of the user's has its own, or not. A ``client`` given (the Python API's: dask-jobqueue, Kubernetes, a
+    LocalCluster of the user's) is used as it is and left open, with its cluster: it belongs to the caller,
+    as do its logging and its workers.
     """
+    if client is not None:
+        check_software(client, option="client")
+        yield client
+        return
     if scheduler or scheduler_file:
         option, address = scheduler_address(scheduler=scheduler, scheduler_file=scheduler_file, timeout=connect_timeout)
         try:
@@ -261,7 +269,7 @@ def check_is_scheduler(address: str, option: str, *, timeout: float) -> None:
     fix = ("check the address ('dask scheduler' prints it: 'Scheduler at: tcp://HOST:PORT', port 8786 by default, "
            "not its dashboard's), start the scheduler, or allow more time with --connect-timeout SECONDS")
     try:
-        identity = asyncio.run(_identity(address, timeout))
+        identity = _run_coroutine(_identity(address, timeout))
     except TypeError as error:  # a tls:// address without the TLS settings of Dask's config
         raise InputError(f"{option} {address}: cannot connect ({error}); a tls:// scheduler needs Dask's TLS "
                          "settings (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...__TLS__CLIENT__CERT, ...__TLS__CLIENT__KEY: "
@@ -277,6 +285,20 @@ def check_is_scheduler(address: str, option: str, *, timeout: float) -> None:
                          f"not a Dask scheduler; {fix}")
 
 
+T = TypeVar("T")
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coroutine)``, in a thread of its own when this thread runs an event loop already
+    (Jupyter's kernel does, and ``asyncio.run`` refuses to start a second one in it)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 async def _identity(address: str, timeout: float) -> object:
     """What the server at ``address`` says it is; every step bounded by ``timeout`` seconds."""
     arguments = Security().get_connection_args("client")
@@ -288,28 +310,31 @@ async def _identity(address: str, timeout: float) -> object:
         comm.abort()
 
 
-def check_software(client: Client) -> None:
+def check_software(client: Client, *, option: str = "--scheduler") -> None:
     """``InputError`` if a worker computes with other ``tasks`` code or library versions than the driver."""
     problem = skew(software(), client.run(software))
     if problem:
-        raise InputError(f"--scheduler: version skew: {problem}. Cells computed there would not match this "
+        raise InputError(f"{option}: version skew: {problem}. Cells computed there would not match this "
                          "config's results elsewhere; install the same ordercube and libraries on the driver and "
                          "every worker (one image or environment for all: see README, 'On a Dask cluster')")
 
 
 class WorkerWatch:
     """Notices a sweep with no worker to run on: says so at most every ``TELL_EVERY`` seconds, restarts
-    the workers a LocalCluster lost, and raises ``NoWorkers`` after ``patience`` seconds without one."""
+    the workers that the LocalCluster started for this run lost (``owned``), and raises ``NoWorkers``
+    after ``patience`` seconds without one. A cluster the caller brought is left to its owner: scaling a
+    dask-jobqueue or Kubernetes cluster is a decision (and a cost) that is not ours to take."""
 
     def __init__(self, client: Client, *, patience: float = WAIT_FOR_WORKERS,
-                 notify: Callable[[str], None] = stderr_line) -> None:
+                 notify: Callable[[str], None] = stderr_line, owned: bool = True) -> None:
         self.client, self.patience, self.notify = client, patience, notify
+        self.owned = owned and client.cluster is not None
         self._since: float | None = None  # when the workers were first found gone
         self._told = -float("inf")
 
     @property
     def _where(self) -> str:
-        if self.client.cluster is not None:
+        if self.owned:
             return "the local cluster"
         return f"the scheduler at {self.client.scheduler.address if self.client.scheduler else '?'}"
 
@@ -322,13 +347,13 @@ class WorkerWatch:
         now = time.monotonic()
         self._since = now if self._since is None else self._since
         waited = now - self._since
-        if self.client.cluster is not None:
+        if self.owned:
             _restart_lost_workers(self.client.cluster)
         if waited >= self.patience:
             raise NoWorkers(f"no Dask worker on {self._where} for {waited:.0f} s (--wait-for-workers {self.patience:g})")
         if now - self._told >= TELL_EVERY:
             self._told = now
-            doing = ("restarting the workers it lost (a cell may have killed them)" if self.client.cluster is not None
+            doing = ("restarting the workers it lost (a cell may have killed them)" if self.owned
                      else "waiting for workers to join")
             self.notify(f"no Dask worker on {self._where}: {doing}; {waited:.0f} s so far, giving up after "
                         f"{self.patience:g} s (--wait-for-workers)")

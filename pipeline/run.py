@@ -187,8 +187,10 @@ def _sweep_locked(
     wait_for_workers: float = WAIT_FOR_WORKERS,
     notify: Callable[[str], None] = stderr_line,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
+    client: Client | None = None,
 ) -> Summary:
-    """The body of :func:`run_sweep`, its caller holding the cube's lock."""
+    """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
+    instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open."""
     path = Path(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
@@ -215,14 +217,14 @@ def _sweep_locked(
                           prepare=lambda group: fill_baseline(group, config, coords))
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
-                 connect_timeout=connect_timeout, dashboard_address=dashboard_address) as client:
-        watch = WorkerWatch(client, patience=wait_for_workers, notify=notify)
+                 connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
+        watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
         tasks = plan.tasks(workers=threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
-        if line := dashboard_line(client, dashboard_address):
+        if line := dashboard_line(connected, dashboard_address):
             echo(line)
-        return _submit_and_store(client, config, tasks, open_cube_for_writing, threads=threads,
+        return _submit_and_store(connected, config, tasks, open_cube_for_writing, threads=threads,
                                  show_progress=show_progress, watch=watch)
 
 

@@ -1,0 +1,232 @@
+"""The Python API: the same sweep, cube and reducers as the CLI, called from a script or a notebook.
+
+Every function here is a thin shell over ``pipeline``: the config is validated by
+:func:`pipeline.config.parse_config`, the sweep is :func:`pipeline.run.run_sweep`, the choices are
+:func:`pipeline.reduce.select_k`, the report is :func:`pipeline.report.write_report`. The heavy imports
+(xarray, zarr, distributed) happen on the first call, not on ``import ordercube``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ordercube.guard import refuse_unguarded_main
+from ordercube.inputs import read_config
+from pipeline.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import xarray as xr
+    from distributed import Client
+
+    from pipeline.run import Plan
+
+log = logging.getLogger("ordercube")
+
+# The run options a caller may pass through ``**options`` (the CLI's flags of the same names).
+RUN_OPTIONS = {"retry_failed", "scheduler", "scheduler_file", "connect_timeout", "wait_for_workers"}
+Decide = Mapping[str, Mapping[str, Any]]
+
+
+def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,
+          client: Client | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
+          progress: bool = False, **options: Any) -> xr.Dataset:
+    """Compute every cell of ``config`` that its cube lacks, and return the cube.
+
+    Parameters
+    ----------
+    config : path of a YAML config, or a dict with the same schema
+        A dict's relative paths (files, ``out``) start from the current folder.
+    data : dict of {name: X | (X, labels)}, optional
+        In-memory datasets. ``X`` is an ndarray of shape (n_samples, n_features) or a DataFrame;
+        ``labels`` an array of shape (n_samples,), a list, a Series, or ``{"column": NAME}`` (a column
+        of the DataFrame). A config dataset of the same name gets this data (its ``n``, ``preprocess``
+        and other keys apply); another name adds a dataset, with the config's top-level ``n``.
+    client : distributed.Client, optional
+        Run on this client's cluster (dask-jobqueue, Kubernetes, a LocalCluster of yours). It is used
+        as it is and never closed, nor is its cluster; lost workers are left to their owner.
+    out : path, optional
+        The cube; default the config's ``out``, else ``results/<name>.zarr``.
+    workers : int, optional
+        Worker processes of the LocalCluster started for this sweep (default one per core) when
+        neither ``client`` nor ``scheduler`` is given. Its workers import the main script again: a
+        script must call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and
+        the script exits 2 with :class:`MissingMainGuard`).
+    progress : bool
+        A progress bar and the CLI's lines (plan, dashboard address) on stderr/stdout; otherwise these
+        lines go to the ``ordercube`` logger at INFO level.
+    **options
+        ``retry_failed=True``, ``scheduler="tcp://HOST:PORT"``, ``scheduler_file=PATH``,
+        ``connect_timeout=SECONDS``, ``wait_for_workers=SECONDS``: the CLI's flags of the same names.
+
+    Returns
+    -------
+    cube : xarray.Dataset
+        :func:`open_cube` of the cube: lazily loaded (values are read from disk when used; call
+        ``.load()`` to hold them in memory). Failed cells are data: see ``cube.status``.
+
+    Raises
+    ------
+    ConfigError, InputError
+        Bad input (the message names the key, the value and the fix); nothing was written.
+    KeyboardInterrupt
+        Ctrl-C, a Jupyter interrupt, or SIGTERM: every finished cell is in the cube; the same call resumes.
+    ClusterLost, NoWorkers, DiskFull
+        The run stopped; every finished cell is in the cube and the same call resumes.
+    """
+    from pipeline.run import Interrupted, run_sweep
+    from pipeline.store import open_cube as open_stored
+
+    unknown = sorted(set(options) - RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
+    _check_where(client, workers, options)
+    parsed = read_config(config, data=data, out=out)
+    if client is None and not (options.get("scheduler") or options.get("scheduler_file")) and _spawns_workers():
+        refuse_unguarded_main()
+    echo = print if progress else log.info
+    try:
+        with _sigterm_interrupts():
+            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo, **options)
+    except (Interrupted, KeyboardInterrupt):
+        raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
+                                "the same call resumes") from None
+    return open_stored(parsed.out)
+
+
+def open_cube(path: str | os.PathLike[str]) -> xr.Dataset:
+    """The cube at ``path`` as a lazily loaded ``xarray.Dataset`` (see :func:`pipeline.store.open_cube`).
+
+    Dimensions ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (its resamples).
+    """
+    from pipeline.store import open_cube as open_stored
+
+    return open_stored(path)
+
+
+def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide | None = None) -> xr.Dataset:
+    """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`pipeline.reduce.select_k`).
+
+    ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
+    output of :func:`pipeline.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
+    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
+    """
+    from pipeline.reduce import select_k as choose
+
+    try:
+        return choose(_scores(cube_or_scores), decide)
+    except ValueError as error:
+        raise InputError(f"decide: {error}") from None
+
+
+def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
+           decide: Decide | None = None) -> pd.DataFrame:
+    """Write ``selection.csv`` and the figures into ``folder``, as ``ordercube report`` does; returns the table.
+
+    A cube without a computed cell writes nothing and returns an empty table.
+    """
+    import pandas as pd
+
+    from pipeline.cli import _report_folder
+    from pipeline.reduce import criterion_scores, decisions
+    from pipeline.report import status_counts, write_report
+    from pipeline.store import load_cube
+
+    if isinstance(cube_or_path, (str, os.PathLike)):
+        cube = load_cube(cube_or_path)
+        try:
+            target = _report_folder(Path(cube_or_path), os.fspath(folder))
+        except InputError as error:
+            raise InputError(str(error).replace("--out:", "folder:", 1)) from None
+    else:
+        cube, target = cube_or_path.load(), Path(folder)
+    try:
+        decisions(criterion_scores(cube), decide)
+    except ValueError as error:
+        raise InputError(f"decide: {error}") from None
+    if status_counts(cube)["ok"] == 0:
+        return pd.DataFrame()
+    return write_report(cube, target, decide)
+
+
+def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,
+             out: str | os.PathLike[str] | None = None) -> Plan:
+    """Check ``config`` (and ``data``) as :func:`sweep` would, and return the plan without computing.
+
+    The plan's ``config`` is the validated config, ``coords`` the cube's coordinates, ``planned_cells``
+    and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
+    """
+    from pipeline.run import preview_plan
+
+    return preview_plan(read_config(config, data=data, out=out))
+
+
+def _scores(given: Any) -> xr.Dataset:
+    from pipeline.reduce import criterion_scores
+    from pipeline.store import open_cube as open_stored
+
+    cube = open_stored(given) if isinstance(given, (str, os.PathLike)) else given
+    return criterion_scores(cube) if "status" in cube.variables else cube
+
+
+def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
+    """At most one place to run, each of the right type; the waits positive numbers of seconds."""
+    given = [name for name, value in (("client", client), ("workers", workers), ("scheduler", options.get("scheduler")),
+                                      ("scheduler_file", options.get("scheduler_file"))) if value is not None]
+    if len(given) > 1:
+        raise InputError(f"{given[1]}: given together with {given[0]}; pass only one of client=, workers=, "
+                         "scheduler=, scheduler_file=")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InputError(f"workers: expected an integer >= 1, got {workers!r}; e.g. workers=2")
+    for name in ("connect_timeout", "wait_for_workers"):
+        value = options.get(name)
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                      and math.isfinite(value) and value > 0):
+            raise InputError(f"{name}: expected a number of seconds > 0, got {value!r}; e.g. {name}=60")
+    if client is not None:
+        _check_client(client)
+
+
+def _check_client(client: Any) -> None:
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise InputError(f"client: expected a distributed.Client, got {type(client).__name__}; "
+                         "pass distributed.Client(cluster) or distributed.Client('tcp://HOST:PORT')")
+    if client.asynchronous:
+        raise InputError("client: an asynchronous Client (asynchronous=True); sweep blocks until it is done: "
+                         "pass a Client created with asynchronous=False")
+    if client.status != "running":
+        raise InputError(f"client: the Client is {client.status}, not running; pass an open Client")
+
+
+def _spawns_workers() -> bool:
+    """Whether the embedded LocalCluster's worker processes import the main module again (spawn, forkserver)."""
+    import dask
+
+    return dask.config.get("distributed.worker.multiprocessing-method", "spawn") != "fork"
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a batch system's stop) stops the sweep as Ctrl-C does, as in the CLI, while it runs. Only
+    the main thread may install a handler, and a handler the program installed itself is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+__all__ = ["ConfigError", "InputError", "open_cube", "report", "select_k", "sweep", "validate"]
