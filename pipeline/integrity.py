@@ -34,6 +34,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from pipeline.errors import InputError
+from pipeline.location import Location
+from pipeline.remote import remote_documents
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 # Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither).
@@ -315,12 +317,20 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
     return misplaced
 
 
-def check_metadata(path: Path) -> None:
+def check_metadata(where: Path | Location) -> None:
     """``InputError`` naming the first ``zarr.json`` of the store that is not a zarr v3 node document."""
-    documents = [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]
-    for document in documents:
+    place = where if isinstance(where, Location) else Location(text=str(where), path=Path(where))
+    if not place.is_local:
+        texts = remote_documents(place)
+    else:
+        path = place.local()
+        texts = {document: _read_text(document)
+                 for document in [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]}
+    for document, text in texts.items():
         try:
-            node = json.loads(document.read_text())
+            if text is None:
+                raise OSError(document)
+            node = json.loads(text)
             valid = isinstance(node, dict) and node.get("zarr_format") == 3 and node.get("node_type") in ("group", "array")
             if valid and node["node_type"] == "array":
                 valid = isinstance(node.get("shape"), list) and isinstance(node.get("chunk_grid"), dict)
@@ -329,6 +339,13 @@ def check_metadata(path: Path) -> None:
         if not valid:
             raise InputError(f"CUBE: {document} is damaged (not a zarr v3 metadata document); restore the cube from a "
                              "copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+
+
+def _read_text(document: Path) -> str | None:
+    try:
+        return document.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 ATTRIBUTE_KEYS = {"ordercube_identity": ("seed", "datasets", "methods"),
