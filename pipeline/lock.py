@@ -8,8 +8,9 @@ a second writer gets; it is removed on release.
 
 A cube on object storage (``s3://bucket/x.zarr``) has no file to lock beside it: it is locked through a
 local file keyed by its URL under ``~/.cache/ordercube/locks`` (``$XDG_CACHE_HOME``), which keeps two
-runs *on this machine* from writing it, not runs on two machines (see the README's "Cubes on object
-storage").
+runs *on this machine* from writing it, and on S3 also through a lock object ``s3://bucket/x.zarr.lock``
+created by a conditional write (see :mod:`pipeline.remote`), which keeps out runs on other machines
+(see the README's "Cubes on object storage" for what that does not cover).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import TracebackType
 
 from pipeline.errors import InputError
 from pipeline.location import Location, location
+from pipeline.remote import drop_lock_object, supports_lock_object, take_lock_object
 
 
 def lock_path(cube: Path) -> Path:
@@ -40,11 +42,13 @@ class CubeLock:
 
     def __init__(self, cube: Path | str | Location) -> None:
         place = location(cube)
+        self.place = place
         self.cube = str(place)
         self.local = place.is_local
         self.path = lock_path(place.local()) if place.is_local else place.local_lock_file()
         self.stale: dict | None = None
         self._fd: int | None = None
+        self._object: dict | None = None  # the record in the lock object of an S3 cube, while held
 
     def acquire(self) -> CubeLock:
         while True:
@@ -80,11 +84,21 @@ class CubeLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
         self._fd = fd
+        if supports_lock_object(self.place):
+            try:
+                self.stale = take_lock_object(self.place, record, _describe) or self.stale
+            except BaseException:
+                self.release()
+                raise
+            self._object = record
         return self
 
     def release(self) -> None:
         if self._fd is None:
             return
+        if self._object is not None:
+            record, self._object = self._object, None
+            drop_lock_object(self.place, record)
         try:
             os.unlink(self.path)  # while still holding it: a waiter that opened this file sees it is gone
         except FileNotFoundError:

@@ -128,3 +128,54 @@ def remote_documents(place: Location) -> dict[str, str | None]:
         return found
 
     return {place.key(key): document for key, document in _call(place, "read", read, key="CUBE").items()}
+
+
+def supports_lock_object(place: Location) -> bool:
+    """Can runs on other machines be kept out by a lock object (a write that fails if the object exists)?
+    s3fs makes one (``If-None-Match: *``); the other backends are locked on this machine only."""
+    return place.url is not None and place.url.split("://", 1)[0].lower() in ("s3", "s3a")
+
+
+def _lock_key(place: Location) -> tuple[Any, str]:
+    store = place.store()
+    return store.fs, store.path.rstrip("/") + ".lock"
+
+
+def take_lock_object(place: Location, record: dict, describe: Callable[[dict], str]) -> dict | None:
+    """Create the lock object ``CUBE.lock`` beside the cube at ``place``, holding ``record``; returns the record
+    of a dead holder on this machine that it replaced (None if it was free). The caller holds this machine's
+    lock of the cube, so a lock object naming this host is stale; one naming another host is an ``InputError``."""
+    fs, key = _lock_key(place)
+    data = json.dumps(record).encode()
+
+    async def create() -> bool:
+        try:
+            await fs._pipe_file(key, data, mode="create")
+        except FileExistsError:  # S3's 412 Precondition Failed: somebody holds it, or held it and died
+            return False
+        return True
+
+    if _call(place, "lock", create):
+        return None
+    text = _call(place, "read the lock object of", lambda: fs._cat_file(key))
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        holder = {}
+    if not isinstance(holder, dict) or holder.get("host") != record["host"]:
+        holder = holder if isinstance(holder, dict) else {}
+        raise InputError(f"--out: the cube {place} is being written by another ordercube run ({describe(holder)}); wait "
+                         f"for it to finish (or stop it), then run again. If that run is gone without releasing its "
+                         f"lock (its machine died), delete the lock object {place.sibling('.lock')}")
+    _call(place, "lock", lambda: fs._pipe_file(key, data))
+    return holder
+
+
+def drop_lock_object(place: Location, record: dict) -> None:
+    """Delete the lock object if it still holds ``record`` (a release must not delete another run's lock)."""
+    fs, key = _lock_key(place)
+    try:
+        if json.loads(sync(fs._cat_file(key))) == record:
+            sync(fs._rm(key))
+    except Exception:  # noqa: BLE001 - already gone, or the store unreachable: the next run reports the lock
+        pass

@@ -234,3 +234,28 @@ def test_memory_urls_work_in_process_with_growth_rolled_back_after_a_crash(monke
     assert grown.sizes["trial"] == 6 and grown.sizes["n"] == 2
     assert int((grown["status"] == Status.OK).sum()) == chunk.cells
     assert float(grown[before.variables[0]].isel(dataset=0, n=0, model=0, k=0, trial=0)) == 0.25
+
+
+def test_the_lock_object_keeps_out_a_run_on_another_machine_and_a_dead_local_holder_is_taken_over(s3, tmp_path):
+    """A run on another host holds ``CUBE.lock`` (a real object, created as that run would): refused, naming
+    it; the object of a dead run on this host (this machine's lock is free) is taken over and released."""
+    config = write_config(tmp_path / "c.yaml", **small_config(n=[40], k=[2, 3], resamples=2))
+    url = f"s3://{BUCKET}/shared.zarr"
+    fs = _s3fs()
+    other = {"host": "another-machine", "pid": 4242, "started": "2026-01-01T00:00:00+0000", "command": "ordercube run"}
+    fs.pipe(f"{BUCKET}/shared.zarr.lock", json.dumps(other).encode())
+    refused = cli_in_process("run", str(config), "--out", url, env=s3)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(f"error: --out: the cube {url} is being written by another ordercube run "
+                                     "(pid 4242 on host another-machine, started 2026-01-01T00:00:00+0000)")
+    assert f"delete the lock object {url}.lock" in refused.stderr
+    assert not fs.exists(f"{BUCKET}/shared.zarr") and json.loads(fs.cat(f"{BUCKET}/shared.zarr.lock")) == other
+
+    import socket
+
+    fs.pipe(f"{BUCKET}/shared.zarr.lock", json.dumps({**other, "host": socket.gethostname()}).encode())
+    taken = cli("run", str(config), "--out", url, "--no-progress", "--workers", "1", env=s3, timeout=300)
+    assert taken.returncode == 0, taken.stderr
+    assert "a previous run (pid 4242 on host " in taken.stdout and "its lock was stale and is taken over" in taken.stdout
+    assert not fs.exists(f"{BUCKET}/shared.zarr.lock")  # released at the end of the run
+    assert fs.exists(f"{BUCKET}/shared.zarr/zarr.json")
