@@ -197,14 +197,14 @@ def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> lis
     return bad
 
 
-def corruption_error(path: Path, bad: list[str]) -> InputError:
+def corruption_error(path: Path | str | Location, bad: list[str]) -> InputError:
     listed = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     return InputError(f"CUBE: {path}: {len(bad)} chunk(s) fail their checksum or cannot be decoded: {listed}. The files "
                       "were changed after ordercube wrote them; delete those chunk files (their cells become pending and "
                       "the next 'ordercube run' computes them again) or restore the cube from a copy")
 
 
-def read_checked(group: zarr.Group, name: str, path: Path) -> np.ndarray:
+def read_checked(group: zarr.Group, name: str, path: Path | Location) -> np.ndarray:
     """The whole array ``name``; ``InputError`` naming the damaged chunks when a read fails."""
     try:
         return np.asarray(group[name][:])  # type: ignore[index]
@@ -302,7 +302,7 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
     try:
         recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
     except ValueError:  # the manifest's own checksum failed
-        raise corruption_error(Path(str(getattr(group.store, "root", group.store))), corrupt_chunks(group, [MANIFEST])) from None
+        raise corruption_error(_store_name(group.store), corrupt_chunks(group, [MANIFEST])) from None
     positions = list(zip(*np.nonzero(expected)))
     actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
     for position, suffix in zip(positions, actual):
@@ -315,6 +315,15 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
         elif recorded[position] != _as_recorded(suffix):
             misplaced[position] = True
     return misplaced
+
+
+def _store_name(store: Any) -> Path | str:
+    """The folder, or the URL, of a zarr store (for messages)."""
+    if getattr(store, "root", None) is not None:
+        return Path(str(store.root))
+    protocol = getattr(getattr(store, "fs", None), "protocol", "")
+    protocol = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
+    return f"{protocol}://{getattr(store, 'path', '')}" if protocol else str(store)
 
 
 def check_metadata(where: Path | Location) -> None:
@@ -352,7 +361,7 @@ ATTRIBUTE_KEYS = {"ordercube_identity": ("seed", "datasets", "methods"),
                   "ordercube_plan": ("datasets", "methods", "k", "resamples"), "ordercube_true_k": (), "ordercube_config": ()}
 
 
-def check_cube(group: zarr.Group, path: Path) -> None:
+def check_cube(group: zarr.Group, path: Path | Location) -> None:
     """``InputError`` naming what is damaged when the cube's attributes or coordinate labels are not
     as ordercube wrote them (the group's ``zarr.json`` edited, a coordinate chunk deleted)."""
     for key, fields in ATTRIBUTE_KEYS.items():

@@ -37,6 +37,7 @@ class Location:
     path: Path | None = None
     url: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict, compare=False)
+    option: str = field(default="--out", compare=False)  # what gave it, for messages: --out, out, CUBE
 
     @property
     def is_local(self) -> bool:
@@ -90,7 +91,7 @@ def location(where: str | Path | Location, *, key: str = "--out", storage_option
     if isinstance(where, Location):
         return where
     if isinstance(where, Path):
-        return Location(text=str(where), path=where)
+        return Location(text=str(where), path=where, option=key)
     if where is None:
         raise InputError(f"{key}: no cube location given; give a path or a URL such as s3://bucket/cube.zarr")
     text = str(where)
@@ -98,21 +99,21 @@ def location(where: str | Path | Location, *, key: str = "--out", storage_option
     if url:
         scheme, rest = url.group(1).lower(), url.group(2)
         if scheme == "file":
-            return Location(text=str(Path(rest or "/")), path=Path(rest or "/"))
+            return Location(text=str(Path(rest or "/")), path=Path(rest or "/"), option=key)
         if scheme not in BACKENDS:
             raise InputError(f"{key}: {text!r} has the scheme {scheme}://, which ordercube does not store cubes in; "
                              f"use a local path or one of {', '.join(s + '://' for s in SCHEMES)}")
         if not rest.strip("/"):
             raise InputError(f"{key}: {text!r} names no bucket or folder; give one, e.g. {scheme}://bucket/cube.zarr")
         _require_backend(scheme, key)
-        return Location(text=text, url=text, storage_options=dict(storage_options or {}))
+        return Location(text=text, url=text, storage_options=dict(storage_options or {}), option=key)
     typo = _SCHEME_LIKE.match(text)
     if typo and (typo.group(1).lower() in SCHEMES or typo.group(2).startswith("/")):
         scheme, rest = typo.group(1), typo.group(2).lstrip("/")
         raise InputError(f"{key}: {text!r} looks like a mistyped URL (a URL has '://' after the scheme), and ordercube "
                          f"will not create a local folder named {scheme + ':'!r}; write {scheme}://{rest} for object "
                          f"storage, or ./{text} for a local folder")
-    return Location(text=str(Path(text)), path=Path(text))
+    return Location(text=str(Path(text)), path=Path(text), option=key)
 
 
 def _require_backend(scheme: str, key: str) -> None:

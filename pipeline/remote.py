@@ -29,22 +29,23 @@ MARKER = ".ordercube-creating"  # present while a cube is uploaded; never in a f
 T = TypeVar("T")
 
 
-def _call(place: Location, action: str, work: Callable[[], Coroutine[Any, Any, T]], *, key: str = "--out") -> T:
-    """Run ``work`` (a store operation) and turn a backend failure into one line naming the fix."""
+def _call(place: Location, action: str, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``work`` (a store operation) and turn a backend failure into one line naming the fix (and the
+    option or argument that gave the location)."""
     try:
         return sync(work())
     except InputError:
         raise
     except Exception as error:  # noqa: BLE001 - botocore, aiohttp, gcsfs: any failure to reach the store
         detail = " ".join(str(error).split())[:300] or type(error).__name__
-        raise InputError(f"{key}: cannot {action} {place} ({type(error).__name__}: {detail}); check the bucket name, "
+        raise InputError(f"{place.option}: cannot {action} {place} ({type(error).__name__}: {detail}); check the bucket name, "
                          "the credentials and the endpoint (for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
                          "AWS_ENDPOINT_URL, or ~/.aws/config)") from None
 
 
 def remote_is_cube(place: Location) -> bool:
     store = place.store(read_only=True)
-    return _call(place, "read", lambda: store.exists("zarr.json"), key="CUBE")
+    return _call(place, "read", lambda: store.exists("zarr.json"))
 
 
 async def _children(store: Any, prefix: str = "") -> list[str]:
@@ -57,11 +58,11 @@ def check_new_remote(place: Location) -> None:
     store = place.store()
     bucket = store.path.split("/", 1)[0]
     if not place.text.startswith("memory://") and not _call(place, "reach the bucket of", lambda: store.fs._exists(bucket)):
-        raise InputError(f"--out: the bucket {bucket!r} of {place} does not exist (or these credentials cannot see it); "
+        raise InputError(f"{place.option}: the bucket {bucket!r} of {place} does not exist (or these credentials cannot see it); "
                          "create it first, or choose another --out")
     children = _call(place, "list", lambda: _children(store))
     if children and MARKER not in children:
-        raise InputError(f"--out: {place} exists and is not an ordercube cube; choose another --out")
+        raise InputError(f"{place.option}: {place} exists and is not an ordercube cube; choose another --out")
 
 
 def create_remote(place: Location, build: Callable[[Any], None]) -> zarr.Group:
@@ -127,7 +128,7 @@ def remote_documents(place: Location) -> dict[str, str | None]:
                         found[f"{child}/{grandchild}/zarr.json"] = inner
         return found
 
-    return {place.key(key): document for key, document in _call(place, "read", read, key="CUBE").items()}
+    return {place.key(key): document for key, document in _call(place, "read", read).items()}
 
 
 def supports_lock_object(place: Location) -> bool:
@@ -164,7 +165,7 @@ def take_lock_object(place: Location, record: dict, describe: Callable[[dict], s
         holder = {}
     if not isinstance(holder, dict) or holder.get("host") != record["host"]:
         holder = holder if isinstance(holder, dict) else {}
-        raise InputError(f"--out: the cube {place} is being written by another ordercube run ({describe(holder)}); wait "
+        raise InputError(f"{place.option}: the cube {place} is being written by another ordercube run ({describe(holder)}); wait "
                          f"for it to finish (or stop it), then run again. If that run is gone without releasing its "
                          f"lock (its machine died), delete the lock object {place.sibling('.lock')}")
     _call(place, "lock", lambda: fs._pipe_file(key, data))

@@ -119,7 +119,7 @@ def preview_plan(config: Config) -> Plan:
     Against the existing cube at ``config.out`` when there is one (checking that it may be extended),
     else against a fresh cube.
     """
-    path = location(config.out, key="out")
+    path = location(config.out)
     if not is_cube(path):
         coords = config_coords(config)
         return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
@@ -158,7 +158,7 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     The cube is locked for the whole run (:class:`pipeline.lock.CubeLock`): a second writer is refused.
     ``options`` are those of :func:`_sweep_locked`.
     """
-    path = location(config.out, key="out")
+    path = location(config.out)
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
                           timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
@@ -186,7 +186,7 @@ def _sweep_locked(
     notify: Callable[[str], None] = stderr_line,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock."""
-    path = location(config.out, key="out")
+    path = location(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:

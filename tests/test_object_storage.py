@@ -259,3 +259,54 @@ def test_the_lock_object_keeps_out_a_run_on_another_machine_and_a_dead_local_hol
     assert "a previous run (pid 4242 on host " in taken.stdout and "its lock was stale and is taken over" in taken.stdout
     assert not fs.exists(f"{BUCKET}/shared.zarr.lock")  # released at the end of the run
     assert fs.exists(f"{BUCKET}/shared.zarr/zarr.json")
+
+
+@pytest.mark.slow  # 2 to 8 minutes: nine runs of a LocalCluster
+@pytest.mark.timeout(1200)
+def test_a_kill_during_creation_or_growth_on_s3_then_the_same_command_gives_the_undisturbed_cells(s3, tmp_path):
+    """``kill -9`` of the driver's process group (the test plugin ordercube_kill_switch, counting the objects
+    written or deleted) at seeded moments of an S3 cube's creation and growth; the same command then gives
+    the cells of an undisturbed local run and the objects of an undisturbed S3 run, with no marker left."""
+    import random
+
+    from test_crash_safety import AFTER, BEFORE, _run
+
+    fs = _s3fs()
+    before, after = write_config(tmp_path / "before.yaml", **BEFORE), write_config(tmp_path / "after.yaml", **AFTER)
+    local_created, local_grown = tmp_path / "created.zarr", tmp_path / "grown.zarr"
+    assert _run(before, local_created).returncode == 0
+    assert _run(after, local_grown).returncode == 0  # the cells of a grown cube are those of a new one
+    counts, reference = tmp_path / "counts.json", f"s3://{BUCKET}/kill/reference.zarr"
+    assert _run(before, reference, ORDERCUBE_KILL_COUNT=str(counts), **s3).returncode == 0
+    created_objects = _objects(fs, reference)
+    fs.copy(f"{BUCKET}/kill/reference.zarr", f"{BUCKET}/kill/created-copy.zarr", recursive=True)
+    creation_changes = json.loads(counts.read_text())["create"]
+    assert _run(after, reference, ORDERCUBE_KILL_COUNT=str(counts), **s3).returncode == 0
+    growth_changes = json.loads(counts.read_text())["grow"]
+    assert creation_changes > 20 and growth_changes > 20, (creation_changes, growth_changes)
+    grown_objects = _objects(fs, reference)
+    status_before = json.loads(cli("status", str(local_created), "--json").stdout)
+
+    moments = [("create", random.Random(21).randint(1, creation_changes)), ("grow", random.Random(22).randint(1, growth_changes))]
+    for phase, moment in moments:
+        url = f"s3://{BUCKET}/kill/{phase}-{moment}.zarr"
+        if phase == "grow":
+            fs.copy(f"{BUCKET}/kill/created-copy.zarr", url.removeprefix("s3://"), recursive=True)
+        config = before if phase == "create" else after
+        killed = _run(config, url, ORDERCUBE_KILL_AT=str(moment), **s3)
+        assert killed.returncode == -9, f"not killed at change {moment} of {phase}: {killed.stderr}"
+        status = cli("status", url, "--json", env=s3, timeout=120)
+        if phase == "grow":  # readers see the cube as it was before the growth
+            assert status.returncode == 0 and json.loads(status.stdout) == status_before, status.stderr
+        else:  # a half-uploaded cube is not a cube
+            assert status.returncode == 2 and "is not a cube (no zarr.json)" in status.stderr, status.stderr
+        result = _run(config, url, **s3)
+        assert result.returncode == 0, f"{phase} killed at change {moment}: the same command then failed: {result.stderr}"
+        assert_same_cells(local_created if phase == "create" else local_grown, url)
+        assert _objects(fs, url) == (created_objects if phase == "create" else grown_objects), f"{phase} at {moment}"
+
+
+def _objects(fs, url: str) -> set[str]:
+    """The cube's object names, relative to it (their presence, not their bytes: seconds differ run to run)."""
+    prefix = url.removeprefix("s3://") + "/"
+    return {key.removeprefix(prefix) for key in fs.find(prefix)}
