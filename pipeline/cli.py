@@ -19,10 +19,13 @@ import sys
 import warnings
 from pathlib import Path
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
+
+if TYPE_CHECKING:  # imported where used, like the other commands' modules
+    from pipeline.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -101,7 +104,7 @@ def _kept(out: str) -> str:
     return f"every finished cell is in {out}" if written else f"nothing was written to {out}"
 
 
-def _cube_location(where: str, key: str):  # -> Location; the import is deferred like the other commands'
+def _cube_location(where: str, key: str) -> Location:
     """The cube's place from the command line; ``memory://`` is refused, as it would vanish with this process."""
     from pipeline.location import location
 
@@ -177,7 +180,7 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
-def _report_folder(cube_place, given: str | None) -> Path:
+def _report_folder(cube_place: Location, given: str | None) -> Path:
     """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
     on object storage); never the cube itself or a file."""
     cube = cube_place.local().resolve() if cube_place.is_local else None
