@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, NoReturn
 from pipeline.errors import InputError
 from pipeline.plugins import load_plugins
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from pipeline.config import Config
+    from pipeline.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -103,7 +104,24 @@ def _resume(args: argparse.Namespace, out: str) -> str:
 
 
 def _kept(out: str) -> str:
-    return f"every finished cell is in {out}" if Path(out).exists() else f"nothing was written to {out}"
+    from pipeline.location import location
+    from pipeline.store import is_cube
+
+    place = location(out)
+    written = place.local().exists() if place.is_local else is_cube(place)
+    return f"every finished cell is in {out}" if written else f"nothing was written to {out}"
+
+
+def _cube_location(where: str, key: str) -> Location:
+    """The cube's place from the command line; ``memory://`` is refused, as it would vanish with this process."""
+    from pipeline.location import location
+
+    place = location(where, key=key)
+    if place.url and place.url.startswith("memory://"):
+        raise InputError(f"{key}: {where!r} is in the memory of one Python process and vanishes when it exits; "
+                         "use memory:// from Python (pipeline.store.open_cube, the API), or give a path or an "
+                         "s3:// URL here")
+    return place
 
 
 def _dashboard(args: argparse.Namespace) -> str | None:
@@ -135,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
     dashboard = _dashboard(args)
     config = load_config(args.config, out=args.out)
+    _cube_location(config.out, "--out" if args.out else "out")
     _print_datasets(config)
     waits = {name: value for name, value in (("connect_timeout", args.connect_timeout),
                                              ("wait_for_workers", args.wait_for_workers)) if value is not None}
@@ -180,9 +199,10 @@ def _status(args: argparse.Namespace) -> int:
     from pipeline.report import status_counts
     from pipeline.store import open_cube, verify_cube
 
+    cube = _cube_location(args.cube, "CUBE")
     if args.verify:
-        print(verify_cube(Path(args.cube)), file=sys.stderr)
-    counts = status_counts(open_cube(args.cube))
+        print(verify_cube(cube), file=sys.stderr)
+    counts = status_counts(open_cube(cube))
     if args.json:
         print(json.dumps(counts))
     else:
@@ -190,11 +210,18 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
-def _report_folder(cube_path: Path, given: str | None) -> Path:
-    """The report folder: ``--out`` or ``<cube>-report`` beside the cube; never the cube itself or a file."""
-    cube = cube_path.resolve()
-    out = Path(given).resolve() if given else cube.with_name(cube.stem + "-report")
-    if out == cube or cube in out.parents:
+def _report_folder(cube_place: Location, given: str | None) -> Path:
+    """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
+    on object storage); never the cube itself or a file."""
+    cube = cube_place.local().resolve() if cube_place.is_local else None
+    if given:
+        place = _cube_location(given, "--out")  # not a local folder named after a URL either
+        if not place.is_local:
+            raise InputError(f"--out: {given!r} is a URL, but the report is written to a local folder; give a path")
+        out = place.local().resolve()
+    else:
+        out = cube.with_name(cube.stem + "-report") if cube else Path(Path(cube_place.name).stem + "-report").resolve()
+    if cube is not None and (out == cube or cube in out.parents):
         raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
                          "choose a folder outside it")
     if out.exists() and not out.is_dir():
@@ -227,7 +254,7 @@ def _report(args: argparse.Namespace) -> int:
         if not (name and dot and field and equals and value):
             raise InputError(f"--decide: expected CRITERION.FIELD=VALUE, got {item!r}; e.g. --decide gap.method=globalmax")
         decide.setdefault(name, {})[field] = value
-    cube_path = Path(args.cube)
+    cube_path = _cube_location(args.cube, "CUBE")
     cube = load_cube(cube_path)
     out = _report_folder(cube_path, args.out)
     try:
@@ -269,6 +296,7 @@ def _validate(args: argparse.Namespace) -> int:
     from pipeline.run import preview_plan
 
     config = load_config(args.config, out=args.out)
+    _cube_location(config.out, "--out" if args.out else "out")
     plan = preview_plan(config)
     workers = os.cpu_count() or 1
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))

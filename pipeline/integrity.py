@@ -34,6 +34,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from pipeline.errors import InputError
+from pipeline.location import Location
+from pipeline.remote import remote_documents
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 # Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
@@ -197,14 +199,14 @@ def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> lis
     return bad
 
 
-def corruption_error(path: Path, bad: list[str]) -> InputError:
+def corruption_error(path: Path | str | Location, bad: list[str]) -> InputError:
     listed = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     return InputError(f"CUBE: {path}: {len(bad)} chunk(s) fail their checksum or cannot be decoded: {listed}. The files "
                       "were changed after ordercube wrote them; delete those chunk files (their cells become pending and "
                       "the next 'ordercube run' computes them again) or restore the cube from a copy")
 
 
-def read_checked(group: zarr.Group, name: str, path: Path) -> np.ndarray:
+def read_checked(group: zarr.Group, name: str, path: Path | Location) -> np.ndarray:
     """The whole array ``name``; ``InputError`` naming the damaged chunks when a read fails."""
     try:
         return np.asarray(group[name][:])  # type: ignore[index]
@@ -302,7 +304,7 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
     try:
         recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
     except ValueError:  # the manifest's own checksum failed
-        raise corruption_error(Path(str(getattr(group.store, "root", group.store))), corrupt_chunks(group, [MANIFEST])) from None
+        raise corruption_error(_store_name(group.store), corrupt_chunks(group, [MANIFEST])) from None
     positions = list(zip(*np.nonzero(expected)))
     actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
     for position, suffix in zip(positions, actual):
@@ -317,12 +319,29 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
     return misplaced
 
 
-def check_metadata(path: Path) -> None:
+def _store_name(store: Any) -> Path | str:
+    """The folder, or the URL, of a zarr store (for messages)."""
+    if getattr(store, "root", None) is not None:
+        return Path(str(store.root))
+    protocol = getattr(getattr(store, "fs", None), "protocol", "")
+    protocol = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
+    return f"{protocol}://{getattr(store, 'path', '')}" if protocol else str(store)
+
+
+def check_metadata(where: Path | Location) -> None:
     """``InputError`` naming the first ``zarr.json`` of the store that is not a zarr v3 node document."""
-    documents = [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]
-    for document in documents:
+    place = where if isinstance(where, Location) else Location(text=str(where), path=Path(where))
+    if not place.is_local:
+        texts = remote_documents(place)
+    else:
+        path = place.local()
+        texts = {document: _read_text(document)
+                 for document in [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]}
+    for document, text in texts.items():
         try:
-            node = json.loads(document.read_text())
+            if text is None:
+                raise OSError(document)
+            node = json.loads(text)
             valid = isinstance(node, dict) and node.get("zarr_format") == 3 and node.get("node_type") in ("group", "array")
             if valid and node["node_type"] == "array":
                 valid = isinstance(node.get("shape"), list) and isinstance(node.get("chunk_grid"), dict)
@@ -333,12 +352,19 @@ def check_metadata(path: Path) -> None:
                              "copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
 
 
+def _read_text(document: Path) -> str | None:
+    try:
+        return document.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 ATTRIBUTE_KEYS = {"ordercube_identity": ("seed", "datasets", "methods"),
                   "ordercube_plan": ("datasets", "methods", "k", "resamples"), "ordercube_config": ()}
 LEGACY_ATTRIBUTE_KEYS = {"ordercube_true_k": ()}  # format < 3: the true k as JSON (since then a coordinate)
 
 
-def check_cube(group: zarr.Group, path: Path) -> None:
+def check_cube(group: zarr.Group, path: Path | Location) -> None:
     """``InputError`` naming what is damaged when the cube's attributes or coordinate labels are not
     as ordercube wrote them (the group's ``zarr.json`` edited, a coordinate chunk deleted)."""
     cube_format = int(group.attrs.get(FORMAT_ATTRIBUTE, 1))

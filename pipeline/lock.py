@@ -5,6 +5,12 @@ as long as a run writes (creating, growing, repairing or filling the cube). The 
 when its holder dies, however it dies, so a lock left by a killed run is stale by construction: the
 next run takes it and says so. The file holds the holder's host, pid and start time for the message
 a second writer gets; it is removed on release.
+
+A cube on object storage (``s3://bucket/x.zarr``) has no file to lock beside it: it is locked through a
+local file keyed by its URL under ``~/.cache/ordercube/locks`` (``$XDG_CACHE_HOME``), which keeps two
+runs *on this machine* from writing it, and on S3 also through a lock object ``s3://bucket/x.zarr.lock``
+created by a conditional write (see :mod:`pipeline.remote`), which keeps out runs on other machines
+(see the README's "Cubes on object storage" for what that does not cover).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 
 from pipeline.errors import InputError
+from pipeline.location import Location, location
+from pipeline.remote import drop_lock_object, supports_lock_object, take_lock_object
 
 
 def lock_path(cube: Path) -> Path:
@@ -32,25 +40,34 @@ class CubeLock:
     ``stale`` is the holder record a dead process left behind (None when the lock was free).
     """
 
-    def __init__(self, cube: Path) -> None:
-        self.path = lock_path(Path(cube))
+    def __init__(self, cube: Path | str | Location) -> None:
+        place = location(cube)
+        self.place = place
+        self.cube = str(place)
+        self.local = place.is_local
+        self.path = lock_path(place.local()) if place.is_local else place.local_lock_file()
         self.stale: dict | None = None
         self._fd: int | None = None
+        self._object: dict | None = None  # the record in the lock object of an S3 cube, while held
 
     def acquire(self) -> CubeLock:
         while True:
             try:
+                if not self.local:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as error:
+                where = ("beside the cube so that two runs never write one cube: choose an --out in a folder you can "
+                         "write to") if self.local else ("in your cache folder so that two runs on this machine never "
+                                                         "write one cube: make it writable, or set XDG_CACHE_HOME")
                 raise InputError(f"--out: cannot create the lock file {self.path} ({error.strerror}); ordercube writes "
-                                 "it beside the cube so that two runs never write one cube: choose an --out in a "
-                                 "folder you can write to") from None
+                                 f"it {where}") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise InputError(f"--out: the cube {self.path.with_suffix('')} is being written by another ordercube run "
+                raise InputError(f"--out: the cube {self.cube} is being written by another ordercube run "
                                  f"({_describe(holder)}); wait for it to finish (or stop it), then run again") from None
             except OSError as error:  # a file system without flock (some network or FUSE mounts)
                 os.close(fd)
@@ -67,11 +84,21 @@ class CubeLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
         self._fd = fd
+        if supports_lock_object(self.place):
+            try:
+                self.stale = take_lock_object(self.place, record, _describe) or self.stale
+            except BaseException:
+                self.release()
+                raise
+            self._object = record
         return self
 
     def release(self) -> None:
         if self._fd is None:
             return
+        if self._object is not None:
+            record, self._object = self._object, None
+            drop_lock_object(self.place, record)
         try:
             os.unlink(self.path)  # while still holding it: a waiter that opened this file sees it is gone
         except FileNotFoundError:

@@ -13,7 +13,6 @@ from asyncio import CancelledError
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from pipeline.cluster import (
 )
 from pipeline.config import Config, MethodSpec
 from pipeline.integrity import record_unrecorded
+from pipeline.location import location
 from pipeline.lock import CubeLock, describe_stale
 from pipeline.graph import Task, build_tasks, execute_task, isolate
 from pipeline.grid import (
@@ -120,7 +120,7 @@ def preview_plan(config: Config) -> Plan:
     Against the existing cube at ``config.out`` when there is one (checking that it may be extended),
     else against a fresh cube.
     """
-    path = Path(config.out)
+    path = location(config.out)
     if not is_cube(path):
         coords = config_coords(config)
         return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
@@ -159,7 +159,7 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     The cube is locked for the whole run (:class:`pipeline.lock.CubeLock`): a second writer is refused.
     ``options`` are those of :func:`_sweep_locked`.
     """
-    path = Path(config.out)
+    path = location(config.out)
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
                           timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
@@ -167,7 +167,8 @@ def run_sweep(config: Config, **options: Any) -> Summary:
         check_dashboard_free(options.get("dashboard_address", DEFAULT_DASHBOARD))
     if not is_cube(path):
         check_new_cube_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_local:
+            path.local().parent.mkdir(parents=True, exist_ok=True)
     with CubeLock(path) as lock:
         if lock.stale:
             options.get("echo", print)(describe_stale(lock.stale))
@@ -191,7 +192,7 @@ def _sweep_locked(
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
     instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open."""
-    path = Path(config.out)
+    path = location(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:

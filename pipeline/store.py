@@ -39,6 +39,10 @@ from pipeline.integrity import (
     corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
     stored_chunks,
 )
+from pipeline.location import Location, location
+from pipeline.remote import (
+    check_new_remote, create_remote, remote_is_cube,
+)
 from pipeline.software import package_versions
 from pipeline.grid import DIMS, Chunk, Coords, merge_coords, plan_of
 from tasks.cell import BlockResult, Status
@@ -131,12 +135,20 @@ def remove_partial_files(path: Path) -> int:
     return len(leftovers)
 
 
-def is_cube(path: Path) -> bool:
-    return (path / "zarr.json").exists()
+def is_cube(where: str | Path | Location) -> bool:
+    """Is there a cube (its root ``zarr.json``) at ``where``? For a URL, ``InputError`` if it cannot be reached."""
+    place = location(where)
+    return (place.local() / "zarr.json").exists() if place.is_local else remote_is_cube(place)
 
 
-def check_new_cube_path(path: Path) -> None:
-    """``InputError`` unless a new cube can be created at ``path``: absent or an empty folder, writable."""
+def check_new_cube_path(where: str | Path | Location) -> None:
+    """``InputError`` unless a new cube can be created at ``where``: absent or an empty folder, writable
+    (for a URL: nothing stored under it but the leftovers of an interrupted creation, its bucket there)."""
+    place = location(where)
+    if not place.is_local:
+        check_new_remote(place)
+        return
+    path = place.local()
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
     existing = next(folder for folder in (path, *path.absolute().parents) if folder.exists())
@@ -147,30 +159,42 @@ def check_new_cube_path(path: Path) -> None:
                          "choose an --out in a folder you can write to")
 
 
-def create(path: Path, config: Config, coords: Coords, chunks: dict[str, int],
+def create(where: str | Path | Location, config: Config, coords: Coords, chunks: dict[str, int],
            prepare: Callable[[zarr.Group], Any] = lambda group: None) -> zarr.Group:
-    """A new all-pending cube at ``path`` (checked with :func:`check_new_cube_path`), the caller holding its lock.
+    """A new all-pending cube at ``where`` (checked with :func:`check_new_cube_path`), the caller holding its lock.
 
     The cube is built in a hidden folder beside ``path``, handed to ``prepare`` there (which fills the
     baseline), and moved into place by one rename: ``path`` never holds a half-made cube. Folders left by
-    an interrupted creation are removed first (the lock says nobody is making them).
+    an interrupted creation are removed first (the lock says nobody is making them). Object storage has no
+    rename: there the cube is built in memory and uploaded, its root ``zarr.json`` last
+    (:func:`pipeline.remote.create_remote`).
     """
+    place = location(where)
+    if not place.is_local:
+        return create_remote(place, lambda store: _build(store, config, coords, chunks, prepare))
+    path = place.local()
     for leftover in path.parent.glob(f".{path.name}{CREATING}*"):
         shutil.rmtree(leftover, ignore_errors=True)
     aside = path.parent / f".{path.name}{CREATING}{os.getpid()}"
+    _build(aside, config, coords, chunks, prepare)
+    os.rename(aside, path)  # onto nothing, or onto the empty folder check_new_cube_path allowed
+    return zarr.open_group(path, mode="r+", use_consolidated=False)
+
+
+def _build(store: Any, config: Config, coords: Coords, chunks: dict[str, int],
+           prepare: Callable[[zarr.Group], Any]) -> None:
+    """Write a new all-pending cube into ``store`` (a folder aside, or a memory store to upload)."""
     ds = template(coords, chunks, config.variables, {d.name: d.true_k for d in config.datasets})
     ds.attrs = {**_attrs(config, config.identity, {}), **_format_attrs()}
-    ds.to_zarr(aside, mode="w-", compute=False, encoding=_encoding(ds, chunk_shape_of(chunks)), zarr_format=3,
+    ds.to_zarr(store, mode="w-", compute=False, encoding=_encoding(ds, chunk_shape_of(chunks)), zarr_format=3,
                consolidated=False)
-    group = zarr.open_group(aside, mode="r+", use_consolidated=False)
+    group = zarr.open_group(store, mode="r+", use_consolidated=False)
     # Variable-length strings go through zarr directly: a lazy object array cannot be templated.
     group.create_array("reason", shape=coords.shape, chunks=chunk_shape_of(chunks), dtype=str, fill_value="",
                        dimension_names=DIMS, compressors=COMPRESSORS, attributes=array_attrs("reason", DIMS))
     create_manifest(group, manifest_rows(config.variables))
     prepare(group)
     consolidate(group)
-    os.rename(aside, path)  # onto nothing, or onto the empty folder check_new_cube_path allowed
-    return zarr.open_group(path, mode="r+", use_consolidated=False)
 
 
 def chunk_shape_of(chunks: dict[str, int]) -> tuple[int, ...]:
@@ -292,11 +316,12 @@ def roll_back_growth(group: zarr.Group) -> bool:
     return True
 
 
-def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r") -> zarr.Group:
-    """The cube at ``path``, after checking that ``config`` may extend it (``InputError`` if not)."""
+def open_existing(where: str | Path | Location, config: Config, *, mode: Literal["r", "r+"] = "r") -> zarr.Group:
+    """The cube at ``where``, after checking that ``config`` may extend it (``InputError`` if not)."""
+    path = location(where)
     check_metadata(path)
     try:
-        group = zarr.open_group(path, mode=mode, use_consolidated=False)
+        group = zarr.open_group(path.store(read_only=mode == "r"), mode=mode, use_consolidated=False)
         stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     except (KeyError, ValueError, TypeError, zarr.errors.BaseZarrError) as error:
         raise InputError(f"--out: {path} is not an ordercube cube ({error}); choose another --out") from None
@@ -309,7 +334,7 @@ def open_existing(path: Path, config: Config, *, mode: Literal["r", "r+"] = "r")
     return group
 
 
-def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group, Coords, list[str]]:
+def open_for_run(where: str | Path | Location, config: Config, wanted: Coords) -> tuple[zarr.Group, Coords, list[str]]:
     """Check and extend the existing cube at ``path`` (the caller holds its lock); returns it, its
     coordinates and notes.
 
@@ -318,8 +343,9 @@ def open_for_run(path: Path, config: Config, wanted: Coords) -> tuple[zarr.Group
     as one growth that is rolled back if interrupted. A new cube is made by :func:`create` instead.
     """
     notes: list[str] = []
+    path = location(where)
     group = open_existing(path, config, mode="r+")
-    removed = remove_partial_files(path)
+    removed = remove_partial_files(path.local()) if path.is_local else 0  # an object is stored whole or not at all
     if removed:
         notes.append(f"removed {removed} temp file(s) left by an interrupted write")
     if roll_back_growth(group):
@@ -421,7 +447,7 @@ class LostValuesWarning(UserWarning):
     """Cells marked done in a cube have lost their values; they are read as pending."""
 
 
-def open_cube(path: str | Path) -> xr.Dataset:
+def open_cube(path: str | Path | Location, *, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """The cube at ``path`` as an ``xarray.Dataset`` (lazily loaded, no Dask needed).
 
     Dimensions: ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (resamples).
@@ -429,12 +455,15 @@ def open_cube(path: str | Path) -> xr.Dataset:
     Cells marked done whose values were lost (deleted chunks or variables) are returned as pending,
     with a :class:`LostValuesWarning`; a damaged chunk or metadata file is an ``InputError`` naming it.
     A growth interrupted by a crash is invisible: the shapes from before it are read.
+
+    ``path`` may be a URL (``s3://bucket/cube.zarr``, ``memory://...``; see :mod:`pipeline.location`),
+    with fsspec ``storage_options`` for its backend (e.g. ``{"endpoint_url": ...}``).
     """
-    path = Path(path)
-    if not (path / "zarr.json").exists():
+    path = location(path, key="CUBE", storage_options=storage_options)
+    if not is_cube(path):
         raise InputError(f"CUBE: {path} is not a cube (no zarr.json); give the --out path of an ordercube run")
     check_metadata(path)
-    group = zarr.open_group(path, mode="r", use_consolidated=False)  # never a stale snapshot of a growth
+    group = zarr.open_group(path.store(read_only=True), mode="r", use_consolidated=False)
     if "ordercube_plan" not in group.attrs:
         raise InputError(f"CUBE: {path} is a zarr store but not an ordercube cube")
     check_cube(group, path)
@@ -442,7 +471,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if record is not None:  # a crash mid-growth: read the cube as it was before (the next run rolls it back)
         cube = _before_growth(group, record)
     else:
-        cube = xr.open_zarr(path, consolidated=False, chunks=None, zarr_format=3)
+        cube = xr.open_zarr(path.store(read_only=True), consolidated=False, chunks=None, zarr_format=3)
     status = read_checked(group, "status", path)[tuple(slice(0, size) for size in cube["status"].shape)]
     lost = lost_cells(group, status, [str(m) for m in cube["model"].values])
     cube = described(cube)
@@ -471,18 +500,19 @@ def _before_growth(group: zarr.Group, record: Mapping[str, Any]) -> xr.Dataset:
     return xr.Dataset(variables, coords=coords, attrs=dict(record["attrs"]))
 
 
-def load_cube(path: str | Path) -> xr.Dataset:
+def load_cube(path: str | Path | Location, *, storage_options: dict[str, Any] | None = None) -> xr.Dataset:
     """:func:`open_cube`, read into memory; ``InputError`` naming the damaged chunks when a read fails."""
-    cube = open_cube(path)
+    place = location(path, key="CUBE", storage_options=storage_options)
+    cube = open_cube(place)
     try:
         return cube.load()
     except ValueError:
-        bad = corrupt_chunks(zarr.open_group(Path(path), mode="r", use_consolidated=False))
+        bad = corrupt_chunks(zarr.open_group(place.store(read_only=True), mode="r", use_consolidated=False))
         if not bad:
             raise
         # zarr's other reads of that batch are abandoned mid-flight: asyncio would report each one at exit.
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-        raise corruption_error(Path(path), bad) from None
+        raise corruption_error(place, bad) from None
 
 
 def lost_in(group: zarr.Group, status: np.ndarray) -> Lost:
@@ -490,7 +520,7 @@ def lost_in(group: zarr.Group, status: np.ndarray) -> Lost:
     return lost_cells(group, status, list(stored_coords(group).model))
 
 
-def status_for_planning(group: zarr.Group, path: Path) -> tuple[np.ndarray, Lost]:
+def status_for_planning(group: zarr.Group, path: Path | Location) -> tuple[np.ndarray, Lost]:
     """The cube's status as ``run`` and ``validate`` plan with it: read with its checksums checked (the
     shape from before an unfinished growth), cells whose values were lost made pending again."""
     shape = stored_coords(group).shape
@@ -500,10 +530,11 @@ def status_for_planning(group: zarr.Group, path: Path) -> tuple[np.ndarray, Lost
     return status, lost
 
 
-def verify_cube(path: Path) -> str:
-    """Read back every chunk of the cube at ``path``; a one-line summary, or ``InputError`` naming damage."""
+def verify_cube(where: str | Path | Location) -> str:
+    """Read back every chunk of the cube at ``where``; a one-line summary, or ``InputError`` naming damage."""
+    path = location(where, key="CUBE")
     check_metadata(path)
-    group = zarr.open_group(path, mode="r", use_consolidated=False)
+    group = zarr.open_group(path.store(read_only=True), mode="r", use_consolidated=False)
     bad = corrupt_chunks(group)
     if bad:
         raise corruption_error(path, bad)

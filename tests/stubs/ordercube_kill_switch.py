@@ -3,7 +3,8 @@ creation or growth (``ORDERCUBE_KILL_AT=N``), or count those changes (``ORDERCUB
 
 A change is a call of ``os.replace``, ``os.rename``, ``os.unlink`` or ``os.rmdir`` (zarr's
 LocalStore writes every file as a temp file then ``os.replace``; deletions and shrinking go through
-unlink/rmdir) made while ``pipeline.store.create`` or ``pipeline.store.open_for_run`` runs. The kill
+unlink/rmdir), or for a cube on object storage of ``FsspecStore.set``, ``delete`` or ``delete_dir``,
+made while ``pipeline.store.create`` or ``pipeline.store.open_for_run`` runs. The kill
 comes *before* the Nth change, as a power cut would: its temp file may be on disk, the change not.
 Only the driver counts (Dask's worker processes load plugins too; they inherit ``ORDERCUBE_KILL_PID``).
 """
@@ -23,15 +24,28 @@ COUNT_FILE = os.environ.get("ORDERCUBE_KILL_COUNT")
 state = {"phase": None, "changes": 0, "counts": {}}
 
 
+def _count() -> None:
+    if state["phase"] is not None:
+        state["changes"] += 1
+        state["counts"][state["phase"]] = state["counts"].get(state["phase"], 0) + 1
+        if state["changes"] == KILL_AT:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
 def _counted(function):
     @wraps(function)
     def change(*args, **kwargs):
-        if state["phase"] is not None:
-            state["changes"] += 1
-            state["counts"][state["phase"]] = state["counts"].get(state["phase"], 0) + 1
-            if state["changes"] == KILL_AT:
-                os.killpg(os.getpgid(0), signal.SIGKILL)
+        _count()
         return function(*args, **kwargs)
+
+    return change
+
+
+def _counted_async(function):
+    @wraps(function)
+    async def change(*args, **kwargs):
+        _count()
+        return await function(*args, **kwargs)
 
     return change
 
@@ -54,5 +68,9 @@ def _phase(name, function):
 if DRIVER and (KILL_AT or COUNT_FILE):
     for name in ("replace", "rename", "unlink", "rmdir"):
         setattr(os, name, _counted(getattr(os, name)))
+    from zarr.storage import FsspecStore  # a cube on object storage: every object written or deleted
+
+    for name in ("set", "set_if_not_exists", "delete", "delete_dir"):
+        setattr(FsspecStore, name, _counted_async(getattr(FsspecStore, name)))
     store.create = _phase("create", store.create)
     store.open_for_run = _phase("grow", store.open_for_run)
