@@ -326,11 +326,12 @@ def test_an_interrupt_to_the_whole_process_group_prints_one_line_and_the_resume_
 
 
 def test_a_full_disk_while_writing_the_cube_exits_4_and_the_resume_equals_an_undisturbed_run(tmp_path):
-    """A real EFBIG: the driver runs with a 4 KiB file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) and one
-    chunk of `seconds` (8 k x 200 trials of wall-clock float64, about 8 KB compressed when full; every other
-    file of the cube is under 1.5 KB) outgrows it once about half its cells are in."""
-    config = small_config(n=[40], k=list(range(2, 10)), resamples=200,
-                          execution={"trials_per_chunk": 200, "task_seconds": 0.01})
+    """A real EFBIG: the driver runs with a 24 KiB file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) and one
+    chunk of `seconds` (8 k x 1000 trials of wall-clock float64, about 38 KB compressed when full; the largest
+    other file, the root zarr.json with the consolidated metadata, is about 18 KB) outgrows it once about
+    two thirds of its cells are in."""
+    config = small_config(n=[40], k=list(range(2, 10)), resamples=1000,
+                          execution={"trials_per_chunk": 1000, "task_seconds": 0.05})
     config["datasets"] = [{"name": "gauss", "kind": "lange_gaussians3"}]
     config["methods"] = [{"name": "const", "algorithm": "stub_constant", "predictor": "nearest_centroid",
                           "criteria": ["lange"]}]
@@ -338,7 +339,7 @@ def test_a_full_disk_while_writing_the_cube_exits_4_and_the_resume_equals_an_und
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (24576, 24576))
 
     full = Run(str(path), "--out", str(cube), "--workers", "1", env=_env(**PLUGINS), preexec_fn=limited)
     undisturbed = Run(str(path), "--out", str(tmp_path / "u.zarr"), "--workers", "1", env=_env(**PLUGINS))
@@ -349,9 +350,9 @@ def test_a_full_disk_while_writing_the_cube_exits_4_and_the_resume_equals_an_und
                                      "written before is kept. Free space on its disk"), full.stderr
     assert full.stderr[1] == "  " + shlex.join(["ordercube", "run", str(path), "--out", str(cube), "--workers", "1"])
     counts = _counts(cube)
-    assert 0 < counts["ok"] < counts["total"] == 1600 and counts["pending"] == 1600 - counts["ok"], counts
+    assert 0 < counts["ok"] < counts["total"] == 8000 and counts["pending"] == 8000 - counts["ok"], counts
 
     resumed = cli("run", str(path), "--out", str(cube), "--workers", "1", "--no-progress", env=PLUGINS, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"computing {1600 - counts['ok']} of 1600 planned cells" in resumed.stdout, (counts, resumed.stdout)
+    assert f"computing {8000 - counts['ok']} of 8000 planned cells" in resumed.stdout, (counts, resumed.stdout)
     assert_same_cells(cube, tmp_path / "u.zarr")
