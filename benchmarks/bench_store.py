@@ -2,8 +2,9 @@
 against the plain writes of format 1 (no checksum codec, empty chunks skipped, no manifest), in one run.
 
 Also times consolidating the metadata (done after every change of the cube's metadata: creation, growth,
-roll-back) and what it saves a plain ``xr.open_zarr``, and the checks that read the cube: the lost-cell check of ``status``/``run`` (chunk listing and
-manifest comparison) and ``status --verify`` (every chunk read back), against reading the status array.
+roll-back) and what it saves a plain ``xr.open_zarr``, and the checks that read the cube: the lost-cell check
+of ``status``/``run`` (chunk listing and manifest comparison) and ``status --verify`` (every chunk read
+back), against reading the status array.
 
     python benchmarks/bench_store.py [--blocks 2000] [--trials-per-chunk 5]
 """

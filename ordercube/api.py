@@ -136,6 +136,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     import pandas as pd
 
     from pipeline.cli import _report_folder
+    from pipeline.location import location
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
     from pipeline.store import load_cube
@@ -143,7 +144,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     if isinstance(cube_or_path, (str, os.PathLike)):
         cube = load_cube(cube_or_path)
         try:
-            target = _report_folder(Path(cube_or_path), os.fspath(folder))
+            target = _report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder))
         except InputError as error:
             raise InputError(str(error).replace("--out:", "folder:", 1)) from None
     else:

@@ -81,7 +81,8 @@ VARIABLES: dict[str, dict[str, str]] = {
     "prediction_strength": {"long_name": "prediction strength",
                             "description": f"per resample, ps(k) = min over test clusters of the share of their pairs "
                                            f"that the training half's nearest-centroid solution also puts together, "
-                                           f"{TIBSHIRANI_WALTHER}, definition of ps(k); dimensionless, in [0, 1]; larger is better"},
+                                           f"{TIBSHIRANI_WALTHER}, definition of ps(k); "
+                                           "dimensionless, in [0, 1]; larger is better"},
     "gap": {"long_name": "Gap statistic",
             "description": f"per resample, Gap(k) = mean_b log W*_kb - log W_k, {GAP}, eq. (3); dimensionless "
                            "(a difference of logs); decided with its standard error 'gap_sd'"},
@@ -94,7 +95,8 @@ VARIABLES: dict[str, dict[str, str]] = {
                              "dimensionless, in [0, 1]"},
     "clest_null": {"long_name": "Clest reference statistic",
                    "description": f"per resample, t0_k: the same statistic's median over splits of one reference set drawn "
-                                  f"from the Gap statistic's null, {DUDOIT_FRIDLYAND}; the decision compares t_k with them (step 4); dimensionless, in [0, 1]"},
+                                  f"from the Gap statistic's null, {DUDOIT_FRIDLYAND}; the decision compares t_k with them "
+                                  "(step 4); dimensionless, in [0, 1]"},
     "bic": {"long_name": "Bayesian information criterion",
             "description": "per resample, BIC(k) = -2 log L + p log n of a Gaussian mixture fitted by EM to the whole "
                            "sample (Schwarz 1978); dimensionless; smaller is better"},

@@ -195,7 +195,8 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
 
 def plain_entry(entry: Any) -> Any:
     """A dataset entry with arrays replaced by a short description: what the cube's config attribute stores."""
-    if not isinstance(entry, Mapping) or ("data" not in entry and not isinstance(entry.get("labels"), (np.ndarray, pd.Series, list, tuple))):
+    in_memory_labels = isinstance(entry, Mapping) and isinstance(entry.get("labels"), (np.ndarray, pd.Series, list, tuple))
+    if not isinstance(entry, Mapping) or ("data" not in entry and not in_memory_labels):
         return entry
     out = dict(entry)
     data = entry.get("data")

@@ -35,8 +35,8 @@ from pipeline.cube_attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs, group_
 from pipeline.cube_io import consolidate, described, describe_arrays, stored_true_k, write_true_k
 from pipeline.errors import InputError
 from pipeline.integrity import (
-    CHECKSUMMED, COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks, growth_record,
-    corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
+    CHECKSUMMED, COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, Lost, check_cube, check_metadata, corrupt_chunks,
+    growth_record, corruption_error, create_manifest, grow_manifest, lost_cells, manifest_rows, read_checked, record_chunks,
     stored_chunks,
 )
 from pipeline.location import Location, location
