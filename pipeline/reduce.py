@@ -214,7 +214,7 @@ def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
     out = {}
     for name, choice in choices.data_vars.items():
         valid = (choice >= 0).sum("trial")
-        hits = xr.concat([(choice == value).sum("trial") for value in k.values], dim=k)
+        hits = xr.concat([(choice == value).sum("trial") for value in k.values], dim=k, coords="different", compat="equals")
         out[name] = (hits / valid.where(valid > 0)).transpose(*DECISION_DIMS, "k")
     return xr.Dataset(out, attrs=choices.attrs)
 
@@ -264,7 +264,7 @@ def _at_true_k(values: xr.DataArray, truth: xr.DataArray) -> xr.DataArray:
         row = values.sel(dataset=name)
         at_k = row.sel(k=k) if k in values["k"].values else xr.full_like(row.isel(k=0), np.nan)
         rows.append(at_k.drop_vars("k"))
-    return xr.concat(rows, dim="dataset")
+    return xr.concat(rows, dim="dataset", coords="different", compat="equals")  # the true_k coordinate goes along
 
 
 def sqrt_n_scaled(summary: xr.Dataset) -> xr.Dataset:
