@@ -15,9 +15,10 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from pipeline.cube_attrs import array_attrs, true_k_labels, variable_attrs
+from pipeline.cube_attrs import BASELINE, array_attrs, true_k_labels, variable_attrs
 from pipeline.grid import DIMS, Coords
 from pipeline.integrity import COMPRESSORS
+from tasks.criteria import VARIABLES
 
 
 def consolidate(group: zarr.Group) -> None:
@@ -79,4 +80,28 @@ def described(cube: xr.Dataset) -> xr.Dataset:
     for name in [*cube.data_vars, *cube.coords]:
         if "long_name" not in cube[name].attrs:
             cube[name].attrs = variable_attrs(str(name))
-    return cube
+    return cube[canonical_order(cube)]
+
+
+CELL_AND_BASELINE = ("status", "reason", "seconds", BASELINE)
+
+
+def canonical_order(cube: xr.Dataset) -> list[str]:
+    """The cube's variables in a fixed order: the criteria as the config names them (a criterion's outputs
+    together: ``gap``, ``gap_sd``), other variables by name, then status, reason, seconds and the baseline.
+
+    zarr lists a group's arrays in whatever order its concurrent reads finish, so without this the
+    report's rows (one per criterion) would come out in a different order from one reading to the next.
+    """
+    plan = json.loads(str(cube.attrs.get("ordercube_plan", "{}")))
+    methods = plan.get("methods", {}) if isinstance(plan, dict) else {}
+    named = [str(c) for criteria in (methods.values() if isinstance(methods, dict) else []) for c in criteria]
+    rank = {name: i for i, name in enumerate(dict.fromkeys(named))}
+
+    def key(name: str) -> tuple[int, int, str]:
+        if name in CELL_AND_BASELINE:
+            return 2, CELL_AND_BASELINE.index(name), name
+        owner = VARIABLES.get(name, name)
+        return (0, rank[owner], name) if owner in rank else (1, 0, name)
+
+    return sorted(map(str, cube.data_vars), key=key)

@@ -90,10 +90,17 @@ def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any,
                        true_k=generator.true_k(params), n_features=n_features, identity=identity)
 
 
+_ONE_LABEL_SET_FIX = ("give one; to compare with several label sets, list the dataset once per label column, each "
+                      "with its own name, and exclude the other label columns from its features")
+
+
 def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, Any]:
     """(labels path, labels column, labels given as values) of a ``labels`` entry."""
     if labels is None:
         return None, None, None
+    if isinstance(labels, (list, tuple)) and any(isinstance(item, Mapping) for item in labels):
+        raise ConfigError(f"{key}.labels", f"expected one label set, got a list of {len(labels)}: a dataset has one "
+                          "label set (one true k, one agreement score)", _ONE_LABEL_SET_FIX)
     if isinstance(labels, (np.ndarray, pd.Series, list, tuple)):
         return None, None, labels
     labels = {"path": labels} if isinstance(labels, str) else labels
@@ -101,9 +108,7 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
     column = labels.get("column")
     if isinstance(column, (list, tuple)):
         raise ConfigError(f"{key}.labels.column", f"expected one column name, got {show(column)}: a dataset has one "
-                          "label set (one true k, one agreement score)", "give one column; to compare with several "
-                          "label sets, list the dataset once per label column, each with its own name, and exclude "
-                          "the other label columns from its features")
+                          "label set (one true k, one agreement score)", _ONE_LABEL_SET_FIX)
     if column is not None and isinstance(column, (bool, float, dict)):
         raise ConfigError(f"{key}.labels.column", f"expected one column name, got {show(column)}",
                           "give the name of one column")

@@ -125,6 +125,8 @@ def test_columns_and_exclude_choose_the_features_by_name_or_position(tmp_path):
     ({"columns": []}, ["datasets[0].columns", "non-empty list"]),
     ({"labels": {"column": ["species", "sepal_length"]}}, ["datasets[0].labels.column", "one label set",
                                                            "list the dataset once per label column"]),
+    ({"labels": [{"column": "species"}, {"column": "sepal_length"}]}, ["datasets[0].labels", "a list of 2",
+                                                                       "list the dataset once per label column"]),
     ({"labels": {"column": "kind"}}, ["datasets[0].labels.column", "no column 'kind'", "'species'"]),
     ({"row_names": "id"}, ["datasets[0].row_names", "no column 'id'"]),
     ({"header": "yes"}, ["datasets[0].header", "'yes'", "true or false"]),
