@@ -56,10 +56,12 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     out : path, optional
         The cube; default the config's ``out``, else ``results/<name>.zarr``.
     workers : int, optional
-        Worker processes of the LocalCluster started for this sweep (default one per core) when
-        neither ``client`` nor ``scheduler`` is given. Its workers import the main script again: a
-        script must call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and
-        the script exits 2 with :class:`MissingMainGuard`).
+        Worker processes of the LocalCluster started for this sweep when neither ``client`` nor
+        ``scheduler`` is given (default one per core; none when the estimated work is below the config's
+        ``execution.in_process_seconds``, 3 s: then the sweep runs in this process). 0 computes in this
+        process. A LocalCluster's workers import the main script again: a script that starts one must
+        call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
+        2 with :class:`MissingMainGuard`).
     progress : bool
         A progress bar and the CLI's lines (plan, dashboard address) on stderr/stdout; otherwise these
         lines go to the ``ordercube`` logger at INFO level.
@@ -90,12 +92,12 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
     _check_where(client, workers, options)
     parsed = read_config(config, data=data, out=out)
-    if client is None and not (options.get("scheduler") or options.get("scheduler_file")) and _spawns_workers():
-        refuse_unguarded_main()
+    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     echo = print if progress else log.info
     try:
         with _sigterm_interrupts():
-            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo, **options)
+            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo,
+                      before_cluster=guard, **options)
     except (Interrupted, KeyboardInterrupt):
         raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
                                 "the same call resumes") from None
@@ -185,8 +187,9 @@ def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
     if len(given) > 1:
         raise InputError(f"{given[1]}: given together with {given[0]}; pass only one of client=, workers=, "
                          "scheduler=, scheduler_file=")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InputError(f"workers: expected an integer >= 1, got {workers!r}; e.g. workers=2")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
+        raise InputError(f"workers: expected an integer >= 0, got {workers!r}; e.g. workers=2 (0: compute in this "
+                         "process)")
     for name in ("connect_timeout", "wait_for_workers"):
         value = options.get(name)
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)

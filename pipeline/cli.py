@@ -45,7 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config")
     run.add_argument("--out", help="cube path (default: the config's 'out', else results/<name>.zarr)")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, help="LocalCluster worker processes (default: one per core)")
+    where.add_argument("--workers", type=int, help="LocalCluster worker processes (default: one per core, or none for "
+                                                     "a small sweep: see execution.in_process_seconds); 0 computes in "
+                                                     "this process")
     where.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://127.0.0.1:8786")
     where.add_argument("--scheduler-file", help="scheduler file written by 'dask scheduler --scheduler-file'")
     run.add_argument("--connect-timeout", type=_seconds("--connect-timeout"), metavar="SECONDS",
@@ -94,7 +96,7 @@ def _resume(args: argparse.Namespace, out: str) -> str:
     """The command that resumes this run (with the options that say where and how long to wait)."""
     where = (["--scheduler", args.scheduler] if args.scheduler else
              ["--scheduler-file", args.scheduler_file] if args.scheduler_file else
-             ["--workers", str(args.workers)] if args.workers else [])
+             ["--workers", str(args.workers)] if args.workers is not None else [])
     for option, value in (("--connect-timeout", args.connect_timeout), ("--wait-for-workers", args.wait_for_workers)):
         if value is not None:
             where += [option, f"{value:g}"]
@@ -145,12 +147,12 @@ def _dashboard(args: argparse.Namespace) -> str | None:
 
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
-    from pipeline.report import status_counts
     from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
-    from pipeline.store import open_cube
+    from pipeline.store import count_cells
 
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers: expected an integer >= 1, got {args.workers}; e.g. --workers 2")
+    if args.workers is not None and args.workers < 0:
+        raise InputError(f"--workers: expected an integer >= 0, got {args.workers}; e.g. --workers 2 (0: compute in "
+                         "this process)")
     dashboard = _dashboard(args)
     config = load_config(args.config, out=args.out)
     _cube_location(config.out, "--out" if args.out else "out")
@@ -187,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
               f"driver peak memory {peak:.0f} MiB")
         if summary.isolated_tasks:
             print(f"{summary.isolated_tasks} task(s) failed as a whole (a worker died); their cells were run one by one")
-    counts = status_counts(open_cube(config.out))
+    counts = count_cells(config.out)
     failed = counts["failed"] + counts["crashed"]
     if failed:
         print(f"{failed} planned cells of {config.out} have failed or crashed their worker (reasons in its 'reason' "
@@ -196,13 +198,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pipeline.report import status_counts
-    from pipeline.store import open_cube, verify_cube
+    from pipeline.store import count_cells, verify_cube
 
     cube = _cube_location(args.cube, "CUBE")
     if args.verify:
         print(verify_cube(cube), file=sys.stderr)
-    counts = status_counts(open_cube(cube))
+    counts = count_cells(cube)
     if args.json:
         print(json.dumps(counts))
     else:

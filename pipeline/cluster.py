@@ -23,18 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any, TypeVar
-
-import dask
-from distributed import Client, LocalCluster
-from distributed.comm import connect as comm_connect
-from distributed.core import Status
-from distributed.deploy.spec import SpecCluster
-from distributed.security import Security
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipeline.errors import InputError
 from pipeline.plugins import plugin_modules
 from pipeline.software import skew, software
+
+if TYPE_CHECKING:  # distributed is imported where a cluster is used: a sweep in this process does without it
+    from distributed import Client, LocalCluster
+    from distributed.deploy.spec import SpecCluster
 
 CONNECT_TIMEOUT = 10.0  # seconds: a scheduler on a busy machine answers in well under one
 # A Slurm or Kubernetes worker usually joins within a few minutes of its scheduler; longer than that, the
@@ -135,6 +132,9 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     LocalCluster of the user's) is used as it is and left open, with its cluster: it belongs to the caller,
     as do its logging and its workers.
     """
+    import dask
+    from distributed import Client, LocalCluster
+
     if client is not None:
         check_software(client, option="client")
         yield client
@@ -301,6 +301,9 @@ def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
 
 async def _identity(address: str, timeout: float) -> object:
     """What the server at ``address`` says it is; every step bounded by ``timeout`` seconds."""
+    from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
     arguments = Security().get_connection_args("client")
     comm = await asyncio.wait_for(comm_connect(address, timeout=timeout, **arguments), timeout)
     try:
@@ -378,6 +381,8 @@ class WorkerWatch:
 def _restart_lost_workers(cluster: SpecCluster) -> None:
     """Start again the workers of a LocalCluster whose nannies were closed (the cluster's spec still lists
     them). Runs on the cluster's event loop, which owns ``cluster.workers``."""
+    from distributed.core import Status
+
     def restart() -> None:
         for name, nanny in list(cluster.workers.items()):
             if nanny.status in (Status.closed, Status.failed):

@@ -19,7 +19,6 @@ from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
 from pipeline.limits import check_size
-from pipeline.tables import Reading
 from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
@@ -45,7 +44,38 @@ EXECUTION: dict[str, Param] = {
     "trials_per_chunk": integer(1, 100_000),
     "task_seconds": number(0.0, 86_400.0, low_open=True),
     "max_tasks_in_flight": integer(1, 100_000),
+    "in_process_seconds": number(0.0, 86_400.0),
 }
+# A sweep whose estimated compute is below this runs in the driver: a LocalCluster costs about 3 s here to
+# start and stop (and its workers ~0.8 s each to import the kernels), more than 2 cores save on less work.
+IN_PROCESS_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the entry says its table is read (``None``: not given)."""
+
+    header: bool | None = None
+    columns: tuple[Any, ...] | None = None
+    exclude: tuple[Any, ...] = ()
+    row_names: Any = None
+    label_column: Any = None  # a column holding the labels (``labels: {column: NAME}``)
+    label_in_table: bool = False  # True: the labels must come from this table (no labels path)
+
+    def given(self) -> dict[str, Any]:
+        """The options that change what is read, for the dataset's identity (empty for the defaults)."""
+        out: dict[str, Any] = {}
+        if self.header is False:
+            out["header"] = False
+        if self.columns is not None:
+            out["columns"] = [str(c) for c in self.columns]
+        if self.exclude:
+            out["exclude"] = [str(c) for c in self.exclude]
+        if self.row_names is not None:
+            out["row_names"] = str(self.row_names)
+        if self.label_in_table:
+            out["labels_from_data"] = str(self.label_column)
+        return out
 
 
 @dataclass(frozen=True)
@@ -101,6 +131,7 @@ class Execution:
     trials_per_chunk: int | None = None  # None: all trials of a (dataset, n, method, k) in one chunk, up to 100
     task_seconds: float = 0.5
     max_tasks_in_flight: int | None = None  # None: four per worker thread
+    in_process_seconds: float = IN_PROCESS_SECONDS  # estimated work below which no cluster is started (0: never)
 
 
 @dataclass(frozen=True)
@@ -336,14 +367,15 @@ def _execution(value: Any) -> Execution:
         return Execution()
     _check_keys(value, set(EXECUTION), "execution")
     for name, given in value.items():
-        if not (given is None and name != "task_seconds") and not EXECUTION[name].accepts(given):
+        if not (given is None and name not in ("task_seconds", "in_process_seconds")) and not EXECUTION[name].accepts(given):
             raise ConfigError(f"execution.{name}", f"expected {EXECUTION[name].describe()}, got {show(given)}",
                               "it only cuts up the work: e.g. trials_per_chunk: 20, task_seconds: 0.5, "
-                              "max_tasks_in_flight: 8")
+                              "max_tasks_in_flight: 8, in_process_seconds: 3")
     chunk, in_flight = value.get("trials_per_chunk"), value.get("max_tasks_in_flight")
     return Execution(trials_per_chunk=None if chunk is None else int(chunk),
                      task_seconds=float(value.get("task_seconds", 0.5)),
-                     max_tasks_in_flight=None if in_flight is None else int(in_flight))
+                     max_tasks_in_flight=None if in_flight is None else int(in_flight),
+                     in_process_seconds=float(value.get("in_process_seconds", IN_PROCESS_SECONDS)))
 
 
 def _unique(names: list[str], key: str) -> None:

@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from pipeline.cube_attrs import BASELINE, array_attrs, true_k_labels, variable_attrs
 from pipeline.grid import DIMS, Coords
 from pipeline.integrity import COMPRESSORS
 from tasks.criteria import VARIABLES
+
+if TYPE_CHECKING:  # xarray (and pandas under it) only where a cube is read as a Dataset
+    import xarray as xr
 
 
 def consolidate(group: zarr.Group) -> None:

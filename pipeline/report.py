@@ -12,11 +12,11 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.grid import DIMS, Coords, planned_mask
+from pipeline.store import count_planned
 from pipeline.reduce import (
     choice_per_trial, criteria_of, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
     true_k,
 )
-from tasks.cell import Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,11 +26,7 @@ if TYPE_CHECKING:
 def status_counts(cube: xr.Dataset) -> dict[str, int]:
     """Planned cells by status: the integer keys ``total, ok, failed, infeasible, crashed, pending``."""
     coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
-    mask = planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
-    status = cube["status"].values[mask]
-    counts = {s.name.lower(): int((status == s).sum()) for s in Status}
-    return {"total": int(mask.sum()), "ok": counts["ok"], "failed": counts["failed"],
-            "infeasible": counts["infeasible"], "crashed": counts["crashed"], "pending": counts["pending"]}
+    return count_planned(cube["status"].values, planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords))
 
 
 def selection_table(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:

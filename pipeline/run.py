@@ -1,76 +1,46 @@
-"""Running a sweep: connect to Dask, submit tasks through a bounded window, persist as results arrive.
+"""Running a sweep: plan the cells a cube lacks, choose where to compute them, store them as they arrive.
 
-The driver (this process) is the cube's only writer. At most ``max_tasks_in_flight`` tasks exist at
-any time, so the driver's memory stays flat in the grid size; each finished task is written before
-the next result is read, so a crash loses at most the tasks in flight. Resuming reads the cube alone.
+The driver (this process) is the cube's only writer. A small sweep is computed here, a larger one on a
+Dask cluster (:mod:`pipeline.on_cluster`: a LocalCluster started for the run, or a scheduler given);
+:func:`where_to_compute` decides and says why. Resuming reads the cube alone.
 """
 
 from __future__ import annotations
 
-import errno
-import time
-from asyncio import CancelledError
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
-from distributed import Client, as_completed
-from distributed.client import FutureCancelledError
-from distributed.comm.core import CommClosedError
 
 from pipeline.cluster import (
-    CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, WorkerWatch, check_dashboard_free, connect,
-    dashboard_line, scheduler_address, stderr_line,
+    CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
 )
 from pipeline.config import Config, MethodSpec
+from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
+from pipeline.graph import Task, build_tasks
+from pipeline.grid import (
+    Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds, group_into_tasks, merge_coords,
+    plan_of, planned_mask,
+)
 from pipeline.integrity import record_unrecorded
 from pipeline.location import location
 from pipeline.lock import CubeLock, describe_stale
-from pipeline.graph import Task, build_tasks, execute_task, isolate
-from pipeline.grid import (
-    Chunk, Coords, chunks_to_compute, config_coords, default_chunks, group_into_tasks, merge_coords, plan_of,
-    planned_mask,
-)
-from pipeline.progress import SweepProgress
 from pipeline.store import (
-    BASELINE, array, check_new_cube_path, create, is_cube, merge_blocks, open_existing, open_for_run, stored_chunk_shape,
-    status_for_planning, stored_coords, writable_arrays, write_block,
+    BASELINE, array, check_new_cube_path, create, is_cube, open_existing, open_for_run, status_for_planning,
+    stored_chunk_shape, stored_coords,
 )
 from tasks.algorithms import get_algorithm
-from tasks.cell import BlockResult, Status, describe
+from tasks.cell import Status
 from tasks.criteria import get_criterion
 from tasks.criteria.stability import random_labeling_disagreement
-from tasks.datasets import SyntheticSource
 from tasks.seeding import Purpose, stream
 
+if TYPE_CHECKING:
+    from distributed import Client
 
-class Interrupted(Exception):
-    """The sweep was stopped by the user (Ctrl-C or SIGTERM); what arrived is on disk."""
-
-
-class ClusterLost(Exception):
-    """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
-
-
-class DiskFull(Exception):
-    """Writing the cube failed for want of space (ENOSPC, EDQUOT) or a file size limit (EFBIG).
-
-    Every block written before is on disk: zarr writes a chunk to a temp file and renames it, so the
-    failed write left at most a temp file, which the next run removes."""
-
-    def __init__(self, error: OSError) -> None:
-        self.error = error
-        super().__init__(f"{error.strerror or error} ({errno.errorcode.get(error.errno or 0, error.errno)}"
-                         f"{', ' + str(error.filename) if error.filename else ''})")
-
-
-DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
-
-
-__all__ = ["ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "connect", "run_sweep"]
+__all__ = ["DISK_FULL", "ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "Summary", "run_sweep", "where_to_compute"]
 
 
 @dataclass(frozen=True)
@@ -87,21 +57,51 @@ class Plan:
     def cells_to_compute(self) -> int:
         return sum(chunk.cells for chunk in self.chunks)
 
+    @property
+    def seconds_per_point(self) -> dict[str, float]:
+        return {m.name: get_algorithm(m.algorithm).seconds_per_point * fit_work(m) for m in self.config.methods}
+
+    @property
+    def estimated_seconds(self) -> float:
+        """The rough compute time of the cells to compute on one core (the cost model that sizes tasks)."""
+        per_point = self.seconds_per_point
+        return sum(estimated_seconds(chunk, self.coords, per_point) for chunk in self.chunks)
+
     def tasks(self, workers: int) -> list[Task]:
-        seconds_per_point = {m.name: get_algorithm(m.algorithm).seconds_per_point * fit_work(m) for m in self.config.methods}
-        groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=seconds_per_point,
+        groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=self.seconds_per_point,
                                   task_seconds=self.config.execution.task_seconds, workers=workers)
         return build_tasks(self.config, self.coords, groups)
 
 
 @dataclass(frozen=True)
-class Summary:
-    computed: int
-    failed: int
-    infeasible: int
-    seconds: float
-    crashed: int = 0
-    isolated_tasks: int = 0
+class Placement:
+    """Where a sweep computes: in this process (``here``) or on Dask, and the line that says why."""
+
+    here: bool
+    reason: str
+
+
+def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool) -> Placement:
+    """In this process when the work is small and nobody asked for a cluster, else on Dask.
+
+    ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
+    scheduler or a client was given. Otherwise the plan's estimated compute decides against the config's
+    ``execution.in_process_seconds``: a LocalCluster costs about 3 s to start and stop on this project's
+    2-core machine, more than its second core saves on less work than that.
+    """
+    if elsewhere:
+        return Placement(False, "")
+    if workers == 0:
+        return Placement(True, "computing in this process (--workers 0)")
+    if workers is not None:
+        return Placement(False, "")
+    estimate, threshold = plan.estimated_seconds, plan.config.execution.in_process_seconds
+    if estimate < threshold:
+        return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under the "
+                               f"{threshold:g} s it takes to start a cluster (execution.in_process_seconds; "
+                               "--workers N starts one)")
+    return Placement(False, f"starting a local Dask cluster: about {estimate:.0f} s of work, over "
+                            f"execution.in_process_seconds = {threshold:g}")
 
 
 def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
@@ -189,9 +189,12 @@ def _sweep_locked(
     notify: Callable[[str], None] = stderr_line,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
     client: Client | None = None,
+    before_cluster: Callable[[], None] | None = None,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
-    instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open."""
+    instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open.
+    ``before_cluster`` is called before a LocalCluster is started for the run (the API's check that a
+    script's workers can import it)."""
     path = location(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
@@ -217,6 +220,19 @@ def _sweep_locked(
             return create(path, config, coords, default_chunks(config),
                           prepare=lambda group: fill_baseline(group, config, coords))
 
+    placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file))
+    if placement.here:
+        echo(placement.reason)
+        tasks = plan.tasks(workers=1)
+        echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
+        return compute_here(config, tasks, open_cube_for_writing, show_progress=show_progress)
+    if placement.reason:
+        echo(placement.reason)
+    if client is None and before_cluster is not None:
+        before_cluster()
+    from pipeline.cluster import WorkerWatch, connect, dashboard_line
+    from pipeline.on_cluster import compute_on_cluster
+
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
                  connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
         watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
@@ -225,144 +241,11 @@ def _sweep_locked(
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
         if line := dashboard_line(connected, dashboard_address):
             echo(line)
-        return _submit_and_store(connected, config, tasks, open_cube_for_writing, threads=threads,
-                                 show_progress=show_progress, watch=watch)
+        return compute_on_cluster(connected, config, tasks, open_cube_for_writing, threads=threads,
+                                  show_progress=show_progress, watch=watch)
 
 
 def fit_work(method: MethodSpec) -> float:
     """How many times the halves' fits a trial of ``method`` costs, with the fits its criteria add."""
     return 1.0 + sum(get_criterion(name).extra_fits(method.criterion_options.get(name, get_criterion(name).options))
                      for name in method.criteria)
-
-
-def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
-    """Every cell of ``task`` recorded with the reason the task itself failed: as crashed when its worker
-    process died under it (Dask's KilledWorker), else as failed (a result that could not be sent, ...).
-    The driver sends only single cells here (see :func:`pipeline.graph.isolate`)."""
-    crashed = _killed_worker(error)
-    reason = f"{'crashed' if crashed else 'task failed'}: {describe(error)}"
-    results = []
-    for chunk, spec in task.blocks:
-        shape = (len(chunk.k), len(chunk.trial))
-        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.variables},
-                                           status=np.full(shape, Status.CRASHED if crashed else Status.FAILED,
-                                                          dtype=np.int8),
-                                           reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
-    return results
-
-
-def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) -> Iterator[list]:
-    """``futures.batches()``, but after every ``idle`` seconds without a result ``watch`` checks that there
-    are workers to compute them (it tells the user, restarts lost local workers, or gives up)."""
-    while True:
-        batch = futures.next_batch(block=False)
-        if batch:
-            watch.progress()
-            yield batch
-            continue
-        if futures.is_empty():
-            return
-        with futures.thread_condition:  # a result that arrives after has_ready() notifies this condition
-            if not futures.has_ready():
-                futures.thread_condition.wait(timeout=idle)
-        if not futures.has_ready():
-            watch.check()
-
-
-def _allowed_failures(dask_scheduler) -> int:
-    """How many worker deaths the scheduler forgives a task (``distributed.scheduler.allowed-failures``)."""
-    return int(dask_scheduler.allowed_failures)
-
-
-def _killed_worker(error: BaseException) -> bool:
-    return type(error).__name__ == "KilledWorker"
-
-
-def _submit_and_store(client: Client, config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group],
-                      *, threads: int, show_progress: bool, watch: WorkerWatch) -> Summary:
-    """Submit through the window and write results as they arrive.
-
-    The cube is opened (a new one created) after the first window is submitted, so that creating it
-    overlaps the first tasks: for a small sweep, creation costs as much as the computation.
-    """
-    started = time.perf_counter()
-    window = config.execution.max_tasks_in_flight or 4 * threads
-    needed = {task.dataset for task in tasks}
-    arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
-              if d.data is not None and d.name in needed}
-    labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
-              if d.labels is not None and d.name in needed}
-    synthetic = {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
-    pending = iter(tasks)
-    isolated: deque[Task] = deque()  # cells of a task that failed as a whole, resubmitted one by one first
-    futures = as_completed()
-    in_flight: dict = {}
-
-    isolating: set = set()  # the isolated cell in flight: they run one at a time, so no two crashers meet
-
-    def submit_next() -> None:
-        alone = bool(isolated) and not isolating
-        task = isolated.popleft() if alone else next(pending, None)
-        if task is not None:
-            future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset),
-                                   labels.get(task.dataset), pure=False)
-            in_flight[future] = task
-            futures.add(future)
-            if alone:
-                isolating.add(future)
-
-    counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
-    isolated_tasks = 0
-    struck: set[Chunk] = set()
-    # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
-    # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
-    second_chance = client.run_on_scheduler(_allowed_failures) == 0
-    with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
-        try:
-            for _ in range(window):
-                submit_next()
-            cube_arrays = writable_arrays(open_cube_for_writing())
-            # Whatever has finished while the driver was writing arrives as one batch, and pieces of the
-            # same storage chunk are written together: at small n the writes, not the kernels, set the pace.
-            for batch in _batches(futures, watch):
-                done = []
-                for future in batch:
-                    task = in_flight.pop(future)
-                    isolating.discard(future)
-                    try:  # a 'finished' future can still fail here: its result died with a worker before it was sent
-                        done.extend(future.result())
-                        continue
-                    except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError):
-                        raise
-                    except Exception as error:  # the task failed as a whole
-                        failure = error
-                    if task.cells > 1:  # find the cell that broke it: the others are computed
-                        isolated.extend(isolate(task))
-                        isolated_tasks += 1
-                    elif second_chance and _killed_worker(failure) and task.blocks[0][0] not in struck:
-                        struck.add(task.blocks[0][0])
-                        isolated.append(task)
-                    else:
-                        done.extend(failed_results(task, failure))
-                for chunk, result in merge_blocks(done):
-                    write_block(cube_arrays, chunk, result)
-                    for code in counts:
-                        counts[code] += int((result.status == code).sum())
-                    progress.advance(chunk.cells, failed=int(((result.status == Status.FAILED)
-                                                              | (result.status == Status.CRASHED)).sum()))
-                for future in batch:
-                    future.release()
-                    submit_next()
-        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
-            raise ClusterLost(describe(error)) from None
-        except (KeyboardInterrupt, NoWorkers, OSError) as error:
-            futures.clear()
-            client.cancel(list(in_flight), force=True)
-            if isinstance(error, KeyboardInterrupt):
-                raise Interrupted() from None
-            if isinstance(error, OSError) and error.errno in DISK_FULL:
-                raise DiskFull(error) from None
-            raise
-    return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
-                   infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - started,
-                   crashed=counts[Status.CRASHED], isolated_tasks=isolated_tasks)

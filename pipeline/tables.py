@@ -23,38 +23,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from pipeline.config import Reading
 from pipeline.errors import ConfigError
 from tasks.datasets.bounds import first_nonfinite
 
 READING_KEYS = ("header", "columns", "exclude", "row_names")
 MAX_SHOWN = 12  # column names listed in a message
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How the entry says its table is read (``None``: not given)."""
-
-    header: bool | None = None
-    columns: tuple[Any, ...] | None = None
-    exclude: tuple[Any, ...] = ()
-    row_names: Any = None
-    label_column: Any = None  # a column holding the labels (``labels: {column: NAME}``)
-    label_in_table: bool = False  # True: the labels must come from this table (no labels path)
-
-    def given(self) -> dict[str, Any]:
-        """The options that change what is read, for the dataset's identity (empty for the defaults)."""
-        out: dict[str, Any] = {}
-        if self.header is False:
-            out["header"] = False
-        if self.columns is not None:
-            out["columns"] = [str(c) for c in self.columns]
-        if self.exclude:
-            out["exclude"] = [str(c) for c in self.exclude]
-        if self.row_names is not None:
-            out["row_names"] = str(self.row_names)
-        if self.label_in_table:
-            out["labels_from_data"] = str(self.label_column)
-        return out
 
 
 @dataclass(frozen=True)

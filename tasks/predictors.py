@@ -12,10 +12,8 @@ from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial import cKDTree
 
 from tasks.algorithms.estimators import estimator_class, is_import_path, predict_with
-from tasks.algorithms.kmeans import squared_distances
 
 Predictor = Callable[[NDArray[np.float64], NDArray[np.int64], int, NDArray[np.float64]], NDArray[np.int64]]
 
@@ -45,6 +43,8 @@ def nearest_centroid(
         order = np.argsort(centers[:, 0], kind="stable")
         ends = (centers[order[1:], 0] + centers[order[:-1], 0]) / 2
         return present[order[np.searchsorted(ends, X_new[:, 0])]]
+    from tasks.algorithms.kmeans import squared_distances  # numba, imported by the first prediction only
+
     return present[squared_distances(X_new, centers).argmin(axis=1)]
 
 
@@ -52,6 +52,8 @@ def nearest_neighbor(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
     """Label of the closest training point (ties to the lowest index, as cKDTree returns)."""
+    from scipy.spatial import cKDTree
+
     _, index = cKDTree(X_train).query(X_new, k=1)
     return labels[index]
 

@@ -45,11 +45,21 @@ def run_ok(config_path: Path, out: Path, *extra: str) -> subprocess.CompletedPro
     return result
 
 
-def test_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(tmp_path):
+def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(tmp_path):
     config = write_config(tmp_path / "c.yaml", **small_config())
+    here = run_ok(config, tmp_path / "here.zarr")  # a small sweep: no cluster is started
+    assert "computing in this process: about 0.1 s of work, under the 3 s" in here.stdout
+    assert "dask dashboard" not in here.stdout
     run_ok(config, tmp_path / "one.zarr", "--workers", "1")
     run_ok(config, tmp_path / "two.zarr", "--workers", "2")
     assert_same_cells(tmp_path / "one.zarr", tmp_path / "two.zarr")
+    assert_same_cells(tmp_path / "here.zarr", tmp_path / "two.zarr")
+    slow_threshold = write_config(tmp_path / "t.yaml", **small_config(execution={"in_process_seconds": 0}))
+    forced = run_ok(slow_threshold, tmp_path / "forced.zarr", "--workers", "0")
+    assert "computing in this process (--workers 0)" in forced.stdout
+    assert_same_cells(tmp_path / "forced.zarr", tmp_path / "two.zarr")
+    assert "starting a local Dask cluster: about 0 s of work, over execution.in_process_seconds = 0" in run_ok(
+        slow_threshold, tmp_path / "cluster.zarr").stdout
 
     before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
     again = run_ok(config, tmp_path / "two.zarr", "--workers", "2")

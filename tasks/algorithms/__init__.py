@@ -9,26 +9,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import import_module
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.annealing import deterministic_annealing
 from tasks.algorithms.estimators import cluster_with, estimator_class, is_import_path, template
-from tasks.algorithms.hierarchical import LINKAGES, agglomerative, agglomerative_many, path_based, path_based_many
-from tasks.algorithms.kmeans import kmeans
-from tasks.algorithms.kmeans1d import kmeans_1d_exact
-from tasks.algorithms.mixture import gaussian_mixture
-from tasks.algorithms.spectral import spectral, spectral_many
 from tasks.params import Param, ParamError, check_params, choice, integer, number, show, undeclared
 
+LINKAGES = ("ward", "average", "complete", "single")
 
-def _kmeans_labels(
-    X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
-    tol: float = 1e-4,
-) -> NDArray[np.int64]:
-    return kmeans(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol).labels
+
+@dataclass(frozen=True)
+class Deferred:
+    """A kernel imported on its first call (``"module:function"``): the registry names every algorithm, and
+    a config, a status or a k-means sweep need not import numba, scipy's hierarchy or the linear algebra of
+    the others (each costs 0.1-0.3 s of a command's start). Pickles as its name, for Dask."""
+
+    target: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module, _, name = self.target.partition(":")
+        return getattr(import_module(module), name)(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -87,14 +90,6 @@ class Algorithm:
         return {**self.defaults, **params}
 
 
-def _exact_1d_labels(X: NDArray[np.float64], k: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    return kmeans_1d_exact(X, [k])[k]
-
-
-def _exact_1d_many(X: NDArray[np.float64], ks: list[int], rng: np.random.Generator) -> dict[int, NDArray[np.int64]]:
-    return kmeans_1d_exact(X, ks)
-
-
 # Shared by k-means and the mixture: more restarts or iterations than this is a typo, not a study.
 RESTARTS, ITERATIONS = integer(1, 100_000), integer(1, 1_000_000)
 MAX_TEMPERATURES = 10_000
@@ -113,16 +108,18 @@ def _annealing_schedule(params: Mapping[str, Any]) -> None:
 
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "kmeans": Algorithm("kmeans", _kmeans_labels, {"n_init": 10, "max_iter": 300, "tol": 1e-4},
+    "kmeans": Algorithm("kmeans", Deferred("tasks.algorithms.kmeans:kmeans_labels"), {"n_init": 10, "max_iter": 300, "tol": 1e-4},
                         ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
-    "kmeans_1d_exact": Algorithm("kmeans_1d_exact", _exact_1d_labels, {}, cluster_many=_exact_1d_many,
+    "kmeans_1d_exact": Algorithm("kmeans_1d_exact", Deferred("tasks.algorithms.kmeans1d:exact_labels"), {},
+                                 cluster_many=Deferred("tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
                                  max_features=1, seconds_per_point=1.5e-7),
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
-    "spectral": Algorithm("spectral", spectral, {"n_neighbors": 10}, cluster_many=spectral_many, seconds_per_point=2e-5,
+    "spectral": Algorithm("spectral", Deferred("tasks.algorithms.spectral:spectral"), {"n_neighbors": 10},
+                          cluster_many=Deferred("tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
                           ranges={"n_neighbors": integer(1, 1_000_000)}),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
-    "gaussian_mixture": Algorithm("gaussian_mixture", gaussian_mixture,
+    "gaussian_mixture": Algorithm("gaussian_mixture", Deferred("tasks.algorithms.mixture:gaussian_mixture"),
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
                                   seconds_per_point=2e-5,
                                   ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
@@ -130,10 +127,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     # one tree cut at every k; linkage: ward, average, complete or single;
     # use with nearest_centroid (ward) or nearest_neighbor (single). scipy's linkage holds the condensed
     # distance matrix of a half (8 bytes per pair) and a copy.
-    "agglomerative": Algorithm("agglomerative", agglomerative, {"linkage": "ward"}, cluster_many=agglomerative_many,
+    "agglomerative": Algorithm("agglomerative", Deferred("tasks.algorithms.hierarchical:agglomerative"), {"linkage": "ward"},
+                               cluster_many=Deferred("tasks.algorithms.hierarchical:agglomerative_many"),
                                seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0),
     # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002); use with nearest_centroid
-    "deterministic_annealing": Algorithm("deterministic_annealing", deterministic_annealing,
+    "deterministic_annealing": Algorithm("deterministic_annealing",
+                                         Deferred("tasks.algorithms.annealing:deterministic_annealing"),
                                          {"cooling": 0.9, "final_temperature": 1e-3, "max_iter": 100, "tol": 1e-6},
                                          seconds_per_point=1e-5,
                                          ranges={"cooling": number(0.0, 1.0, low_open=True, high_open=True),
@@ -142,7 +141,8 @@ ALGORITHMS: dict[str, Algorithm] = {
                                          check=_annealing_schedule),
     # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor.
     # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
-    "path_based": Algorithm("path_based", path_based, {}, cluster_many=path_based_many,
+    "path_based": Algorithm("path_based", Deferred("tasks.algorithms.hierarchical:path_based"), {},
+                            cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
                             seconds_per_point=2e-4, pair_bytes=24.0),
 }
 

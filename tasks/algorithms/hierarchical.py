@@ -21,8 +21,6 @@ from numpy.typing import NDArray
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
-LINKAGES = ("ward", "average", "complete", "single")
-
 
 def _numbered_by_first_appearance(labels: NDArray[np.int64]) -> NDArray[np.int64]:
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)

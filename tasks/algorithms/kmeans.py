@@ -191,3 +191,11 @@ def kmeans(
     labels, centers, inertia = iterate(X, kmeans_plusplus(X, k, rng, n_init), max_iter=max_iter, tol=tol)
     best = int(np.argmin(inertia))
     return KMeansResult(labels=labels[best], centers=centers[best], inertia=float(inertia[best]))
+
+
+def kmeans_labels(
+    X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
+    tol: float = 1e-4,
+) -> NDArray[np.int64]:
+    """The labels of :func:`kmeans` (the registry's ``cluster`` for ``kmeans``)."""
+    return kmeans(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol).labels

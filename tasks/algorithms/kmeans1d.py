@@ -120,3 +120,13 @@ def within_cluster_sum_of_squares(x: NDArray[np.float64], labels: NDArray[np.int
     sums = np.bincount(labels, weights=x)
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
     return float(((x - means[labels]) ** 2).sum())
+
+
+def exact_labels(X: NDArray[np.float64], k: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """The registry's ``cluster`` for ``kmeans_1d_exact`` (deterministic: ``rng`` is unused)."""
+    return kmeans_1d_exact(X, [k])[k]
+
+
+def kmeans_1d_exact_many(X: NDArray[np.float64], ks: list[int], rng: np.random.Generator) -> dict[int, NDArray[np.int64]]:
+    """The registry's ``cluster_many`` for ``kmeans_1d_exact``: every k from one sort."""
+    return kmeans_1d_exact(X, ks)

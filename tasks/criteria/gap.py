@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial.distance import pdist
 
 from tasks.criteria.base import GAP_METHODS, Criterion, Decision, TrialSample
 from tasks.params import choice, integer
@@ -44,6 +43,8 @@ def within_dispersion(X: NDArray[np.float64], labels: NDArray[np.int64], *, d_po
         if d_power == 2:  # sum over pairs of squared distances / (2 n_r) = sum of squares around the mean
             total += float(((members - members.mean(axis=0)) ** 2).sum())
         elif members.shape[0] > 1:
+            from scipy.spatial.distance import pdist
+
             total += float((pdist(members) ** d_power).sum() / members.shape[0])  # pairs i < j: D_r / 2
     return total
 

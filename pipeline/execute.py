@@ -1,0 +1,150 @@
+"""Computing planned tasks and storing their results: what a sweep's two executors share, and the one
+that runs in this process.
+
+Where the work runs is decided by :func:`pipeline.run.where_to_compute`: a small sweep costs less in the
+driver than a LocalCluster takes to start and stop (about 3 s here), a large one is sent to Dask
+(:mod:`pipeline.on_cluster`). Both give the same cube bit for bit: a cell's value depends only on its
+coordinates and the seed, and BLAS is held to one thread here as Dask's nanny holds it in a worker.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import zarr
+
+from pipeline.config import Config
+from pipeline.graph import Task, execute_task, isolate
+from pipeline.grid import Chunk
+from pipeline.progress import SweepProgress
+from pipeline.store import merge_blocks, writable_arrays, write_block
+from tasks.cell import BlockResult, Status, describe
+from tasks.datasets import SyntheticSource
+
+
+class Interrupted(Exception):
+    """The sweep was stopped by the user (Ctrl-C or SIGTERM); what arrived is on disk."""
+
+
+class ClusterLost(Exception):
+    """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
+
+
+class DiskFull(Exception):
+    """Writing the cube failed for want of space (ENOSPC, EDQUOT) or a file size limit (EFBIG).
+
+    Every block written before is on disk: zarr writes a chunk to a temp file and renames it, so the
+    failed write left at most a temp file, which the next run removes."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(f"{error.strerror or error} ({errno.errorcode.get(error.errno or 0, error.errno)}"
+                         f"{', ' + str(error.filename) if error.filename else ''})")
+
+
+DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+@dataclass(frozen=True)
+class Summary:
+    computed: int
+    failed: int
+    infeasible: int
+    seconds: float
+    crashed: int = 0
+    isolated_tasks: int = 0
+
+
+class Tally:
+    """Writes merged blocks into the cube, counts their cells by status and advances the progress bar."""
+
+    def __init__(self, progress: SweepProgress) -> None:
+        self.progress = progress
+        self.counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
+        self.isolated_tasks = 0
+        self.started = time.perf_counter()
+
+    def store(self, cube_arrays: dict[str, zarr.Array], done: Iterable[tuple[Chunk, BlockResult]]) -> None:
+        # Pieces of the same storage chunk are written together: at small n the writes set the pace.
+        for chunk, result in merge_blocks(list(done)):
+            write_block(cube_arrays, chunk, result)
+            for code in self.counts:
+                self.counts[code] += int((result.status == code).sum())
+            broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
+            self.progress.advance(chunk.cells, failed=int(broken.sum()))
+
+    def summary(self) -> Summary:
+        counts = self.counts
+        return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
+                       infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - self.started,
+                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks)
+
+
+def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
+    """Every cell of ``task`` recorded with the reason the task itself failed: as crashed when its worker
+    process died under it (Dask's KilledWorker), else as failed (a result that could not be sent, ...).
+    Only single cells come here (see :func:`pipeline.graph.isolate`)."""
+    crashed = killed_worker(error)
+    reason = f"{'crashed' if crashed else 'task failed'}: {describe(error)}"
+    results = []
+    for chunk, spec in task.blocks:
+        shape = (len(chunk.k), len(chunk.trial))
+        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.variables},
+                                           status=np.full(shape, Status.CRASHED if crashed else Status.FAILED,
+                                                          dtype=np.int8),
+                                           reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
+    return results
+
+
+def killed_worker(error: BaseException) -> bool:
+    return type(error).__name__ == "KilledWorker"
+
+
+def synthetic_sources(config: Config) -> dict[str, SyntheticSource]:
+    """The generator of every synthetic dataset, by name (file and in-memory datasets carry arrays)."""
+    return {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
+
+
+def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group], *,
+                 show_progress: bool) -> Summary:
+    """Run every task in this process, one after the other, writing each as it finishes.
+
+    A task that raises as a whole (run_block records a cell's own errors as failed cells, so this is
+    rare: memory, a plugin's bug) is rerun cell by cell, as on a cluster, and the cells that still
+    raise are recorded as failed. Ctrl-C stops after the cell being computed; what was written stays.
+    """
+    from threadpoolctl import threadpool_limits
+
+    synthetic = synthetic_sources(config)
+    datasets = {d.name: d for d in config.datasets}
+    with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress, \
+            threadpool_limits(limits=1):  # as Dask's nanny does for a worker: the same BLAS, the same bits
+        tally = Tally(progress)
+        try:
+            cube_arrays = writable_arrays(open_cube_for_writing())
+            for task in tasks:
+                dataset = datasets[task.dataset]
+                tally.store(cube_arrays, _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels,
+                                                   tally))
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        except OSError as error:
+            if error.errno in DISK_FULL:
+                raise DiskFull(error) from None
+            raise
+    return tally.summary()
+
+
+def _computed(task: Task, synthetic: SyntheticSource | None, data: np.ndarray | None, labels: np.ndarray | None,
+              tally: Tally, *, whole: bool = True) -> list[tuple[Chunk, BlockResult]]:
+    try:
+        return execute_task(task, synthetic, data, labels)
+    except Exception as error:  # the task failed as a whole
+        if not whole:
+            return failed_results(task, error)
+    tally.isolated_tasks += 1
+    return [result for piece in isolate(task) for result in _computed(piece, synthetic, data, labels, tally, whole=False)]
