@@ -217,3 +217,63 @@ def test_a_run_upgrades_a_format_2_cube_in_place_keeping_its_cells(tmp_path):
         xr.testing.assert_equal(upgraded[name].sel(k=[2, 3, 4]).drop_vars("true_k", errors="ignore"),
                                 old[name].drop_vars("true_k", errors="ignore"))
     assert int((upgraded["status"] == 1).sum()) == 2 * 2 * 4 * 3
+
+
+def _xarray_template(coords, chunks: dict[str, int], variables: list[str], true_k: dict[str, int]) -> xr.Dataset:
+    """The all-pending cube as format 3 first wrote it, through ``xarray.Dataset.to_zarr`` (a lazy Dataset
+    of dask arrays, then encodings): the reference for the layout ``pipeline.store`` now writes with zarr."""
+    import dask.array as da
+
+    from pipeline.cube_attrs import BASELINE, true_k_labels, variable_attrs
+    from pipeline.grid import DIMS
+
+    cell_chunks = tuple(chunks[d] for d in DIMS)
+    data = {name: (DIMS, da.full(coords.shape, np.nan, chunks=cell_chunks)) for name in variables}
+    data["status"] = (DIMS, da.full(coords.shape, 0, dtype=np.int8, chunks=cell_chunks))
+    data["seconds"] = (DIMS, da.full(coords.shape, np.nan, chunks=cell_chunks))
+    data[BASELINE] = (("n", "k"), da.full((len(coords.n), len(coords.k)), np.nan, chunks=(1, len(coords.k))))
+    labels = coords.as_dict()
+    ds = xr.Dataset(data, coords={dim: np.array(labels[dim], dtype=object if dim in ("dataset", "model") else np.int64)
+                                  for dim in DIMS})
+    ds = ds.assign_coords(true_k=("dataset", true_k_labels(list(coords.dataset), true_k)))
+    for name in [*ds.data_vars, *ds.coords]:
+        ds[name].attrs = variable_attrs(str(name))
+    return ds
+
+
+def test_a_cube_created_through_zarr_has_the_layout_that_xarray_wrote(tmp_path):
+    """Cube creation writes zarr metadata directly (no lazy Dataset, 0.7 s less per run); every node's
+    metadata document equals the one ``Dataset.to_zarr`` wrote for the same cube, and both open equal."""
+    from pipeline.cube_attrs import array_attrs
+    from pipeline.grid import DIMS, Coords
+    from pipeline.integrity import COMPRESSORS
+    from pipeline.store import _write_layout
+
+    coords = Coords(dataset=("gauss", "file"), n=(40, 80, 120), model=("km",), k=(2, 3, 4), trial=tuple(range(6)))
+    chunks = {"dataset": 1, "n": 1, "model": 1, "k": 3, "trial": 4}
+    variables, true_k = ["lange", "pairwise"], {"gauss": 3}
+    ours = zarr.create_group(str(tmp_path / "ours.zarr"), zarr_format=3)
+    _write_layout(ours, coords, chunks, variables, true_k)
+
+    reference = _xarray_template(coords, chunks, variables, true_k)
+    cell_chunks = tuple(chunks[d] for d in DIMS)
+    encoding = {str(name): {"chunks": cell_chunks if reference[name].dims == DIMS else (1, len(coords.k)),
+                            "fill_value": 0 if reference[name].dtype.kind == "i" else np.nan, "compressors": COMPRESSORS}
+                for name in reference.data_vars}
+    encoding.update({str(name): {"compressors": COMPRESSORS, **({"fill_value": -1} if reference[name].dtype.kind == "i"
+                                                                 else {})} for name in reference.coords})
+    reference.to_zarr(tmp_path / "xarray.zarr", mode="w-", compute=False, encoding=encoding, zarr_format=3,
+                      consolidated=False)
+    zarr.open_group(str(tmp_path / "xarray.zarr"), mode="r+").create_array(
+        "reason", shape=coords.shape, chunks=cell_chunks, dtype=str, fill_value="", dimension_names=DIMS,
+        compressors=COMPRESSORS, attributes=array_attrs("reason", DIMS))
+
+    def documents(root: Path) -> dict[str, dict]:
+        return {str(path.relative_to(root)): json.loads(path.read_text()) for path in root.rglob("zarr.json")}
+
+    mine, theirs = documents(tmp_path / "ours.zarr"), documents(tmp_path / "xarray.zarr")
+    assert sorted(mine) == sorted(theirs) and len(mine) == 1 + 2 + 3 + 1 + 5 + 1  # group, values, cell vars, baseline, dims, true_k
+    assert [name for name in mine if mine[name] != theirs[name]] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no consolidated metadata in either: only this test reads them so
+        assert xr.open_zarr(tmp_path / "ours.zarr").load().identical(xr.open_zarr(tmp_path / "xarray.zarr").load())
