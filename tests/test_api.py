@@ -203,6 +203,12 @@ def test_a_script_without_a_main_guard_fails_in_one_line_and_with_the_guard_runs
     assert "k_hat [3, 3]" in guarded.stdout
     assert status_counts(ordercube.open_cube(out))["ok"] == TOTAL
 
+    # Work this small runs in the script's own process (no workers to re-import it): no guard needed.
+    here = _script(tmp_path / "small.py", BODY.replace(", workers=2", "").format(out=str(tmp_path / "here.zarr")))
+    assert here.returncode == 0 and "Traceback" not in here.stderr, here.stderr
+    assert "k_hat [3, 3]" in here.stdout
+    assert_same_cells(out, tmp_path / "here.zarr")
+
 
 STOPPED = """if __name__ == "__main__":
     config = small_config(n=[40, 80, 160], resamples=24, execution={{"trials_per_chunk": 2, "task_seconds": 0.01}})
@@ -272,7 +278,7 @@ REFUSED = {  # id: (config, options, error, message)
     "config-value": (small_config(resamples=0), {}, ordercube.ConfigError, r"^resamples: .*got 0"),
     "missing-file": ("no/such.yaml", {}, ordercube.ConfigError, r"^config: file 'no/such.yaml' does not exist"),
     "not-a-config": (["a"], {}, ordercube.ConfigError, r"^config: expected the path of a YAML file or a dict, got list"),
-    "workers": (small_config(), {"workers": 0}, ordercube.InputError, r"^workers: expected an integer >= 1, got 0"),
+    "workers": (small_config(), {"workers": -1}, ordercube.InputError, r"^workers: expected an integer >= 0, got -1"),
     "client": (small_config(), {"client": "tcp://x"}, ordercube.InputError,
                r"^client: expected a distributed.Client, got str"),
     "two-places": (small_config(), {"workers": 2, "scheduler": "tcp://127.0.0.1:1"}, ordercube.InputError,

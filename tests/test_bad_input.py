@@ -216,7 +216,7 @@ def test_missing_config_file_and_bad_options(tmp_path):
     result = cli("run", str(tmp_path / "absent.yaml"))
     assert result.returncode == 2 and "absent.yaml" in result.stderr and "Traceback" not in result.stderr
     config = write_config(tmp_path / "ok.yaml", **small_config())
-    result = cli("run", str(config), "--workers", "0")
+    result = cli("run", str(config), "--workers", "-1")
     assert result.returncode == 2 and "--workers" in result.stderr
     result = cli("run", str(config), "--workers", "two")
     assert result.returncode == 2 and "--workers" in result.stderr
