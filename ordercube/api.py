@@ -59,7 +59,7 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     workers : int, optional
         Worker processes of the LocalCluster started for this sweep when neither ``client`` nor
         ``scheduler`` is given (default one per core; none when the estimated work is below the config's
-        ``execution.in_process_seconds``, 3 s: then the sweep runs in this process). 0 computes in this
+        ``execution.in_process_seconds``, 5 s: then the sweep runs in this process). 0 computes in this
         process. A LocalCluster's workers import the main script again: a script that starts one must
         call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
         2 with :class:`MissingMainGuard`).

@@ -86,8 +86,8 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool) -> Pla
 
     ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
     scheduler or a client was given. Otherwise the plan's estimated compute decides against the config's
-    ``execution.in_process_seconds``: a LocalCluster costs about 3 s to start and stop on this project's
-    2-core machine, more than its second core saves on less work than that.
+    ``execution.in_process_seconds`` (default 5): a LocalCluster costs about 2.5-3 s to start, stop and warm
+    up on this project's 2-core machine, and its second core saves half the work, so it pays from ~5 s.
     """
     if elsewhere:
         return Placement(False, "")
@@ -97,9 +97,9 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool) -> Pla
         return Placement(False, "")
     estimate, threshold = plan.estimated_seconds, plan.config.execution.in_process_seconds
     if estimate < threshold:
-        return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under the "
-                               f"{threshold:g} s it takes to start a cluster (execution.in_process_seconds; "
-                               "--workers N starts one)")
+        return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under "
+                               f"execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
+                               "more than it saves (--workers N starts one)")
     return Placement(False, f"starting a local Dask cluster: about {estimate:.0f} s of work, over "
                             f"execution.in_process_seconds = {threshold:g}")
 
