@@ -164,7 +164,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         summary = run_sweep(config, workers=args.workers, scheduler=args.scheduler, scheduler_file=args.scheduler_file,
                             retry_failed=args.retry_failed, show_progress=not args.no_progress,
-                            dashboard_address=dashboard, **waits)
+                            dashboard_address=dashboard, dashboard_asked=dashboard is not None and
+                            args.dashboard_address is not None, **waits)
     except (Interrupted, KeyboardInterrupt):
         print(f"interrupted: {_kept(config.out)}. Resume with:\n  {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -81,11 +81,12 @@ class Placement:
     reason: str
 
 
-def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool) -> Placement:
+def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashboard_asked: bool = False) -> Placement:
     """In this process when the work is small and nobody asked for a cluster, else on Dask.
 
     ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
-    scheduler or a client was given. Otherwise the plan's estimated compute decides against the config's
+    scheduler or a client was given; ``dashboard_asked``: a dashboard address was given (only a cluster
+    serves one). Otherwise the plan's estimated compute decides against the config's
     ``execution.in_process_seconds`` (default 5): a LocalCluster costs about 2.5-3 s to start, stop and warm
     up on this project's 2-core machine, and its second core saves half the work, so it pays from ~5 s.
     """
@@ -95,11 +96,13 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool) -> Pla
         return Placement(True, "computing in this process (--workers 0)")
     if workers is not None:
         return Placement(False, "")
+    if dashboard_asked:
+        return Placement(False, "starting a local Dask cluster for the dashboard asked for (--dashboard-address)")
     estimate, threshold = plan.estimated_seconds, plan.config.execution.in_process_seconds
     if estimate < threshold:
         return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under "
                                f"execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
-                               "more than it saves (--workers N starts one)")
+                               "more than it saves (--workers N starts one, with its dashboard)")
     return Placement(False, f"starting a local Dask cluster: about {estimate:.0f} s of work, over "
                             f"execution.in_process_seconds = {threshold:g}")
 
@@ -190,11 +193,13 @@ def _sweep_locked(
     dashboard_address: str | None = DEFAULT_DASHBOARD,
     client: Client | None = None,
     before_cluster: Callable[[], None] | None = None,
+    dashboard_asked: bool = False,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
     instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open.
     ``before_cluster`` is called before a LocalCluster is started for the run (the API's check that a
-    script's workers can import it)."""
+    script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
+    sweep too runs on a LocalCluster (the only place a dashboard is served)."""
     path = location(config.out)
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
@@ -220,7 +225,8 @@ def _sweep_locked(
             return create(path, config, coords, default_chunks(config),
                           prepare=lambda group: fill_baseline(group, config, coords))
 
-    placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file))
+    placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
+                                 dashboard_asked=dashboard_asked)
     if placement.here:
         echo(placement.reason)
         tasks = plan.tasks(workers=1)

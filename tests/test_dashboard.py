@@ -81,11 +81,14 @@ def test_the_printed_link_serves_the_dask_dashboard_during_the_run_even_when_the
 
 
 def test_a_given_address_serves_there(tmp_path):
-    """--dashboard-address HOST:PORT with a free port: the link is that port, and its page answers."""
+    """--dashboard-address HOST:PORT with a free port: the link is that port, and its page answers. The sweep
+    is small enough to run in the driver, but a dashboard was asked for, so a LocalCluster serves one."""
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # free once the probe closes; the run binds it a moment later
-    run = Run(str(lasting_sweep(tmp_path)), "--out", str(tmp_path / "c.zarr"), "--workers", "1",
+    run = Run(str(lasting_sweep(tmp_path)), "--out", str(tmp_path / "c.zarr"),
               "--dashboard-address", f"127.0.0.1:{port}", env=_env(**PLUGINS, ORDERCUBE_STUB_SLEEP="0.2"))
+    run.wait_for_line(r"^starting a local Dask cluster for the dashboard asked for \(--dashboard-address\)$",
+                      timeout=120)
     line = run.wait_for_line(LINK, timeout=120)
     assert line == f"dask dashboard: http://127.0.0.1:{port}/status", line
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=20) as page:
