@@ -33,8 +33,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 KS = list(range(2, 11))
 RESAMPLES = 20
@@ -59,6 +57,8 @@ def timed(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | 
 
 
 def ordercube_run(n: int, folder: Path) -> tuple[float, float]:
+    import yaml  # not in reval's environment, which runs this file too
+
     path = folder / f"peers{n}.yaml"
     path.write_text(yaml.safe_dump(config(n)))
     wall, out = timed([sys.executable, "-m", "pipeline.cli", "run", str(path), "--out", str(folder / f"peers{n}.zarr"),
@@ -185,6 +185,8 @@ def main() -> None:
 
 
 def _write(folder: Path, n: int) -> Path:
+    import yaml
+
     path = folder / "warm.yaml"
     path.write_text(yaml.safe_dump({**config(n), "resamples": 2}))
     return path
