@@ -296,17 +296,20 @@ def _print_datasets(config: Config) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
-    from pipeline.run import preview_plan
+    from pipeline.run import preview_plan, where_to_compute
 
     config = load_config(args.config, out=args.out)
     _cube_location(config.out, "--out" if args.out else "out")
     plan = preview_plan(config)
-    workers = os.cpu_count() or 1
+    here = where_to_compute(plan, workers=None, elsewhere=False).here
+    workers = 1 if here else os.cpu_count() or 1
+    place = "in this process" if here else f"on {workers} local workers"
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
     print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")
     print(f"  cube: {config.out}  ({shape}); chunks {plan.chunk_shape}")
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
-          f"{len(plan.tasks(workers=workers))} tasks on {workers} workers; criteria: {', '.join(config.criteria)}")
+          f"{len(plan.tasks(workers=workers))} tasks {place} (estimated work {'under' if here else 'over'} "
+          f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
     _print_datasets(config)
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")

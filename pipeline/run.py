@@ -103,8 +103,8 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
         return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under "
                                f"execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
                                "more than it saves (--workers N starts one, with its dashboard)")
-    return Placement(False, f"starting a local Dask cluster: about {estimate:.0f} s of work, over "
-                            f"execution.in_process_seconds = {threshold:g}")
+    return Placement(False, f"starting a local Dask cluster: the estimated work is over execution.in_process_seconds "
+                            f"= {threshold:g}")
 
 
 def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,

@@ -59,8 +59,10 @@ def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_compu
     forced = run_ok(slow_threshold, tmp_path / "forced.zarr", "--workers", "0")
     assert "computing in this process (--workers 0)" in forced.stdout
     assert_same_cells(tmp_path / "forced.zarr", tmp_path / "two.zarr")
-    assert "starting a local Dask cluster: about 0 s of work, over execution.in_process_seconds = 0" in run_ok(
+    assert "starting a local Dask cluster: the estimated work is over execution.in_process_seconds = 0" in run_ok(
         slow_threshold, tmp_path / "cluster.zarr").stdout
+    assert "72 to compute in 8 tasks in this process (estimated work under execution.in_process_seconds = 5)" in cli(
+        "validate", str(config), "--out", str(tmp_path / "planned.zarr")).stdout
 
     before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
     again = run_ok(config, tmp_path / "two.zarr", "--workers", "2")
