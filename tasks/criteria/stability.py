@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from tasks.criteria.base import Criterion, TrialFits
 from tasks.matching import matched_disagreement
@@ -26,6 +25,8 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
     asymptotic ``1 - 1/k`` (seed 002 section 2), which is why it is estimated rather than assumed.
     """
+    from scipy.optimize import linear_sum_assignment  # imported by the first baseline only
+
     a = rng.integers(k, size=(draws, n_points))
     b = rng.integers(k, size=(draws, n_points))
     offsets = (np.arange(draws) * k * k)[:, None]
