@@ -10,6 +10,8 @@ is printed before and after each n, since a busy machine inflates every figure:
              of one worker per core); its compute time is the ``done: ... in X s`` it prints;
   loop       a serial loop in a fresh process: ``KMeans(n_init=10)`` on both halves, nearest centroid,
              ``scipy.optimize.linear_sum_assignment``, the same baselines; BLAS held to one thread;
+  warm 1c    ordercube's compute on one core in a warm process (a second sweep in the same process, as a
+             notebook's second call), against the loop's compute, also on one core;
   reval      reval 0.1.0's ``FindBestClustCV`` (2 folds x 20 repeats, ``KMeans(n_init=10)``, scikit-learn's
              ``NearestCentroid``, 10 random labelings), serial, in the Python given by --reval-python
              (a venv with ``pip install reval``; skipped without it, and above --reval-max-n).
@@ -65,6 +67,25 @@ def ordercube_run(n: int, folder: Path) -> tuple[float, float]:
                        "--no-progress", "--no-dashboard"])
     compute = float(re.search(r"done: \d+ cells in ([0-9.]+) s", out).group(1))
     return wall, compute
+
+
+def steady_run(n: int) -> float:
+    """ordercube's compute of the sweep in one process on one core, once warm (a second sweep in the same
+    process, as a notebook's second call: numba's first-call set-up, 0.35 s here, is paid by the first)."""
+    _, out = timed([sys.executable, __file__, "--steady", str(n)], env=ONE_THREAD)
+    return float(out.split()[-1])
+
+
+def steady_compute(n: int) -> float:
+    from pipeline.config import parse_config
+    from pipeline.run import run_sweep
+
+    with tempfile.TemporaryDirectory() as folder:
+        seconds = []
+        for name in ("first", "second"):
+            spec = parse_config(config(n), base=Path(folder), out=str(Path(folder) / f"{name}.zarr"))
+            seconds.append(run_sweep(spec, workers=0, show_progress=False, echo=lambda line: None).seconds)
+    return seconds[-1]
 
 
 def loop_run(n: int) -> tuple[float, float]:
@@ -139,7 +160,11 @@ def main() -> None:
                         help="largest n given to reval (serial reval took 1384 s at n = 100,000 here: ENGINE_NOTES)")
     parser.add_argument("--loop", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--reval", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--steady", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.steady:
+        print(f"{steady_compute(args.steady):.4f}")
+        return
     if args.loop:
         print(f"{loop_compute(args.loop):.4f}")
         return
@@ -150,7 +175,8 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}; load average (1/5/15 min) at start: {load()}")
     print("whole process and compute seconds; ratios > 1: ordercube is faster; one run each, interleaved per n")
     header = (f"{'n':>7} | {'ordercube':>9} {'(compute)':>9} | {'loop':>6} {'(compute)':>9} | {'reval':>7} "
-              f"{'(compute)':>9} | {'loop/oc':>7} {'cells/s oc/loop':>15} {'reval/oc':>8} | load")
+              f"{'(compute)':>9} | {'loop/oc':>7} {'cells/s oc/loop':>15} {'reval/oc':>8} | "
+              f"{'warm 1c':>6} {'loop/warm':>8} | load")
     print(header)
     cells = len(KS) * RESAMPLES
     with tempfile.TemporaryDirectory() as folder:
@@ -160,7 +186,8 @@ def main() -> None:
         loop_run(100)
         for n in args.n:
             before = load()
-            order = [("ordercube", partial(ordercube_run, n, work)), ("loop", partial(loop_run, n))]
+            order = [("ordercube", partial(ordercube_run, n, work)), ("loop", partial(loop_run, n)),
+                     ("steady", partial(steady_run, n))]
             if args.reval_python and n <= args.reval_max_n:
                 order.append(("reval", partial(reval_run, n, args.reval_python)))
             turn = args.n.index(n) % len(order)
@@ -170,8 +197,10 @@ def main() -> None:
             reval_text = f"{reval[0]:7.1f} {reval[1]:9.1f}" if reval else f"{'-':>7} {'-':>9}"
             reval_ratio = f"{reval[0] / oc:8.1f}" if reval else f"{'-':>8}"
             throughput = (cells / oc_compute) / (cells / loop_compute_s)
+            steady = results["steady"]
             print(f"{n:>7} | {oc:9.2f} {oc_compute:9.2f} | {loop:6.2f} {loop_compute_s:9.2f} | {reval_text} | "
-                  f"{loop / oc:7.2f} {throughput:15.1f} {reval_ratio} | {before} -> {load()}", flush=True)
+                  f"{loop / oc:7.2f} {throughput:15.1f} {reval_ratio} | {steady:6.2f} {loop_compute_s / steady:8.1f} | "
+                  f"{before} -> {load()}", flush=True)
         floor, _ = timed([sys.executable, "-c", "import numpy, scipy"])
         status, _ = timed([sys.executable, "-m", "pipeline.cli", "status", str(work / "warm.zarr")])
         validate, _ = timed([sys.executable, "-m", "pipeline.cli", "validate", str(work / "peers100.yaml")])
