@@ -38,7 +38,8 @@ import yaml  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 
 from pipeline.config import load_config  # noqa: E402
-from pipeline.run import connect, run_sweep  # noqa: E402
+from pipeline.cluster import connect  # noqa: E402
+from pipeline.run import run_sweep  # noqa: E402
 from tasks.cell import BlockSpec, run_block  # noqa: E402
 from tasks.criteria.stability import random_labeling_disagreement  # noqa: E402
 from tasks.datasets import SyntheticSource  # noqa: E402
