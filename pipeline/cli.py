@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
+from pipeline.interrupts import REQUESTED, on_signal
 from pipeline.kernel_cache import use_writable_cache
 from pipeline.plugins import load_plugins
 
@@ -330,8 +331,9 @@ COMMANDS = {"run": _run, "status": _status, "report": _report, "validate": _vali
 def main(argv: list[str] | None = None) -> int:
     # A process started in the background by a non-interactive shell ignores SIGINT: take it back,
     # and treat SIGTERM the same way so that a stopped sweep always says how to resume.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    REQUESTED.clear()  # a new command (the tests call main again in one process)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     args = _parser().parse_args(argv)
     warnings.showwarning = _one_line_warning
     try:

@@ -9,7 +9,6 @@ prints that it waits, restarts the workers a LocalCluster lost, and gives up aft
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import json
 import logging
@@ -177,23 +176,9 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
                 scheduler_kwargs={"dashboard": dashboard_address is not None}, silence_logs=logging.CRITICAL))
             if dashboard_address is not None:
                 _local_dashboard(cluster, dashboard_address)
-            stack.callback(_stop_workers_now, cluster)  # after the client has closed, before the cluster does
             client = stack.enter_context(Client(cluster))
         yield client
 
-
-def _stop_workers_now(cluster: LocalCluster) -> None:
-    """SIGKILL the LocalCluster's worker processes before it closes: a graceful close waits for each worker to
-    finish its interpreter's shutdown (0.3-0.5 s here once numba has run in it), and the run needs nothing
-    from them (the driver, the only writer, has stored every result). Their nannies are told not to restart
-    them; the cluster's close then finds them gone (0.03 s instead of 0.4-0.7 s)."""
-    for nanny in list(cluster.workers.values()):
-        nanny.auto_restart = False
-        process = getattr(getattr(nanny, "process", None), "process", None)
-        pid = getattr(process, "pid", None)
-        if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
 
 
 @contextmanager

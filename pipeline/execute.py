@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import zarr
 
+from pipeline import interrupts
 from pipeline.config import Config
 from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
@@ -127,6 +128,7 @@ def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Calla
         try:
             cube_arrays = writable_arrays(open_cube_for_writing())
             for task in tasks:
+                interrupts.check()
                 dataset = datasets[task.dataset]
                 tally.store(cube_arrays, _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels,
                                                    tally))

@@ -22,6 +22,7 @@ from pipeline.config import Config
 from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, killed_worker, \
     synthetic_sources
 from pipeline.graph import Task, execute_task, isolate
+from pipeline import interrupts
 from pipeline.grid import Chunk
 from pipeline.progress import SweepProgress
 from pipeline.store import writable_arrays
@@ -32,6 +33,7 @@ def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) ->
     """``futures.batches()``, but after every ``idle`` seconds without a result ``watch`` checks that there
     are workers to compute them (it tells the user, restarts lost local workers, or gives up)."""
     while True:
+        interrupts.check()
         batch = futures.next_batch(block=False)
         if batch:
             watch.progress()
