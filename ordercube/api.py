@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from ordercube.guard import refuse_unguarded_main
 from ordercube.inputs import read_config
 from pipeline.errors import ConfigError, InputError
-from pipeline.kernel_cache import use_writable_cache
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +92,6 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
     _check_where(client, workers, options)
     parsed = read_config(config, data=data, out=out)
-    use_writable_cache()
     guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     echo = print if progress else log.info
     try:

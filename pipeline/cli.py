@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
-from pipeline.kernel_cache import use_writable_cache
 from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
@@ -338,7 +337,6 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _one_line_warning
     try:
         load_plugins()
-        use_writable_cache()  # before numba is imported: compiled kernels kept once per machine
         return COMMANDS[args.command](args)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -180,7 +180,6 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
         yield client
 
 
-
 @contextmanager
 def _interrupts_blocked_in_new_threads() -> Iterator[None]:
     """Ctrl-C in a terminal sends SIGINT to the whole process group (``kill -TERM -PGID``, a batch system's

@@ -29,6 +29,7 @@ from tasks.datasets.synthetic import ParameterError
 from tasks.params import show
 
 TABLE_KINDS = ("file", "memory")
+TABLE_KEYS = {"path", "data", "labels", "preprocess", "header", "columns", "exclude", "row_names"}
 
 
 def _pandas(*names: str) -> tuple[type, ...]:
@@ -36,7 +37,6 @@ def _pandas(*names: str) -> tuple[type, ...]:
     a config of synthetic datasets is read without importing pandas (0.15-0.3 s)."""
     pandas = sys.modules.get("pandas")
     return tuple(getattr(pandas, name) for name in names) if pandas is not None else ()
-TABLE_KEYS = {"path", "data", "labels", "preprocess", "header", "columns", "exclude", "row_names"}
 
 
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:

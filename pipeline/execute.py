@@ -2,7 +2,8 @@
 that runs in this process.
 
 Where the work runs is decided by :func:`pipeline.run.where_to_compute`: a small sweep costs less in the
-driver than a LocalCluster takes to start and stop (about 3 s here), a large one is sent to Dask
+driver than a LocalCluster costs to start, stop and warm up (2.5-3 s here, half the work saved on 2
+cores: it pays from ~5 s of work), a large one is sent to Dask
 (:mod:`pipeline.on_cluster`). Both give the same cube bit for bit: a cell's value depends only on its
 coordinates and the seed, and BLAS is held to one thread here as Dask's nanny holds it in a worker.
 """
@@ -88,7 +89,8 @@ class Tally:
 def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
     """Every cell of ``task`` recorded with the reason the task itself failed: as crashed when its worker
     process died under it (Dask's KilledWorker), else as failed (a result that could not be sent, ...).
-    Only single cells come here (see :func:`pipeline.graph.isolate`)."""
+    Only the pieces of :func:`pipeline.graph.isolate` come here: one cell, or one trial of an algorithm
+    that fits every k at once."""
     crashed = killed_worker(error)
     reason = f"{'crashed' if crashed else 'task failed'}: {describe(error)}"
     results = []

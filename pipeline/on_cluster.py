@@ -17,12 +17,12 @@ from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
 
+from pipeline import interrupts
 from pipeline.cluster import NoWorkers, WorkerWatch
 from pipeline.config import Config
 from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, killed_worker, \
     synthetic_sources
 from pipeline.graph import Task, execute_task, isolate
-from pipeline import interrupts
 from pipeline.grid import Chunk
 from pipeline.progress import SweepProgress
 from pipeline.store import writable_arrays

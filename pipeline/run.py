@@ -25,6 +25,7 @@ from pipeline.grid import (
     plan_of, planned_mask,
 )
 from pipeline.integrity import record_unrecorded
+from pipeline.kernel_cache import use_writable_cache
 from pipeline.location import location
 from pipeline.lock import CubeLock, describe_stale
 from pipeline.store import (
@@ -163,6 +164,7 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     ``options`` are those of :func:`_sweep_locked`.
     """
     path = location(config.out)
+    use_writable_cache()  # before numba is imported here or in a LocalCluster's workers: compiled once per machine
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
                           timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
