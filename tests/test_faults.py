@@ -26,9 +26,9 @@ from conftest import REPO, STUBS, cli, small_config, write_config
 from test_engine import assert_same_cells, run_ok
 
 # Long enough to be disturbed mid-way (about 4 s of kernels on two local workers), short enough for ~60 s tests.
-SWEEP = small_config(n=[200, 400], k=[2, 3, 4, 5, 6], resamples=80,
+SWEEP = small_config(n=[200, 400], k=[2, 3, 4, 5, 6], resamples=160,
                      execution={"trials_per_chunk": 2, "task_seconds": 0.01})
-TOTAL = 2 * 2 * 1 * 5 * 80
+TOTAL = 2 * 2 * 1 * 5 * 160
 
 
 def _env(**extra: str) -> dict[str, str]:
