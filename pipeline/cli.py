@@ -350,4 +350,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # `python -m pipeline.cli` works, but after a Ctrl-C can end by SIGINT (returncode -2) instead of with 130:
+    # CPython's runpy path kills the process if a KeyboardInterrupt ever passed through exec() of a string (an
+    # import scipy does so), even a caught one. The installed `ordercube` command always exits with main()'s code.
     sys.exit(main())

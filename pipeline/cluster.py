@@ -305,7 +305,9 @@ async def _identity(address: str, timeout: float) -> object:
     from distributed.security import Security
 
     arguments = Security().get_connection_args("client")
-    comm = await asyncio.wait_for(comm_connect(address, timeout=timeout, **arguments), timeout)
+    # connect retries a refused connection until its own timeout, then says why; ours is only a backstop
+    # (with the same timeout the two race, and which message the user got was chance).
+    comm = await asyncio.wait_for(comm_connect(address, timeout=timeout, **arguments), timeout + 2)
     try:
         await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
         return await asyncio.wait_for(comm.read(), timeout)

@@ -15,12 +15,17 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 STUBS = Path(__file__).resolve().parent / "stubs"
+# The installed command, run as a user runs it. Not `python -m pipeline.cli`: a KeyboardInterrupt that passed
+# through exec() of a string (scipy's array_api_compat imports numpy so), even one that main() caught, makes a
+# `python -m` process end by SIGINT (returncode -2) instead of exiting with main()'s 130: CPython's runpy path
+# checks a flag that exec() sets and nothing clears (3.11-3.13). A script's sys.exit(130) is kept.
+ORDERCUBE = str(Path(sys.executable).with_name("ordercube"))
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the ``ordercube`` CLI in a subprocess (the way a user does)."""
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)]), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([ORDERCUBE, *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
 
 
@@ -48,6 +53,8 @@ def cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | No
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(cwd or Path.cwd()), \
                 warnings.catch_warnings():
             warnings.simplefilter("always")
+            # ResourceWarnings are off for a user (Python's default); here they would name an earlier test's leak.
+            warnings.filterwarnings("ignore", category=ResourceWarning)
             try:
                 code = main(list(args))
             except SystemExit as exit_:  # argparse's errors

@@ -13,12 +13,11 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
 
 # Edge chunks everywhere (3 trials per chunk, 4 then 6 trials; k chunk of 3 then a fourth k), and a growth
 # that adds a sample size, a k, trials, a dataset and a method with a criterion (a new variable).
@@ -36,7 +35,7 @@ def _run(config: Path, cube: Path, **env: str) -> subprocess.CompletedProcess:
                 "ORDERCUBE_PLUGINS": "ordercube_kill_switch", **env}
     full_env.pop("ORDERCUBE_KILL_PID", None)
     try:
-        return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(cube),
+        return subprocess.run([ORDERCUBE, "run", str(config), "--out", str(cube),
                                "--no-progress", "--workers", "1"], env=full_env, capture_output=True, text=True,
                               timeout=TIMEOUT, start_new_session=True)
     except subprocess.TimeoutExpired as error:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from conftest import REPO, STUBS, cli, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, write_config
 from pipeline import criterion_scores, open_cube, select_k
 from pipeline.config import load_config
 from pipeline.cube_attrs import COORDINATES, VARIABLES
@@ -45,7 +44,7 @@ def _run(config: Path, cube: Path, **env: str) -> subprocess.CompletedProcess:
     full_env.pop("ORDERCUBE_KILL_PID", None)
     if "ORDERCUBE_KILL_AT" in env or "ORDERCUBE_KILL_COUNT" in env:
         full_env["ORDERCUBE_PLUGINS"] = "ordercube_kill_switch"
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(cube), "--no-progress",
+    return subprocess.run([ORDERCUBE, "run", str(config), "--out", str(cube), "--no-progress",
                            "--workers", "1"], env=full_env, capture_output=True, text=True, timeout=TIMEOUT,
                           start_new_session=True)
 

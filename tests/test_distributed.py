@@ -25,17 +25,19 @@ def dask_processes(folder: Path, pythonpath: list[Path]) -> Iterator[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     scheduler_file = folder / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
-    scheduler = subprocess.Popen(
-        [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-         "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(scheduler_file)],
-        env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(folder / "scheduler.log", "w") as log:  # a pipe nobody reads could fill and block the process
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+             "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(scheduler_file)],
+            env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 60
     while not scheduler_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "dask", "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
-         "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
-        env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(folder / "worker.log", "w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "dask", "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+             "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=log)
     try:
         from distributed import Client
 

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
 from pipeline import criterion_scores, open_cube, select_k
 
 NOT_REPRODUCIBLE = {"seconds"}  # wall-clock time per cell; everything else is bit-identical
@@ -162,7 +161,7 @@ def _status_counts(path: Path) -> tuple[int, int]:
 
 def _start(config: Path, out: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)])}
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(out),
+    return subprocess.Popen([ORDERCUBE, "run", str(config), "--out", str(out),
                              "--workers", "2", "--no-progress"], env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

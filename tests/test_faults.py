@@ -22,7 +22,7 @@ import psutil
 import pytest
 import zarr
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
 from test_engine import assert_same_cells, run_ok
 
 # Long enough to be disturbed mid-way (about 4 s of kernels on two local workers), short enough for ~60 s tests.
@@ -66,7 +66,7 @@ def _wait_for_cells(cube: Path, at_least: int, process: subprocess.Popen, timeou
 
 def _start_run(config: Path, cube: Path, *where: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """`ordercube run` in its own process group (the driver and, with --workers, its LocalCluster)."""
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(cube), *where,
+    return subprocess.Popen([ORDERCUBE, "run", str(config), "--out", str(cube), *where,
                              "--no-progress"], env=env or _env(), start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 import zarr
 
-from conftest import REPO, STUBS, cli, cli_in_process, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
 from pipeline.integrity import chunk_grid_any, expand_grid
 from test_engine import assert_same_cells, run_ok
 
@@ -159,7 +158,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_dead_holder_is_detec
         methods=[{"name": "m", "algorithm": "stub_sleepy", "predictor": "nearest_centroid", "criteria": ["lange"]}]))
     path = tmp_path / "cube.zarr"
     env = {**_env(), "ORDERCUBE_PLUGINS": "ordercube_test_stubs"}
-    first = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(sleepy), "--out", str(path),
+    first = subprocess.Popen([ORDERCUBE, "run", str(sleepy), "--out", str(path),
                               "--no-progress", "--workers", "1"], env={**env, "ORDERCUBE_STUB_SLEEP": "1"},
                              start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

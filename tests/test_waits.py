@@ -23,7 +23,7 @@ import psutil
 import pytest
 import zarr
 
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
 from test_engine import assert_same_cells
 from test_faults import _kill_tree
 
@@ -38,7 +38,7 @@ class Run:
     """`ordercube run ...` in its own process group, its stdout and stderr collected line by line as they come."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, preexec_fn=None) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", *args, "--no-progress"],
+        self.process = subprocess.Popen([ORDERCUBE, "run", *args, "--no-progress"],
                                         env=env or _env(), start_new_session=True, preexec_fn=preexec_fn,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.started = time.monotonic()
@@ -76,6 +76,8 @@ class Run:
                                  f"stderr {self.stderr}") from None
         for reader in self._readers:
             reader.join(timeout=10)
+        for stream in (self.process.stdout, self.process.stderr):
+            stream.close()
         return code
 
     @property
