@@ -284,6 +284,11 @@ def _report(args: argparse.Namespace) -> int:
     if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")
         print(comparison_matrix(table, published).to_string())
+    one = table.attrs.get("table_one")
+    if one is not None and not one.empty:
+        print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "
+              "this cube / published")
+        print(one.to_string())
     print(f"report written to {out}")
     return EXIT_OK
 
@@ -314,7 +319,8 @@ def _validate(args: argparse.Namespace) -> int:
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
     for method in config.methods:
-        print(f"  method {method.name}: {method.algorithm} + {method.predictor} -> {', '.join(method.criteria)}")
+        how = "classifier" if method.predictor == "none" else f"+ {method.predictor}"
+        print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}")
     return EXIT_OK
 
 

@@ -99,6 +99,11 @@ class DatasetSpec:
     data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
     labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
+    # A classifier's learning set in each trial (seed 003): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1),
+    # a number of points shared among the classes in proportion, or explicit counts per class code.
+    learning: int = 0
+    learning_per_class: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,6 +314,16 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
                           _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
+    if resolved_algorithm.classify is not None:  # a classifier: fitted with the labels, nothing to extend
+        if "predictor" in entry:
+            raise ConfigError(f"{key}.predictor", f"{algorithm} is a classifier fitted with the labels; it has no "
+                              "predictor", "remove 'predictor'")
+        criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
+        if params.get("odd_only") and any(k % 2 == 0 for k in ks):
+            raise ConfigError("k", f"{key} ({name}) sets odd_only, but k holds even values "
+                              f"{[k for k in ks if k % 2 == 0][:5]}", "use odd k only, e.g. k: {from: 1, to: 39, step: 2}")
+        return MethodSpec(name=name, algorithm=algorithm, params=params, predictor="none", criteria=criteria,
+                          criterion_options=options)
     predictor = _require(entry, "predictor", f"{key}.")
     if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
         raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of {sorted(PREDICTORS)} "
@@ -352,6 +367,12 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None
+        classifier = get_algorithm(algorithm).classify is not None
+        if criterion.supervised != classifier:
+            what = "an error rate of a classifier" if criterion.supervised else "a clustering criterion"
+            allowed = sorted(name for name, other in CRITERIA.items() if other.supervised == classifier)
+            raise ConfigError(f"{key}[{j}]", f"{item} is {what}, and {algorithm!r} is "
+                              f"{'a classifier' if classifier else 'a clustering algorithm'}", f"use one of {allowed}")
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
@@ -411,8 +432,13 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
     largest_n = max(n for dataset in datasets for n in dataset.n)
+    from pipeline.supervision import check_supervised
+
+    check_supervised(datasets, methods, ks)
     for method in methods:
         algorithm = get_algorithm(method.algorithm)
+        if algorithm.classify is not None:  # its k is bounded by the learning set: check_supervised
+            continue
         if not algorithm.feasible(max(ks), largest_n // 2):  # no dataset and n could ever hold this k
             most = largest_n // 2 // algorithm.min_points_per_cluster
             raise ConfigError("k", f"k = {max(ks)} cannot be fitted at any sample size: the largest n ({largest_n}) "
@@ -448,9 +474,20 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
     for pair, entries in value.items():
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
         _check_keys(entries, set(method.criteria), f"published.{pair}")
-        out[pair] = {name: _integer(k, f"published.{pair}.{name}", minimum=1, fix="give the published k̂, e.g. 3")
-                     for name, k in entries.items()}
+        out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).supervised)
+                     for name, value in entries.items()}
     return out
+
+
+def _published_value(value: Any, key: str, supervised: bool) -> Any:
+    """A paper's k̂ (an integer); for a classifier's selector, Table 1's mean k̂ and error in % ({N: 9.11, R: 28.6})."""
+    if not supervised:
+        return _integer(value, key, minimum=1, fix="give the published k̂, e.g. 3")
+    _check_keys(value, {"N", "R"}, key)
+    for name, given in value.items():
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not np.isfinite(given):
+            raise ConfigError(f"{key}.{name}", f"expected a number, got {show(given)}", "e.g. {N: 9.11, R: 28.6}")
+    return dict(value)
 
 
 def load_config(path: str | Path, *, out: str | None = None) -> Config:

@@ -32,13 +32,14 @@ LEGACY_ATTRIBUTES = ("ordercube_true_k", "ordercube_status_codes")
 TRIAL_MEANING = "resample index (one split into halves per resample; the config's 'resamples' counts them)"
 
 LANGE_2002 = "Lange, Braun, Roth & Buhmann (2002), Stability-Based Model Selection, NIPS 15"
+DAUDIN = "Daudin & Mary-Huard, Model Selection in Classification: the Swapping Method"
 LANGE_2004 = "Lange, Roth, Braun & Buhmann (2004), Stability-based validation of clustering solutions, Neural Computation 16"
 SHAMIR_TISHBY = "Shamir & Tishby (2007), Cluster Stability for Finite Samples, NIPS 20"
 TIBSHIRANI_WALTHER = "Tibshirani & Walther (2005), Cluster validation by prediction strength, JCGS 14"
 GAP = "Tibshirani, Walther & Hastie (2001), Estimating the number of clusters in a data set via the gap statistic, JRSS B 63"
 DUDOIT_FRIDLYAND = ("Dudoit & Fridlyand (2002), A prediction-based resampling method for estimating the number of "
                     "clusters in a dataset, Genome Biology 3")
-REFERENCES = "\n".join([LANGE_2002, LANGE_2004, SHAMIR_TISHBY, TIBSHIRANI_WALTHER, GAP, DUDOIT_FRIDLYAND,
+REFERENCES = "\n".join([LANGE_2002, DAUDIN, LANGE_2004, SHAMIR_TISHBY, TIBSHIRANI_WALTHER, GAP, DUDOIT_FRIDLYAND,
                         "Schwarz (1978), Estimating the dimension of a model, Annals of Statistics 6",
                         "Akaike (1974), A new look at the statistical model identification, IEEE TAC 19"])
 
@@ -103,6 +104,28 @@ VARIABLES: dict[str, dict[str, str]] = {
     "aic": {"long_name": "Akaike information criterion",
             "description": "per resample, AIC(k) = -2 log L + 2 p of a Gaussian mixture fitted by EM to the whole sample "
                            "(Akaike 1974); dimensionless; smaller is better"},
+    "swapping": {"long_name": "swapping criterion",
+                 "description": f"per resample, C(phi_k) = resubstitution error + swap_penalty, {DAUDIN}, eq. (5); an "
+                                "estimate of the conditional error rate; dimensionless; smaller is better"},
+    "swap_penalty": {"long_name": "swapping covariance penalty",
+                     "description": f"per resample, (2/n) sum_i p_i (1 - p_i) [phi(x_i|Y_i=1) - phi(x_i|Y_i=0)] with the "
+                                    f"plug-in p_i of eq. (4)/(6) (n0 = 10 unless the config says otherwise), {DAUDIN}; "
+                                    "the estimate of the bias CER - EER; dimensionless"},
+    "loo_cv": {"long_name": "leave-one-out error rate",
+               "description": f"per resample, the share of learning points misclassified by the classifier fitted on the "
+                              f"others ((n-1,1) cross-validation, {DAUDIN}, method CV); dimensionless, in [0, 1]"},
+    "resubstitution": {"long_name": "empirical (resubstitution) error rate",
+                       "description": "per resample, the share of learning points the fitted classifier misclassifies "
+                                      "(kNN: each point counts as its own first neighbour); a diagnostic; in [0, 1]"},
+    "test_error": {"long_name": "test error rate",
+                   "description": "per resample, the share of the held-out test points misclassified; its argmin is the "
+                                  f"oracle (O) of {DAUDIN}, Table 1; dimensionless, in [0, 1]"},
+    "true_error": {"long_name": "true error rate",
+                   "description": "per resample, P(phi(X) != Y) computed exactly from the generator (Kearns' intervals: "
+                                  f"eta + (1 - 2 eta) lambda(phi != f*)); its argmin is the oracle (O) of {DAUDIN}"},
+    "conditional_error": {"long_name": "conditional error rate",
+                          "description": "per resample, the error of the fitted classifier on new labels drawn at the "
+                                         f"learning points, computed exactly (CER of {DAUDIN}); in [0, 1]"},
     "agreement": {"long_name": "agreement with known classes",
                   "description": f"per resample, share of points whose cluster, matched one-to-one to the known classes by "
                                  f"the Hungarian method, is their class ({LANGE_2002}, section 4); a diagnostic, not a "

@@ -42,7 +42,7 @@ def _pandas(*names: str) -> tuple[type, ...]:
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
-    _check_keys(entry, {"name", "kind", "params", "n", "true_k", *TABLE_KEYS}, key)
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", *TABLE_KEYS}, key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:
@@ -61,12 +61,22 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
             warnings.warn(f"{key}.true_k: {given} is not among the k computed ({list(ks)}): a choice can never equal "
                           "it, so every trial counts as a failure; add it to k", UserWarning, stacklevel=2)
         spec = replace(spec, true_k=given)
+    if "learning" in entry:
+        from pipeline.supervision import with_learning_set
+
+        spec = with_learning_set(spec, entry["learning"], f"{key}.learning")
     return replace(spec, read=_describe(spec, given="true_k" in entry))
 
 
 def _describe(spec: DatasetSpec, *, given: bool) -> str:
     truth = "true k unknown (failure rates need labels or true_k)" if spec.true_k < 0 else \
         f"true k {spec.true_k}" + (" (given)" if given else "")
+    if spec.kind in SYNTHETIC and get_synthetic(spec.kind).target is not None:
+        truth = "labels: a classifier's response (0/1), error rates exact"
+    if "learning" in spec.identity:  # a classifier's split, said as it will be made
+        from pipeline.supervision import describe_learning
+
+        truth = f"{truth}; {describe_learning(spec)}"
     if spec.kind in TABLE_KINDS:
         return f"{spec.read}; {truth}"
     return f"synthetic {spec.kind}, {spec.n_features} features, n fresh points per trial; {truth}"
@@ -168,7 +178,8 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
     if reading.given():  # only then: a cube made before these options resumes under the same identity
         identity["reading"] = reading.given()
     return replace(spec, n=n, true_k=true_k, n_features=loaded.X.shape[1], data=loaded.X, labels=loaded.labels,
-                   identity=identity, read=loaded.read)
+                   identity=identity, read=loaded.read,
+                   classes=loaded.classes.classes if loaded.classes is not None else ())
 
 
 def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values: Any) -> Any:

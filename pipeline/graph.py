@@ -35,6 +35,7 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
     """The coordinate values and method settings of one chunk."""
     dataset = coords.dataset[chunk.dataset]
     method = next(m for m in config.methods if m.name == coords.model[chunk.model])
+    spec = next(d for d in config.datasets if d.name == dataset)
     return BlockSpec(
         root_seed=config.seed,
         dataset_id=label_id(dataset),
@@ -48,6 +49,8 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
         trials=tuple(coords.trial[i] for i in chunk.trial),
         criterion_options=tuple((name, tuple(sorted(options.items())))
                                 for name, options in sorted(method.criterion_options.items())),
+        learning=spec.learning,
+        learning_per_class=spec.learning_per_class,
     )
 
 

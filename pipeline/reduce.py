@@ -88,11 +88,12 @@ def summarise(scores: xr.Dataset) -> xr.Dataset:
     return xr.Dataset(out, attrs=scores.attrs)
 
 
-def _argmin_k(values: xr.DataArray) -> xr.DataArray:
-    """The k of the smallest value along ``k`` (largest k on exact ties), -1 where all are NaN."""
-    values = values.sortby("k", ascending=False)
+def _argmin_k(values: xr.DataArray, ties: str = "largest") -> xr.DataArray:
+    """The k of the smallest value along ``k`` (exact ties to the largest k, or the smallest with
+    ``ties="smallest"``), -1 where all are NaN."""
+    values = values.sortby("k", ascending=ties == "smallest")
     filled = values.fillna(np.inf)
-    index = filled.argmin("k")  # first occurrence in descending k: the largest k among exact ties
+    index = filled.argmin("k")  # the first occurrence in that order wins an exact tie
     chosen = values["k"].isel(k=index).drop_vars("k", errors="ignore")
     return chosen.where(np.isfinite(filled.min("k")), -1).astype(np.int64)
 
@@ -117,6 +118,9 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
             if field == "method":
                 if value not in GAP_METHODS:
                     raise ValueError(f"{name}.method = {value!r} is not one of {list(GAP_METHODS)}")
+            elif field == "ties":
+                if value not in ("largest", "smallest"):
+                    raise ValueError(f"{name}.ties = {value!r} is not one of ['largest', 'smallest']")
             else:
                 changes[field] = _decision_number(name, field, value)
         out[name] = replace(decision, **changes)
@@ -187,7 +191,7 @@ def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: boo
         return _gap_choice(curve("gap"), curve("gap_sd"), decision)
     if decision.rule == "clest":
         return _clest_choice(scores["clest"], scores["clest_null"], decision, per_trial=per_trial)
-    return _argmin_k(curve(name))
+    return _argmin_k(curve(name), decision.ties)
 
 
 def _deciding(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
@@ -244,15 +248,17 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     truth = true_k(scores)
     out = {}
     for name, rule in _deciding(scores, decide).items():
+        # a classifier's order has no "true k" to miss (its oracle is the least test or true error): NaN
+        known = xr.full_like(truth, -1) if name in CRITERIA and CRITERIA[name].supervised else truth
         values = scores[name]
         valid = values.notnull().any("k")
         if rule.rule == "smallest":
-            at_truth = _at_true_k(values, truth)
+            at_truth = _at_true_k(values, known)
             failed = valid & ~(at_truth <= values.min("k"))
         else:
-            failed = valid & (_choose(scores, name, rule, per_trial=True) != truth)
+            failed = valid & (_choose(scores, name, rule, per_trial=True) != known)
         count = valid.sum("trial")
-        out[name] = (failed.sum("trial") / count.where(count > 0)).where(truth >= 0)
+        out[name] = (failed.sum("trial") / count.where(count > 0)).where(known >= 0)
     return xr.Dataset(out, attrs=scores.attrs)
 
 

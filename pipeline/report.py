@@ -13,6 +13,7 @@ import xarray as xr
 
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.store import count_planned
+from tasks.criteria import CRITERIA
 from pipeline.reduce import (
     choice_per_trial, criteria_of, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
     true_k,
@@ -75,6 +76,7 @@ def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, 
     for row in table.itertuples():
         pair = f"{row.dataset}/{row.method}"
         paper = published.get(pair, {}).get(row.criterion)
+        paper = paper if isinstance(paper, int) else None  # a classifier's {N, R}: in Table 1's layout instead
         text = str(row.k_hat) if paper is None else f"{row.k_hat} / {paper}" + ("" if row.k_hat == paper else " !")
         cells.setdefault((pair, int(row.n)), {})[str(row.criterion)] = text
     criteria = list(dict.fromkeys(table["criterion"]))
@@ -235,6 +237,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
             continue
         mean = summary[f"{criterion}_mean"]
         several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
+        # a classifier has no true k to fail: its per-trial choices are in the supervised tables
+        several_n = several_n and not (criterion in CRITERIA and CRITERIA[criterion].supervised)
         if several_n:  # the curves against n need a (dataset, method) computed at two sample sizes at least
             trials = scores[criterion].notnull().any("k").sum("trial")
             standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
@@ -248,4 +252,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
                                out / f"{criterion}_scaling.png", log=log)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
+    if any(name in CRITERIA and CRITERIA[name].supervised for name in criteria_of(scores)):
+        from pipeline.report_supervised import write_supervised
+
+        table.attrs["table_one"] = write_supervised(scores, out, published_of(cube), decide)
     return table

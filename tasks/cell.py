@@ -48,6 +48,10 @@ class BlockSpec:
     ks: tuple[int, ...]
     trials: tuple[int, ...]
     criterion_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    # A classifier's learning set (seed 003): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1) or a number of
+    # points, shared among the classes in proportion; or explicit counts per class code.
+    learning: int = 0
+    learning_per_class: tuple[int, ...] = ()
 
     @property
     def variables(self) -> list[str]:
@@ -141,6 +145,10 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
     fails the trial's cells.
     """
     algorithm = get_algorithm(spec.algorithm)
+    if algorithm.classify is not None:  # a classifier: labels are the response, not halves to cluster
+        from tasks.supervised import run_supervised_block
+
+        return run_supervised_block(spec, source)
     params = dict(spec.algorithm_params)
     predictor = get_predictor(spec.predictor)
     criteria = [get_criterion(name) for name in spec.criteria]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from importlib import import_module
 
 import numpy as np
 import pytest
@@ -39,7 +40,14 @@ def test_every_algorithm_parameter_has_a_declared_range_holding_its_default(name
 @pytest.mark.parametrize("name", CRITERIA)
 def test_every_criterion_option_has_a_declared_range_holding_its_default(name):
     criterion = CRITERIA[name]
-    assert set(criterion.ranges) == set(criterion.options) == _keywords(criterion.evaluate_trial)
+    if criterion.supervised:  # applied by each classifier's kernel (the swap's n0 and rule)
+        for algorithm in criterion.algorithms:
+            kernel = ALGORITHMS[algorithm].classify
+            assert set(criterion.options) <= _keywords(import_module(kernel.target.partition(":")[0]).__dict__[
+                kernel.target.partition(":")[2]]), (name, algorithm)
+        assert set(criterion.ranges) == set(criterion.options)
+    else:
+        assert set(criterion.ranges) == set(criterion.options) == _keywords(criterion.evaluate_trial)
     assert all(criterion.ranges[o].accepts(value) for o, value in criterion.options.items())
 
 

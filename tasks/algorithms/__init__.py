@@ -62,6 +62,10 @@ class Algorithm:
     pair_bytes : float
         Memory per pair of points of a half for algorithms that hold pairwise matrices (used only to
         estimate a cell's memory at config load).
+    classify : callable or None
+        For a classifier whose order k is chosen with labels (seed 003; ``cluster`` is then never called):
+        ``classify(X_learn, y_learn, X_test, y_test, ks, target, **params, n0=, swap_rule=)`` →
+        ``{variable: values of shape (len(ks),)}`` for every supervised criterion it can compute.
     """
 
     name: str
@@ -74,6 +78,7 @@ class Algorithm:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     check: Callable[[Mapping[str, Any]], None] | None = None
     pair_bytes: float = 0.0
+    classify: Callable[..., dict[str, NDArray[np.float64]]] | None = None
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -82,6 +87,10 @@ class Algorithm:
                             "their default (ranges={name: tasks.params.integer(...), ...})")
 
     def feasible(self, k: int, n_points: int) -> bool:
+        """Whether ``k`` can be fitted on ``n_points`` (a half; a classifier's learning set, where
+        leave-one-out needs k other points)."""
+        if self.classify is not None:
+            return 1 <= k < n_points
         return 1 <= k and k * self.min_points_per_cluster <= n_points
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -146,6 +155,14 @@ ALGORITHMS: dict[str, Algorithm] = {
     "path_based": Algorithm("path_based", Deferred("tasks.algorithms.hierarchical:path_based"), {},
                             cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
                             seconds_per_point=2e-4, pair_bytes=24.0),
+    # Classifiers of seed 003 (every k of a trial from one neighbour sort / one dynamic-programming pass).
+    # genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
+    "knn": Algorithm("knn", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {"genes": 0, "odd_only": False},
+                     classify=Deferred("tasks.classifiers.kernels:knn_trial"), seconds_per_point=1.6e-7,
+                     ranges={"genes": integer(0, 10_000_000), "odd_only": choice(False, True)}),
+    "interval_erm": Algorithm("interval_erm", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
+                              classify=Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
+                              seconds_per_point=1.2e-7),
 }
 
 

@@ -111,7 +111,7 @@ class TrialSample:
 
 # What a decision rule may be re-run with, per rule (``ordercube report --decide CRITERION.FIELD=VALUE``).
 ADJUSTABLE: dict[str, tuple[str, ...]] = {
-    "smallest": (),
+    "smallest": ("ties",),
     "largest": (),
     "largest_above": ("threshold",),
     "gap": ("method", "se_factor"),
@@ -126,6 +126,7 @@ DECISION_RANGES: dict[str, Param] = {
     "se_factor": number(0.0),
     "p_max": number(0.0, 1.0),
     "d_min": number(),
+    "ties": choice("largest", "smallest"),
 }
 
 
@@ -133,7 +134,9 @@ DECISION_RANGES: dict[str, Param] = {
 class Decision:
     """How k̂ follows from a criterion's per-k values (the mean over trials, or one trial's values).
 
-    ``smallest``: the argmin over k (instabilities, BIC, AIC; exact ties go to the largest k).
+    ``smallest``: the argmin over k; exact ties go to the largest k (instabilities, BIC, AIC: of two equally
+    reproducible solutions the finer) or, with ``ties="smallest"``, to the smallest (error rates, which are
+    multiples of 1/n and tie often: the simpler classifier, seed 003's per-trial choices).
     ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
     no choice (-1) when no k reaches it.
     ``gap``: the Gap statistic's rules by their names in R's ``cluster::maxSE`` (``method``, ``se_factor``).
@@ -147,6 +150,7 @@ class Decision:
     se_factor: float | None = None
     p_max: float | None = None
     d_min: float | None = None
+    ties: str = "largest"
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,10 @@ class Criterion:
     extra_fits : callable
         ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (used only to
         size tasks): the Gap statistic's sample and reference sets, Clest's splits.
+    supervised : bool
+        An error rate of a classifier fitted with the labels as the response (seed 003): computed by the
+        method's classifier kernel for every k of a trial at once (neither ``evaluate`` nor
+        ``evaluate_trial``), on a learning/test split of the trial's labelled sample.
     """
 
     name: str
@@ -200,6 +208,7 @@ class Criterion:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
+    supervised: bool = False
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -36,10 +36,30 @@ class TrialData:
     truth: NDArray[np.int64] | None = None
 
 
+@dataclass(frozen=True)
+class LabelledSample:
+    """A trial's labelled sample for a classifier (seed 003): the labels are the response.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, n_features)
+    y : ndarray of shape (n,)
+        Class codes 0 .. C-1.
+    target : tuple or None
+        What the generator's exact error rates need (Kearns' d and eta), None for rows of a file.
+    """
+
+    X: NDArray[np.float64]
+    y: NDArray[np.int64]
+    target: tuple[Any, ...] | None = None
+
+
 class Source(Protocol):
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData: ...
+
+    def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample: ...
 
 
 def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
@@ -66,6 +86,11 @@ class SyntheticSource:
         evaluation = sample(n, eval_rng, **self.params)[0] if with_eval else None
         return _halves(X[order], evaluation, component[order])
 
+    def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample:
+        generator = get_synthetic(self.name)
+        X, y = generator.sample(n, draw_rng, **self.params)
+        return LabelledSample(X, y, None if generator.target is None else generator.target(self.params))
+
 
 @dataclass(frozen=True)
 class ArraySource:
@@ -85,3 +110,9 @@ class ArraySource:
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
         truth = None if self.labels is None else self.labels[order[:n]]
         return _halves(self.X[order[:n]], evaluation, truth)
+
+    def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample:
+        if self.labels is None:
+            raise ValueError("a classifier needs labels: this dataset has none")
+        rows = draw_rng.permutation(self.X.shape[0])[:n]
+        return LabelledSample(self.X[rows], self.labels[rows])

@@ -175,6 +175,37 @@ def shamir_mixture1d(
     return X, component.astype(np.int64)
 
 
+def kearns_target(x: NDArray[np.float64], d: int) -> NDArray[np.int64]:
+    """Kearns' target f*(x) = floor(d x) mod 2 on [0, 1] (seed 003 l. 92-94: "[0,1] is divided into d equal
+    subintervals, alternatively labelled 0 and 1"; the first is labelled 0, spec §1.2 [A]); x = 1 belongs
+    to the last subinterval."""
+    return (np.minimum(np.floor(d * np.asarray(x)), d - 1).astype(np.int64) % 2)
+
+
+def kearns_intervals(
+    n: int, rng: np.random.Generator, *, d: int = 10, eta: float = 0.2
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Seed 003, section 3 (l. 92-94): X ~ U[0, 1] and Y = f*(X), flipped with probability ``eta``.
+
+    Returns the points, shape (n, 1), and the noisy labels Y: for a classifier they are the response,
+    not the ground truth of a clustering (f* is known exactly, see ``kearns_target``).
+    """
+    x = rng.random(n)
+    flipped = rng.random(n) < eta
+    return x[:, None], kearns_target(x, d) ^ flipped.astype(np.int64)
+
+
+def _check_kearns_intervals(params: Mapping[str, Any]) -> None:
+    d = params["d"]
+    if not (isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 1_000_000):
+        raise ParameterError("d", "an integer number of subintervals in [1, 1000000]", d, "e.g. d: 10 (the paper's)")
+    eta = params["eta"]
+    check_number("eta", eta, minimum=0.0, example="0.2")
+    if eta >= 0.5:
+        raise ParameterError("eta", "a label-noise probability in [0, 0.5)", eta,
+                             "e.g. eta: 0.2; at 0.5 the labels carry no information")
+
+
 def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
     check_points("centers", params["centers"])
     count = len(params["centers"])
@@ -217,6 +248,9 @@ class SyntheticDataset:
     required: tuple[str, ...] = ()
     true_k: Callable[[Mapping[str, Any]], int] = lambda params: 3
     check: Checker = lambda params: None
+    # What a supervised criterion needs to compute exact error rates (the target function and the noise),
+    # from the parameters; None when the generator's labels are only known classes.
+    target: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with ``params``, as given (they are the dataset's identity in the cube).
@@ -247,6 +281,9 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
         SyntheticDataset("gaussian_mixture", gaussian_mixture, {"weights": None, "std": 1.0},
                          required=("centers",), true_k=lambda params: len(params["centers"]),
                          check=_check_gaussian_mixture),
+        # labels as the response of a classifier (seed 003); its order k has no "true" value to miss
+        SyntheticDataset("kearns_intervals", kearns_intervals, {"d": 10, "eta": 0.2}, true_k=lambda params: -1,
+                         check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"])),
     ]
 }
 

@@ -1,0 +1,119 @@
+"""The report of a classifier's order (seed 003): its Table 1 layout and its figures, from the cube.
+
+``supervised.csv`` (one row per dataset, n, method and selector: N, R, the selector's own estimate at
+its k̂, mean |k_O - k̂|, the 95% quantile of its excess error over the oracle), ``supervised_gain.csv``
+(the gain G of the swapping method over CV with a paired bootstrap 90% interval), and the figures: mean
+error curves against k (Fig. 2), the penalty against the true bias CER - EER (Fig. 1 right), and the
+selectors side by side per setting (Fig. 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from pipeline.reduce import summarise
+from pipeline.reduce_supervised import gain_rows, selection_rows
+from pipeline.report import _panels
+
+NAMES = {"test_error": "Oracle", "true_error": "Oracle", "swapping": "Swapping", "loo_cv": "Cross-Valid."}
+CURVES = ("resubstitution", "conditional_error", "true_error", "test_error", "swapping", "loo_cv")
+
+
+def table_one(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Seed 003's Table 1 layout: per (dataset, n, method) the N and R (R in %) of each selector, with the
+    paper's value after a slash where the config quotes it (``published: {DATASET/METHOD: {swapping:
+    {N: 9.11, R: 28.6}}}``)."""
+    cells: dict[tuple[str, int, str], dict[tuple[str, str], str]] = {}
+    for row in rows.itertuples():
+        paper = published.get(f"{row.dataset}/{row.method}", {}).get(row.selector)
+        paper = paper if isinstance(paper, Mapping) else {}
+        for column, value in (("N", row.N), ("R", 100 * row.R)):
+            text = f"{value:.1f}" + (f" / {paper[column]:g}" if column in paper else "")
+            cells.setdefault((row.dataset, int(row.n), row.method), {})[(NAMES[row.selector], column)] = text
+    columns = pd.MultiIndex.from_tuples([(name, column) for name in dict.fromkeys(NAMES.values())
+                                         for column in ("N", "R")])
+    index = pd.MultiIndex.from_tuples(list(cells), names=["dataset", "n", "method"])
+    return pd.DataFrame([[cells[key].get(column, "") for column in columns] for key in cells], index=index,
+                        columns=columns)
+
+
+def write_supervised(scores: xr.Dataset, out: Path, published: Mapping[str, Mapping[str, Any]],
+                     decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """The tables (CSV) and figures of a cube of classifiers in ``out``; returns Table 1's layout."""
+    rows, gains = selection_rows(scores, decide), gain_rows(scores, decide)
+    rows.to_csv(out / "supervised.csv", index=False)
+    gains.to_csv(out / "supervised_gain.csv", index=False)
+    summary = summarise(scores[[name for name in CURVES + ("swap_penalty",) if name in scores]])
+    plot_error_curves(summary, out / "supervised_error_vs_k.png")
+    if "conditional_error" in scores and "swap_penalty" in scores:
+        plot_bias(scores, out / "supervised_bias_vs_k.png")
+    if not rows.empty:
+        plot_selectors(rows, out / "supervised_selectors.png")
+    return table_one(rows, published) if not rows.empty else pd.DataFrame()
+
+
+def _settings(summary: xr.Dataset, variable: str) -> list[dict[str, Any]]:
+    present = summary[f"{variable}_trials"].sum("k") > 0
+    return [{"dataset": d, "n": n, "model": m} for d in summary["dataset"].values for n in summary["n"].values
+            for m in summary["model"].values if bool(present.sel(dataset=d, n=n, model=m))]
+
+
+def plot_error_curves(summary: xr.Dataset, path: Path) -> None:
+    """Mean error rates and the swapping criterion against k, one panel per (dataset, n, method) (Fig. 2)."""
+    present = [name for name in CURVES if f"{name}_mean" in summary]
+    settings = _settings(summary, present[0])
+    figure, axes = _panels(len(settings))
+    for ax, at in zip(axes, settings):
+        for name in present:
+            mean = summary[f"{name}_mean"].sel(at)
+            ax.plot(mean["k"], mean, marker="o", ms=2, label=name, ls="--" if name == "loo_cv" else "-")
+        ax.set(title=f"{at['dataset']} / n={at['n']} / {at['model']}", xlabel="k", ylabel="mean error rate")
+        ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def plot_bias(scores: xr.Dataset, path: Path) -> None:
+    """The swapping penalty (the bias estimate) against the true bias CER - EER, means over trials (Fig. 1
+    right: overestimated for small label noise, underestimated for large)."""
+    estimate = scores["swap_penalty"].mean("trial")
+    truth = (scores["conditional_error"] - scores["resubstitution"]).mean("trial")
+    settings = [at for at in _settings(summarise(scores[["swap_penalty"]]), "swap_penalty")]
+    figure, axes = _panels(len(settings))
+    for ax, at in zip(axes, settings):
+        ax.plot(estimate["k"], estimate.sel(at), marker="o", ms=2, label="swap penalty (estimate)")
+        ax.plot(truth["k"], truth.sel(at), marker="s", ms=2, label="CER - EER (true bias)")
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set(title=f"{at['dataset']} / n={at['n']} / {at['model']}", xlabel="k", ylabel="bias (mean over trials)")
+        ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def plot_selectors(rows: pd.DataFrame, path: Path) -> None:
+    """The selectors side by side per dataset, one column of panels per n (Fig. 3): mean k̂, the error at
+    k̂ (the selector's own estimate dashed), the 95% quantile of the excess over the oracle."""
+    sizes = sorted(rows["n"].unique())
+    figure, axes = _panels(3 * len(sizes))
+    panels = axes.reshape(-1, 3) if len(sizes) > 1 else axes.reshape(1, 3)
+    for row_axes, n in zip(panels, sizes):
+        at_n = rows[rows["n"] == n]
+        labels = [f"{d}/{m}" for d, m in dict.fromkeys(zip(at_n["dataset"], at_n["method"]))]
+        x = np.arange(len(labels))
+        for selector, group in at_n.groupby("selector", sort=False):
+            line, = row_axes[0].plot(x, group["N"], marker="o", label=NAMES[selector])
+            row_axes[1].errorbar(x, group["R"], yerr=group["R_se"], marker="o", color=line.get_color(), capsize=2)
+            row_axes[1].plot(x, group["estimate_at_k_hat"], ls="--", color=line.get_color())
+            row_axes[2].plot(x, group["q95_excess_over_oracle"], marker="o", color=line.get_color())
+        for ax, ylabel in zip(row_axes, ("mean k̂ (N)", "error at k̂ ± SE (estimate dashed)", "95% quantile of L - L_O")):
+            ax.set(title=f"n={n}", ylabel=ylabel, xticks=x)
+            ax.set_xticklabels(labels, rotation=30, fontsize=7)
+        row_axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)

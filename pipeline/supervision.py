@@ -1,0 +1,137 @@
+"""Config checks for classifiers whose order is chosen with labels (seed 003): the learning set of a
+trial (``datasets[i].learning``) and what a classifier needs of every dataset it runs on.
+
+Everything a trial could only fail at is refused here, naming the key: a dataset without labels or with
+other than two classes, a learning set larger than the sample, k too large for leave-one-out on it, a
+test error without a test set, exact error rates without a known target, more genes than features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from pipeline.config import DatasetSpec, MethodSpec
+from pipeline.errors import ConfigError
+from tasks.algorithms import get_algorithm
+from tasks.datasets import SYNTHETIC
+from tasks.params import show
+from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts
+
+FIX = "e.g. learning: 41 (points, shared among the classes in proportion), learning: {tumor: 27, normal: 14}, " \
+      "learning: half (the default) or learning: all (no test set)"
+
+
+def with_learning_set(spec: DatasetSpec, value: Any, key: str) -> DatasetSpec:
+    """``spec`` with the learning set of its trials as ``datasets[i].learning`` gives it."""
+    smallest = min(spec.n)
+    per_class: tuple[int, ...] = ()
+    if value in ("all", "half"):
+        learning = LEARN_ALL if value == "all" else LEARN_HALF
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not 2 <= value <= smallest:
+            raise ConfigError(key, f"{value} learning points, but the smallest sample of a trial has n = {smallest}",
+                              f"use 2 <= learning <= {smallest}, or 'all'")
+        learning = value
+    elif isinstance(value, Mapping):
+        learning, per_class = 0, _per_class(spec, value, key)
+    else:
+        raise ConfigError(key, f"expected a number of points, a mapping of class to count, 'half' or 'all', got "
+                          f"{show(value)}", FIX)
+    given = value if not isinstance(value, Mapping) else {str(name): int(count) for name, count in value.items()}
+    return replace(spec, learning=learning, learning_per_class=per_class,
+                   identity={**spec.identity, "learning": given})
+
+
+def _per_class(spec: DatasetSpec, value: Mapping[Any, Any], key: str) -> tuple[int, ...]:
+    """Counts by class code from ``{class name: count}``: every class named once, each count within its
+    class's size; only for the whole file (a subsample's class sizes vary from trial to trial)."""
+    if not spec.classes or spec.labels is None:
+        raise ConfigError(key, "counts per class need the dataset's labels", "give labels, or learning: NUMBER")
+    names = {str(name): count for name, count in value.items()}
+    if sorted(names) != sorted(spec.classes):
+        raise ConfigError(key, f"the classes named are {sorted(names)}, the labels have {list(spec.classes)}",
+                          "give a count for every class, by its name in the labels")
+    if any(n != spec.labels.size for n in spec.n):
+        raise ConfigError(key, f"counts per class need n: all (the {spec.labels.size} rows); got n = {list(spec.n)}",
+                          "set n: [all], or give learning: NUMBER")
+    sizes = np.bincount(spec.labels, minlength=len(spec.classes))
+    counts = []
+    for code, name in enumerate(spec.classes):
+        count = names[name]
+        if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= sizes[code]):
+            raise ConfigError(f"{key}.{name}", f"expected 1 to {sizes[code]} (the rows of class {name!r}), "
+                              f"got {show(count)}", "keep at least one point of each class to learn from")
+        counts.append(count)
+    return tuple(counts)
+
+
+def describe_learning(dataset: DatasetSpec) -> str:
+    """The learning/test split of a trial, in words (printed by validate and run)."""
+    if dataset.learning_per_class:
+        parts = " + ".join(f"{count} {name}" for name, count in zip(dataset.classes, dataset.learning_per_class))
+        sizes = np.bincount(dataset.labels, minlength=len(dataset.classes)) - np.asarray(dataset.learning_per_class)
+        return f"learning set {parts}, test set the other {int(sizes.sum())} (by class, per trial)"
+    if dataset.learning == LEARN_ALL:
+        return "learning set: the whole sample (no test set)"
+    sizes = ", ".join(f"n = {n}: {learning_size(dataset, n)}" for n in dataset.n)
+    return f"learning set ({sizes}) by class in proportion, the rest the test set"
+
+
+def learning_size(dataset: DatasetSpec, n: int) -> int:
+    """The size of a trial's learning set at sample size ``n`` (exact for a file's class sizes at n = all)."""
+    if dataset.learning_per_class:
+        return sum(dataset.learning_per_class)
+    if dataset.labels is not None and n == dataset.labels.size:
+        return int(learning_counts(np.bincount(dataset.labels), dataset.learning).sum())
+    return n if dataset.learning == LEARN_ALL else n // 2 if dataset.learning == LEARN_HALF else dataset.learning
+
+
+def check_supervised(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSpec], ks: Sequence[int]) -> None:
+    """``ConfigError`` for anything a classifier could only fail at in every trial (see the module)."""
+    for i, method in enumerate(methods):
+        if get_algorithm(method.algorithm).classify is None:
+            continue
+        for j, dataset in enumerate(datasets):
+            _check_labels(dataset, j, method, i)
+            largest = learning_size(dataset, max(dataset.n))
+            if max(ks) >= largest:
+                raise ConfigError("k", f"k = {max(ks)} is too large for leave-one-out on the learning set of dataset "
+                                  f"{dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs k + 1)",
+                                  f"use k <= {largest - 1}, or a larger learning set (datasets[{j}].learning)")
+            has_test = dataset.learning != LEARN_ALL and learning_size(dataset, min(dataset.n)) < min(dataset.n)
+            if "test_error" in method.criteria and not (has_test and method.algorithm == "knn"):
+                why = "the learning set is the whole sample" if not has_test else f"{method.algorithm} computes none"
+                raise ConfigError(f"methods[{i}].criteria", f"test_error needs a test set, and for dataset "
+                                  f"{dataset.name!r} {why}", "set datasets[j].learning below n, or drop test_error")
+            exact = [name for name in ("true_error", "conditional_error") if name in method.criteria]
+            if exact and (dataset.kind not in SYNTHETIC or SYNTHETIC[dataset.kind].target is None):
+                raise ConfigError(f"methods[{i}].criteria", f"{exact[0]} needs a generator whose error rates are known "
+                                  f"exactly; dataset {dataset.name!r} is {dataset.kind}",
+                                  "use kind: kearns_intervals, or test_error on held-out data")
+            genes = method.params.get("genes", 0)
+            if genes > dataset.n_features:
+                raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "
+                                  f"{dataset.n_features} features", f"use genes <= {dataset.n_features} (0: all)")
+
+
+def _check_labels(dataset: DatasetSpec, j: int, method: MethodSpec, i: int) -> None:
+    """A classifier's dataset has labels of exactly two classes (the swapping method's Y is 0/1)."""
+    if dataset.kind in SYNTHETIC:
+        if SYNTHETIC[dataset.kind].target is None:
+            raise ConfigError(f"datasets[{j}].kind", f"methods[{i}] ({method.name}) is a classifier and needs labels "
+                              f"as its response; the generator {dataset.kind!r} has only cluster memberships",
+                              "use kind: kearns_intervals, or a file with labels")
+        return
+    if dataset.labels is None:
+        raise ConfigError(f"datasets[{j}].labels", f"methods[{i}] ({method.name}) is a classifier and needs labels; "
+                          f"dataset {dataset.name!r} has none", "give labels: {path: FILE, column: NAME}")
+    if len(dataset.classes) != 2:
+        count = len(dataset.classes)
+        raise ConfigError(f"datasets[{j}].labels", f"{method.algorithm} (the swapping method) needs two classes; the "
+                          f"labels of {dataset.name!r} have {count}: {list(dataset.classes)[:6]}",
+                          "give a labels column with two classes" + (" (one class leaves nothing to classify)"
+                                                                      if count == 1 else ", or merge classes"))
