@@ -59,8 +59,8 @@ COORDINATES: dict[str, dict[str, str]] = {
 VARIABLES: dict[str, dict[str, str]] = {
     "status": {"long_name": "cell status",
                "description": "state of the cell: pending (not computed yet, the fill value), ok (values stored), failed, "
-                              "infeasible (k > n/4: a half has fewer than 2 points per cluster), crashed (its worker "
-                              "process died computing it, every time)"},
+                              "infeasible (k > n/4: a half has fewer than 2 points per cluster; a classifier's learning "
+                              "set too small for k), crashed (its worker process died computing it, every time)"},
     "reason": {"long_name": "reason of a failed, infeasible or crashed cell",
                "description": "the error message; empty for ok and pending cells"},
     "seconds": {"long_name": "compute time of the cell", "units": "s",

@@ -98,10 +98,13 @@ def check_supervised(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSp
         for j, dataset in enumerate(datasets):
             _check_labels(dataset, j, method, i)
             largest = learning_size(dataset, max(dataset.n))
-            if max(ks) >= largest:
-                raise ConfigError("k", f"k = {max(ks)} is too large for leave-one-out on the learning set of dataset "
-                                  f"{dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs k + 1)",
-                                  f"use k <= {largest - 1}, or a larger learning set (datasets[{j}].learning)")
+            algorithm = get_algorithm(method.algorithm)
+            if not algorithm.feasible(max(ks), largest):
+                extra = algorithm.points_beyond_k
+                raise ConfigError("k", f"k = {max(ks)} is too large for {method.algorithm} on the learning set of "
+                                  f"dataset {dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs "
+                                  f"{'k + 1 for leave-one-out' if extra else 'k'})",
+                                  f"use k <= {largest - extra}, or a larger learning set (datasets[{j}].learning)")
             has_test = dataset.learning != LEARN_ALL and learning_size(dataset, min(dataset.n)) < min(dataset.n)
             if "test_error" in method.criteria and not (has_test and method.algorithm == "knn"):
                 why = "the learning set is the whole sample" if not has_test else f"{method.algorithm} computes none"

@@ -93,8 +93,8 @@ def run_supervised_block(spec: BlockSpec, source: Source) -> BlockResult:
         for i, k in enumerate(spec.ks):
             if k not in feasible:
                 status[i, j] = Status.INFEASIBLE
-                reason[i, j] = (f"k = {k} needs at least {k + 1} learning points for leave-one-out; "
-                                f"the learning set has {learn.size}")
+                reason[i, j] = (f"k = {k} needs at least {k + algorithm.points_beyond_k} learning points "
+                                f"({spec.algorithm}); the learning set has {learn.size}")
                 continue
             at = feasible.index(k)
             for variable in values:

@@ -66,6 +66,10 @@ class Algorithm:
         For a classifier whose order k is chosen with labels (seed 003; ``cluster`` is then never called):
         ``classify(X_learn, y_learn, X_test, y_test, ks, target, **params, n0=, swap_rule=)`` →
         ``{variable: values of shape (len(ks),)}`` for every supervised criterion it can compute.
+    points_beyond_k : int
+        A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
+        leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
+        k = n again (0).
     """
 
     name: str
@@ -79,6 +83,7 @@ class Algorithm:
     check: Callable[[Mapping[str, Any]], None] | None = None
     pair_bytes: float = 0.0
     classify: Callable[..., dict[str, NDArray[np.float64]]] | None = None
+    points_beyond_k: int = 1  # a classifier's learning set holds at least k + this many points
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -90,7 +95,7 @@ class Algorithm:
         """Whether ``k`` can be fitted on ``n_points`` (a half; a classifier's learning set, where
         leave-one-out needs k other points)."""
         if self.classify is not None:
-            return 1 <= k < n_points
+            return 1 <= k and k + self.points_beyond_k <= n_points
         return 1 <= k and k * self.min_points_per_cluster <= n_points
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -162,7 +167,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                      ranges={"genes": integer(0, 10_000_000), "odd_only": choice(False, True)}),
     "interval_erm": Algorithm("interval_erm", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
                               classify=Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
-                              seconds_per_point=1.2e-7),
+                              seconds_per_point=1.2e-7, points_beyond_k=0),
 }
 
 
