@@ -19,6 +19,7 @@ from tasks.classifiers.selection import top_by_t
 from tasks.datasets.synthetic import kearns_intervals, kearns_target
 from tasks.seeding import Purpose, label_id, stream
 from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, split_by_class
+from test_engine import assert_same_cells, run_ok
 
 COLON = SHARED / "datasets" / "alon_colon"
 
@@ -196,3 +197,17 @@ def test_labels_of_one_class_or_three_are_refused(tmp_path):
                   "methods": [{"name": "knn", "algorithm": "knn", "criteria": ["loo_cv"]}]}
         result = cli_in_process("validate", str(write_config(tmp_path / "c.yaml", **config)))
         assert result.returncode == 2 and "datasets[0].labels" in result.stderr and fragment in result.stderr, result.stderr
+
+
+def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(tmp_path):
+    """Trials split and genes selected from the trial's own stream: no dependence on where or in which
+    batches the cells are computed (two Dask workers, tasks of 2 trials, against one process)."""
+    config = colon_config(tmp_path, resamples=6, execution={"trials_per_chunk": 2, "task_seconds": 0.01})
+    config["datasets"].append({"name": "e3", "kind": "kearns_intervals", "params": {"d": 3, "eta": 0.3}, "n": [62],
+                               "learning": 40})
+    config["methods"][0].update(criteria=["swapping", "loo_cv", "test_error"], params={"genes": 0})  # both datasets
+    path = write_config(tmp_path / "c.yaml", **config)
+    here = run_ok(path, tmp_path / "here.zarr", "--workers", "0")
+    there = run_ok(path, tmp_path / "there.zarr", "--workers", "2")
+    assert "in this process" in here.stdout and "dask dashboard" in there.stdout, there.stdout
+    assert_same_cells(tmp_path / "here.zarr", tmp_path / "there.zarr")
