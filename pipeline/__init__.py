@@ -21,6 +21,9 @@ _HOME = {
     "sqrt_n_scaled": "pipeline.reduce",
     "summarise": "pipeline.reduce",
     "open_cube": "pipeline.store",
+    "at_choice": "pipeline.reduce_supervised",  # any variable at each trial's own k̂ (the paper's R)
+    "gain_rows": "pipeline.reduce_supervised",
+    "selection_rows": "pipeline.reduce_supervised",
 }
 
 
@@ -31,12 +34,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "at_choice",
     "choice_per_trial",
     "criterion_scores",
     "failure_rate",
+    "gain_rows",
     "open_cube",
     "select_k",
     "selection_frequency",
+    "selection_rows",
     "sqrt_n_scaled",
     "summarise",
 ]

@@ -115,6 +115,11 @@ def check_supervised(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSp
                 raise ConfigError(f"methods[{i}].criteria", f"{exact[0]} needs a generator whose error rates are known "
                                   f"exactly; dataset {dataset.name!r} is {dataset.kind}",
                                   "use kind: kearns_intervals, or test_error on held-out data")
+            rule = method.criterion_options.get("swapping", {}).get("swap_rule", "exact")
+            if rule == "literal" and any(k % 2 == 0 for k in ks):  # the paper's sentence is about odd k only
+                raise ConfigError(f"methods[{i}].criteria", "swap_rule: literal is the paper's rule for odd k, and k "
+                                  f"holds even values {[k for k in ks if k % 2 == 0][:5]}",
+                                  "use odd k only, or swap_rule: exact")
             genes = method.params.get("genes", 0)
             if genes > dataset.n_features:
                 raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "

@@ -29,7 +29,7 @@ def run(tmp_path, name: str, **overrides):
 
 def test_kearns_claims_a1_to_a4(tmp_path):
     """The shipped Kearns config (d = 10, eta 0.1-0.4, n 20/100/500, k 1..40) at 1000 trials, the spec's
-    definitive run (about 4.5 min on 2 cores): at the paper's 100 trials the Monte Carlo error of A3's ratio
+    definitive run (about 2-4.5 min on 2 cores): at the paper's 100 trials the Monte Carlo error of A3's ratio
     and of A4's optimism at eta = 0.2, n = 100 is as large as the effects (100 trials gave 0.42 for the
     ratio at n = 500 and +0.0003 for that optimism; 1000 trials 0.28 and -0.012)."""
     scores = run(tmp_path, "daudin_kearns", resamples=1000)

@@ -164,6 +164,8 @@ def test_report_prints_table_one_with_the_published_values(tmp_path):
     ({"dataset": {"learning": "all"}}, ["methods[0].criteria", "test_error needs a test set"]),
     ({"k": {"from": 1, "to": 41, "step": 2}}, ["k", "k = 41 is too large for knn", "41 points", "k + 1"]),
     ({"k": [1, 2, 3]}, ["k", "odd_only", "[2]"]),
+    ({"k": [1, 2, 3], "methods": [{"name": "g", "algorithm": "knn", "criteria": [{"swapping": {"swap_rule": "literal"}}]}]},
+     ["methods[0].criteria", "swap_rule: literal", "[2]"]),
     ({"methods": [{"name": "g", "algorithm": "knn", "params": {"genes": 5000}, "criteria": ["loo_cv"]}]},
      ["methods[0].params.genes", "5000", "2000 features"]),
     ({"methods": [{"name": "g", "algorithm": "knn", "predictor": "nearest_centroid", "criteria": ["loo_cv"]}]},
