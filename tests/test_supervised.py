@@ -213,3 +213,19 @@ def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(t
     there = run_ok(path, tmp_path / "there.zarr", "--workers", "2")
     assert "in this process" in here.stdout and "dask dashboard" in there.stdout, there.stdout
     assert_same_cells(tmp_path / "here.zarr", tmp_path / "there.zarr")
+
+
+def test_each_k_alone_gives_the_same_values_as_all_k_together():
+    """A failing task is cut into single cells (pipeline.graph.isolate): a k computed alone must give the
+    bits it gets among the others, for both kernels."""
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(30, 4)), rng.integers(0, 2, 30)
+    ks = [1, 3, 4, 7, 12]
+    together = knn_scores(X[:20], y[:20], ks, X_test=X[20:], y_test=y[20:])
+    x, labels = kearns_intervals(40, rng, d=5, eta=0.2)
+    intervals = interval_erm_scores(x[:, 0], labels, ks, target=(5, 0.2))
+    for i, k in enumerate(ks):
+        alone = knn_scores(X[:20], y[:20], [k], X_test=X[20:], y_test=y[20:])
+        assert all(alone[name][0] == together[name][i] for name in together), k
+        alone = interval_erm_scores(x[:, 0], labels, [k], target=(5, 0.2))
+        assert all(alone[name][0] == intervals[name][i] for name in intervals), k
