@@ -306,9 +306,10 @@ def _validate(args: argparse.Namespace) -> int:
     config = load_config(args.config, out=args.out)
     _cube_location(config.out, "--out" if args.out else "out")
     plan = preview_plan(config)
-    here = where_to_compute(plan, workers=None, elsewhere=False).here
-    workers = 1 if here else os.cpu_count() or 1
-    place = "in this process" if here else f"on {workers} local workers"
+    placement = where_to_compute(plan, workers=None, elsewhere=False)
+    here = placement.here
+    workers = placement.threads if here else os.cpu_count() or 1
+    place = f"in this process on {workers} thread(s)" if here else f"on {workers} local workers"
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
     print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")
     print(f"  cube: {config.out}  ({shape}); chunks {plan.chunk_shape}")

@@ -11,9 +11,11 @@ coordinates and the seed, and BLAS is held to one thread here as Dask's nanny ho
 from __future__ import annotations
 
 import errno
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 import zarr
@@ -69,6 +71,11 @@ class Tally:
         self.counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
         self.isolated_tasks = 0
         self.started = time.perf_counter()
+        self._lock = threading.Lock()  # compute threads count the tasks they cut up
+
+    def count_isolated(self) -> None:
+        with self._lock:
+            self.isolated_tasks += 1
 
     def store(self, cube_arrays: dict[str, zarr.Array], done: Iterable[tuple[Chunk, BlockResult]]) -> None:
         # Pieces of the same storage chunk are written together: at small n the writes set the pace.
@@ -113,28 +120,42 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource]:
 
 
 def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group], *,
-                 show_progress: bool) -> Summary:
-    """Run every task in this process, one after the other, writing each as it finishes.
+                 show_progress: bool, threads: int = 1) -> Summary:
+    """Run every task in this process on ``threads`` threads, writing each result as it finishes.
 
+    The compiled kernels release the GIL (numba ``nogil``, scikit-learn's and numpy's loops), so threads
+    use the cores without a cluster's start, stop and warm-up; the driver's thread alone writes the cube.
     A task that raises as a whole (run_block records a cell's own errors as failed cells, so this is
     rare: memory, a plugin's bug) is rerun cell by cell, as on a cluster, and the cells that still
-    raise are recorded as failed. Ctrl-C stops after the cell being computed; what was written stays.
+    raise are recorded as failed. Ctrl-C stops once the tasks being computed end; what was written stays.
     """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     from threadpoolctl import threadpool_limits
 
     synthetic = synthetic_sources(config)
     datasets = {d.name: d for d in config.datasets}
+
+    def compute(task: Task, tally: Tally) -> list[tuple[Chunk, BlockResult]]:
+        dataset = datasets[task.dataset]
+        return _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels, tally)
+
     with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress, \
-            threadpool_limits(limits=1):  # as Dask's nanny does for a worker: the same BLAS, the same bits
+            threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
+        # BLAS held to one thread, as Dask's nanny does for a worker: the same BLAS, the same bits
         tally = Tally(progress)
+        pending, running = iter(tasks), set()
         try:
-            cube_arrays = writable_arrays(open_cube_for_writing())
-            for task in tasks:
+            running = {pool.submit(compute, task, tally) for task in islice(pending, 2 * threads)}
+            cube_arrays = writable_arrays(open_cube_for_writing())  # while the first tasks compute
+            while running:
                 interrupts.check()
-                dataset = datasets[task.dataset]
-                tally.store(cube_arrays, _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels,
-                                                   tally))
+                finished, running = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+                tally.store(cube_arrays, [result for future in finished for result in future.result()])
+                running |= {pool.submit(compute, task, tally) for task in islice(pending, len(finished))}
         except KeyboardInterrupt:
+            for future in running:
+                future.cancel()
             raise Interrupted() from None
         except OSError as error:
             if error.errno in DISK_FULL:
@@ -150,5 +171,5 @@ def _computed(task: Task, synthetic: SyntheticSource | None, data: np.ndarray | 
     except Exception as error:  # the task failed as a whole
         if not whole:
             return failed_results(task, error)
-    tally.isolated_tasks += 1
+    tally.count_isolated()
     return [result for piece in isolate(task) for result in _computed(piece, synthetic, data, labels, tally, whole=False)]

@@ -110,7 +110,7 @@ def compute_on_cluster(client: Client, config: Config, tasks: list[Task], open_c
                         failure = error
                     if task.cells > 1:  # find the cell that broke it: the others are computed
                         isolated.extend(isolate(task))
-                        tally.isolated_tasks += 1
+                        tally.count_isolated()
                     elif second_chance and killed_worker(failure) and task.blocks[0][0] not in struck:
                         struck.add(task.blocks[0][0])
                         isolated.append(task)

@@ -7,6 +7,7 @@ Dask cluster (:mod:`pipeline.on_cluster`: a LocalCluster started for the run, or
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -76,10 +77,20 @@ class Plan:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a sweep computes: in this process (``here``) or on Dask, and the line that says why."""
+    """Where a sweep computes: in this process (``here``, on ``threads`` threads) or on Dask, and the line
+    that says why."""
 
     here: bool
     reason: str
+    threads: int = 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a batch system's cgroup sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashboard_asked: bool = False) -> Placement:
@@ -87,23 +98,27 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
 
     ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
     scheduler or a client was given; ``dashboard_asked``: a dashboard address was given (only a cluster
-    serves one). Otherwise the plan's estimated compute decides against the config's
+    serves one). Otherwise the plan's estimated compute, shared among the threads this process would use
+    (one per core when every method's kernels release the GIL, else one), decides against the config's
     ``execution.in_process_seconds`` (default 5): a LocalCluster costs about 2.5-3 s to start, stop and warm
-    up on this project's 2-core machine, and its second core saves half the work, so it pays from ~5 s.
+    up on this project's 2-core machine, so it pays only where its processes do what threads cannot (GIL-bound
+    kernels: from ~5 s of work its second core saves more than it costs) or where the work is long.
     """
+    # one thread per core when every method's kernels release the GIL; else threads would queue on it
+    threads = usable_cores() if all(get_algorithm(m.algorithm).releases_gil for m in plan.config.methods) else 1
     if elsewhere:
         return Placement(False, "")
     if workers == 0:
-        return Placement(True, "computing in this process (--workers 0)")
+        return Placement(True, f"computing in this process (--workers 0), on {threads} thread(s)", threads)
     if workers is not None:
         return Placement(False, "")
     if dashboard_asked:
         return Placement(False, "starting a local Dask cluster for the dashboard asked for (--dashboard-address)")
-    estimate, threshold = plan.estimated_seconds, plan.config.execution.in_process_seconds
-    if estimate < threshold:
-        return Placement(True, f"computing in this process: about {estimate:.1f} s of work, under "
-                               f"execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
-                               "more than it saves (--workers N starts one, with its dashboard)")
+    wall, threshold = plan.estimated_seconds / threads, plan.config.execution.in_process_seconds
+    if wall < threshold:
+        return Placement(True, f"computing in this process: about {wall:.1f} s of work on {threads} thread(s), "
+                               f"under execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
+                               "more than it saves (--workers N starts one, with its dashboard)", threads)
     return Placement(False, f"starting a local Dask cluster: the estimated work is over execution.in_process_seconds "
                             f"= {threshold:g}")
 
@@ -231,9 +246,10 @@ def _sweep_locked(
                                  dashboard_asked=dashboard_asked)
     if placement.here:
         echo(placement.reason)
-        tasks = plan.tasks(workers=1)
+        tasks = plan.tasks(workers=placement.threads)
         echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
-        return compute_here(config, tasks, open_cube_for_writing, show_progress=show_progress)
+        return compute_here(config, tasks, open_cube_for_writing, show_progress=show_progress,
+                            threads=placement.threads)
     if placement.reason:
         echo(placement.reason)
     if client is None and before_cluster is not None:

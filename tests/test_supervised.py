@@ -155,19 +155,30 @@ def test_report_prints_table_one_with_the_published_values(tmp_path):
     assert (tmp_path / "r" / "supervised_selectors.png").exists()
 
 
+def tiny_config(tmp_path) -> dict:
+    """Colon's shape in miniature (40 rows x 50 features, tumor 25 / normal 15, labels in their own file): the
+    bad-input checks read it in milliseconds."""
+    rng = np.random.default_rng(1)
+    pd.DataFrame(rng.lognormal(5, 1, size=(40, 50)), columns=[f"g{j}" for j in range(50)]).to_csv(
+        tmp_path / "x.csv", index=False)
+    pd.DataFrame({"tissue": ["tumor"] * 25 + ["normal"] * 15}).to_csv(tmp_path / "y.csv", index=False)
+    return colon_config(tmp_path, k={"from": 1, "to": 25, "step": 2}, dataset={
+        "path": "x.csv", "labels": {"path": "y.csv", "column": "tissue"}, "learning": {"tumor": 17, "normal": 10}})
+
+
 @pytest.mark.parametrize("change, fragments", [
     ({"dataset": {"labels": None, "learning": None}}, ["datasets[0].labels", "classifier and needs labels"]),
     ({"dataset": {"labels": None}}, ["datasets[0].learning", "counts per class need the dataset's labels"]),
-    ({"dataset": {"learning": 70}}, ["datasets[0].learning", "70 learning points", "n = 62"]),
-    ({"dataset": {"learning": {"tumor": 27}}}, ["datasets[0].learning", "['normal', 'tumor']"]),
-    ({"dataset": {"learning": {"tumor": 41, "normal": 14}}}, ["datasets[0].learning.tumor", "1 to 40", "41"]),
+    ({"dataset": {"learning": 70}}, ["datasets[0].learning", "70 learning points", "n = 40"]),
+    ({"dataset": {"learning": {"tumor": 17}}}, ["datasets[0].learning", "['normal', 'tumor']"]),
+    ({"dataset": {"learning": {"tumor": 26, "normal": 10}}}, ["datasets[0].learning.tumor", "1 to 25", "26"]),
     ({"dataset": {"learning": "all"}}, ["methods[0].criteria", "test_error needs a test set"]),
-    ({"k": {"from": 1, "to": 41, "step": 2}}, ["k", "k = 41 is too large for knn", "41 points", "k + 1"]),
+    ({"k": {"from": 1, "to": 27, "step": 2}}, ["k", "k = 27 is too large for knn", "27 points", "k + 1"]),
     ({"k": [1, 2, 3]}, ["k", "odd_only", "[2]"]),
     ({"k": [1, 2, 3], "methods": [{"name": "g", "algorithm": "knn", "criteria": [{"swapping": {"swap_rule": "literal"}}]}]},
      ["methods[0].criteria", "swap_rule: literal", "[2]"]),
     ({"methods": [{"name": "g", "algorithm": "knn", "params": {"genes": 5000}, "criteria": ["loo_cv"]}]},
-     ["methods[0].params.genes", "5000", "2000 features"]),
+     ["methods[0].params.genes", "5000", "50 features"]),
     ({"methods": [{"name": "g", "algorithm": "knn", "predictor": "nearest_centroid", "criteria": ["loo_cv"]}]},
      ["methods[0].predictor", "no predictor"]),
     ({"methods": [{"name": "g", "algorithm": "knn", "criteria": ["lange"]}]},
@@ -176,7 +187,8 @@ def test_report_prints_table_one_with_the_published_values(tmp_path):
      ["methods[0].criteria[0]", "true_error is defined for the algorithm(s) ['interval_erm']"]),
 ])
 def test_bad_classifier_input_exits_2_naming_the_key(tmp_path, change, fragments):
-    config = colon_config(tmp_path, **{key: value for key, value in change.items() if key != "dataset"})
+    config = tiny_config(tmp_path)
+    config.update({key: value for key, value in change.items() if key != "dataset"})
     for key, value in change.get("dataset", {}).items():
         if value is None:
             config["datasets"][0].pop(key)
@@ -187,6 +199,13 @@ def test_bad_classifier_input_exits_2_naming_the_key(tmp_path, change, fragments
     assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_the_tiny_config_itself_is_valid(tmp_path):
+    """The bad-input cases above change one thing each from a config that validates."""
+    result = cli_in_process("validate", str(write_config(tmp_path / "c.yaml", **tiny_config(tmp_path))))
+    assert result.returncode == 0 and "learning set 10 normal + 17 tumor, test set the other 13" in result.stdout, \
+        result.stderr
 
 
 def test_labels_of_one_class_or_three_are_refused(tmp_path):

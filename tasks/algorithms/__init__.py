@@ -66,6 +66,9 @@ class Algorithm:
         For a classifier whose order k is chosen with labels (seed 003; ``cluster`` is then never called):
         ``classify(X_learn, y_learn, X_test, y_test, ks, target, **params, n0=, swap_rule=)`` →
         ``{variable: values of shape (len(ks),)}`` for every supervised criterion it can compute.
+    releases_gil : bool
+        Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
+        sweep in one process may compute on one thread per core instead of starting a cluster.
     points_beyond_k : int
         A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
         leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
@@ -84,6 +87,7 @@ class Algorithm:
     pair_bytes: float = 0.0
     classify: Callable[..., dict[str, NDArray[np.float64]]] | None = None
     points_beyond_k: int = 1  # a classifier's learning set holds at least k + this many points
+    releases_gil: bool = False  # its compiled kernels run outside the GIL: threads in one process scale
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -125,11 +129,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     # seconds_per_point: a Lange cell with 10 restarts took 0.5-0.75 us per point and cluster on one core here
     # (180 cells: 0.9 s at n = 1,000, 5.2 s at n = 10,000)
     "kmeans": Algorithm("kmeans", Deferred("tasks.algorithms.kmeans:kmeans_labels"), {"n_init": 10, "max_iter": 300, "tol": 1e-4},
-                        ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=6e-7),
+                        ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=6e-7,
+                        releases_gil=True),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", Deferred("tasks.algorithms.kmeans1d:exact_labels"), {},
                                  cluster_many=Deferred("tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
-                                 max_features=1, seconds_per_point=1.5e-7),
+                                 max_features=1, seconds_per_point=1.5e-7, releases_gil=True),
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
     "spectral": Algorithm("spectral", Deferred("tasks.algorithms.spectral:spectral"), {"n_neighbors": 10},
                           cluster_many=Deferred("tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
@@ -163,11 +168,11 @@ ALGORITHMS: dict[str, Algorithm] = {
     # Classifiers of seed 003 (every k of a trial from one neighbour sort / one dynamic-programming pass).
     # genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
     "knn": Algorithm("knn", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {"genes": 0, "odd_only": False},
-                     classify=Deferred("tasks.classifiers.kernels:knn_trial"), seconds_per_point=1.6e-7,
+                     classify=Deferred("tasks.classifiers.kernels:knn_trial"), seconds_per_point=1.6e-7, releases_gil=True,
                      ranges={"genes": integer(0, 10_000_000), "odd_only": choice(False, True)}),
     "interval_erm": Algorithm("interval_erm", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
                               classify=Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
-                              seconds_per_point=1.2e-7, points_beyond_k=0),
+                              seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
 }
 
 

@@ -51,7 +51,7 @@ def squared_distances(X: NDArray[np.float64], centers: NDArray[np.float64]) -> N
     return np.maximum(d2, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _squared_distance(X: NDArray[np.float64], i: int, center: NDArray[np.float64]) -> float:
     total = 0.0
     for f in range(X.shape[1]):
@@ -60,7 +60,7 @@ def _squared_distance(X: NDArray[np.float64], i: int, center: NDArray[np.float64
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _plusplus(X: NDArray[np.float64], first: NDArray[np.int64], u: NDArray[np.float64],
               seeds: NDArray[np.float64]) -> None:
     """Fill ``seeds`` (n_init, k, d): restart r starts at ``X[first[r]]``; its j-th centre is the first
@@ -96,7 +96,7 @@ def kmeans_plusplus(
     return seeds
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
     """Nearest centre of every point (the lowest index on ties) into ``labels``; returns the inertia."""
     inertia = 0.0
@@ -111,7 +111,7 @@ def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArra
     return inertia
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lloyd_restarts(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64],
                     inertia: NDArray[np.float64], max_iter: int, threshold: float) -> None:
     """Lloyd iterations of every restart in place: ``centers`` (n_init, k, d), ``labels`` (n_init, n)."""

@@ -21,14 +21,14 @@ from numba import njit
 from numpy.typing import NDArray
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run_cost(S1: NDArray[np.float64], S2: NDArray[np.float64], i: int, j: int) -> float:
     """Sum of squared deviations from the mean of the sorted run ``x[i:j]`` (i < j)."""
     total = S1[j] - S1[i]
     return (S2[j] - S2[i]) - total * total / (j - i)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) -> NDArray[np.int64]:
     """``splits[c, i]``: where the best split of the suffix ``x[i:]`` into ``c`` runs ends its first run.
 

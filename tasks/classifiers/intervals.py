@@ -40,7 +40,7 @@ from tasks.datasets.synthetic import kearns_target
 _INF = np.int64(1) << 40  # "no such state": larger than any count of errors, and safe to add 1 to
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dp_row(prev: NDArray[np.int64], cur: NDArray[np.int64], choice: NDArray[np.int8], label: int,
             jmax: int) -> None:
     """One row of the DP: ``cur[j, c]`` from ``prev`` (both of shape (K + 1, 2)) and the next point's label.
@@ -59,7 +59,7 @@ def _dp_row(prev: NDArray[np.int64], cur: NDArray[np.int64], choice: NDArray[np.
             cur[j, c] = min(best + (label != c), _INF)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _forward_table(ys: NDArray[np.int64], K: int) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
     """The full DP table ``F`` of shape (n + 1, K + 1, 2) and the choices made, of the same shape."""
     n = ys.size
@@ -71,7 +71,7 @@ def _forward_table(ys: NDArray[np.int64], K: int) -> tuple[NDArray[np.int64], ND
     return F, choice
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _end_states(last: NDArray[np.int64], K: int) -> NDArray[np.int64]:
     """Row k (1 <= k <= K) of the result: the chosen end state (j, c) for C_k from the DP's last row.
 
@@ -87,7 +87,7 @@ def _end_states(last: NDArray[np.int64], K: int) -> NDArray[np.int64]:
     return states
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _backtrack(choice: NDArray[np.int8], states: NDArray[np.int64]) -> NDArray[np.int64]:
     """Labels of phi_k at the sorted points, shape (K + 1, n) (row 0 unused), from the end states."""
     n, K = choice.shape[0] - 1, states.shape[0] - 1
@@ -101,7 +101,7 @@ def _backtrack(choice: NDArray[np.int8], states: NDArray[np.int64]) -> NDArray[n
     return labels
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _resume(F: NDArray[np.int64], seq: NDArray[np.int64], start: int, K: int,
             left: NDArray[np.int64], right: NDArray[np.int64]) -> None:
     """Refit on ``seq`` (m labels, sorted) whose first ``start - 1`` labels are those the table ``F`` was
@@ -135,7 +135,7 @@ def _resume(F: NDArray[np.int64], seq: NDArray[np.int64], start: int, K: int,
         right[k] = p_right[states[k, 0], states[k, 1]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _refit_predictions(xs: NDArray[np.float64], ys: NDArray[np.int64], F: NDArray[np.int64],
                        K: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """For every sorted point i and k <= K, shapes (K + 1, n): the label at x_(i) of the refit with y_(i)
