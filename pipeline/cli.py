@@ -301,14 +301,14 @@ def _print_datasets(config: Config) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
-    from pipeline.run import preview_plan, where_to_compute
+    from pipeline.run import preview_plan, usable_cores, where_to_compute
 
     config = load_config(args.config, out=args.out)
     _cube_location(config.out, "--out" if args.out else "out")
     plan = preview_plan(config)
     placement = where_to_compute(plan, workers=None, elsewhere=False)
     here = placement.here
-    workers = placement.threads if here else os.cpu_count() or 1
+    workers = placement.threads if here else usable_cores()
     place = f"in this process on {workers} thread(s)" if here else f"on {workers} local workers"
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
     print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")

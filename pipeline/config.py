@@ -350,6 +350,7 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
     names: list[str] = []
     options: dict[str, dict[str, Any]] = {}
+    classifier = get_algorithm(algorithm).classify is not None
     for j, item in enumerate(value):
         given: Any = {}
         if isinstance(item, Mapping) and len(item) == 1:
@@ -367,7 +368,6 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None
-        classifier = get_algorithm(algorithm).classify is not None
         if criterion.supervised != classifier:
             what = "an error rate of a classifier" if criterion.supervised else "a clustering criterion"
             allowed = sorted(name for name, other in CRITERIA.items() if other.supervised == classifier)

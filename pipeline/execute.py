@@ -1,9 +1,9 @@
 """Computing planned tasks and storing their results: what a sweep's two executors share, and the one
 that runs in this process.
 
-Where the work runs is decided by :func:`pipeline.run.where_to_compute`: a small sweep costs less in the
-driver than a LocalCluster costs to start, stop and warm up (2.5-3 s here, half the work saved on 2
-cores: it pays from ~5 s of work), a large one is sent to Dask
+Where the work runs is decided by :func:`pipeline.run.where_to_compute`: a small sweep, or one whose
+kernels release the GIL and so share the cores among threads, costs less in the driver than a
+LocalCluster costs to start, stop and warm up (2.5-3 s here); the rest is sent to Dask
 (:mod:`pipeline.on_cluster`). Both give the same cube bit for bit: a cell's value depends only on its
 coordinates and the seed, and BLAS is held to one thread here as Dask's nanny holds it in a worker.
 """

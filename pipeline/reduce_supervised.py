@@ -73,13 +73,14 @@ def selection_rows(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] |
     choices = choice_per_trial(scores, decide)
     selectors = [oracle, *[name for name in SELECTORS if name in choices]]
     errors = {name: at_choice(scores[oracle], choices[name]) for name in selectors}
+    estimates = {name: at_choice(scores[name], choices[name]) for name in selectors}
     rows = []
-    for at in _settings(scores[oracle]):
+    for at in settings_with_values(scores[oracle]):
         best = errors[oracle].sel(at).values
         for name in selectors:
             chosen, error = choices[name].sel(at).values, errors[name].sel(at).values
             valid = (chosen >= 0) & ~np.isnan(error)
-            own = at_choice(scores[name], choices[name]).sel(at).values[valid]
+            own = estimates[name].sel(at).values[valid]
             rows.append({**{key: _plain(value) for key, value in at.items()}, "selector": name, "trials": int(valid.sum()),
                          "N": chosen[valid].mean(), "R": error[valid].mean(),
                          "R_se": error[valid].std(ddof=1) / np.sqrt(valid.sum()) if valid.sum() > 1 else np.nan,
@@ -98,7 +99,7 @@ def gain_rows(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
     choices = choice_per_trial(scores, decide)
     errors = {name: at_choice(scores[oracle], choices[name]) for name in (oracle, *SELECTORS)}
     rows = []
-    for at in _settings(scores[oracle]):
+    for at in settings_with_values(scores[oracle]):
         columns = [errors[name].sel(at).values for name in ("loo_cv", "swapping", oracle)]
         valid = np.logical_and.reduce([~np.isnan(column) for column in columns])
         cv, swap, best = (column[valid] for column in columns)
@@ -112,9 +113,9 @@ def gain_rows(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
     return pd.DataFrame(rows).rename(columns={"model": "method"})
 
 
-def _settings(values: xr.DataArray) -> list[dict[str, Any]]:
-    """The (dataset, n, model) whose cells hold values."""
-    present = values.notnull().any(("k", "trial"))
+def settings_with_values(values: xr.DataArray) -> list[dict[str, Any]]:
+    """The (dataset, n, model) where ``values`` (per k and trial, or already summarised) holds a value."""
+    present = values.notnull().any([dim for dim in values.dims if dim not in ("dataset", "n", "model")])
     return [{"dataset": d, "n": n, "model": m} for d in present["dataset"].values for n in present["n"].values
             for m in present["model"].values if bool(present.sel(dataset=d, n=n, model=m))]
 

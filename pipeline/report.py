@@ -13,11 +13,12 @@ import xarray as xr
 
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.store import count_planned
-from tasks.criteria import CRITERIA
 from pipeline.reduce import (
     choice_per_trial, criteria_of, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
     true_k,
 )
+from pipeline.reduce_supervised import supervised_in
+from tasks.criteria import CRITERIA
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -84,7 +85,7 @@ def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, 
     return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
 
 
-def _panels(count: int) -> tuple[Figure, np.ndarray]:
+def panels(count: int) -> tuple[Figure, np.ndarray]:
     from matplotlib.figure import Figure  # imported when drawing; never pyplot, never the global backend
 
     columns = min(count, 3)
@@ -100,7 +101,7 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
     """Mean score vs k for every (dataset, method), one line per n, quartiles shaded."""
     pairs = [(d, m) for d in summary["dataset"].values for m in summary["model"].values
              if summary[f"{criterion}_trials"].sel(dataset=d, model=m).sum() > 0]
-    figure, axes = _panels(len(pairs))
+    figure, axes = panels(len(pairs))
     for ax, (dataset, model) in zip(axes, pairs):
         for n in summary["n"].values:
             at = {"dataset": dataset, "model": model, "n": n}
@@ -158,7 +159,7 @@ def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors:
 def plot_vs_n(data: xr.DataArray, path: Path, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
     """A quantity vs n, one panel per (dataset, method): one line per k if ``data`` has k, else one line."""
     pairs = _pairs_with_values(data)
-    figure, axes = _panels(max(len(pairs), 1))
+    figure, axes = panels(max(len(pairs), 1))
     if not pairs:  # e.g. failure rates of a cube whose datasets have no known true k
         _say(axes[0], NO_TRUE_K.replace("this dataset", "any dataset"), ylabel=ylabel)
     for ax, (dataset, model) in zip(axes, pairs):
@@ -198,7 +199,7 @@ def plot_selection_frequency(frequency: xr.Dataset, chosen: xr.Dataset, criterio
     data = frequency[criterion]
     pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
              if data.sel(dataset=d, model=m).notnull().sum() > 0]
-    figure, axes = _panels(max(len(pairs), 1))
+    figure, axes = panels(max(len(pairs), 1))
     for ax, (dataset, model) in zip(axes, pairs):
         grid = data.sel(dataset=dataset, model=model).transpose("k", "n")
         ns, ks = grid["n"].values, grid["k"].values
@@ -252,7 +253,7 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
                                out / f"{criterion}_scaling.png", log=log)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
-    if any(name in CRITERIA and CRITERIA[name].supervised for name in criteria_of(scores)):
+    if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 
         table.attrs["table_one"] = write_supervised(scores, out, published_of(cube), decide)

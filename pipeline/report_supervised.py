@@ -18,8 +18,8 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import summarise
-from pipeline.reduce_supervised import gain_rows, selection_rows
-from pipeline.report import _panels
+from pipeline.reduce_supervised import gain_rows, selection_rows, settings_with_values
+from pipeline.report import panels
 
 NAMES = {"test_error": "Oracle", "true_error": "Oracle", "swapping": "Swapping", "loo_cv": "Cross-Valid."}
 CURVES = ("resubstitution", "conditional_error", "true_error", "test_error", "swapping", "loo_cv")
@@ -49,7 +49,7 @@ def write_supervised(scores: xr.Dataset, out: Path, published: Mapping[str, Mapp
     rows, gains = selection_rows(scores, decide), gain_rows(scores, decide)
     rows.to_csv(out / "supervised.csv", index=False)
     gains.to_csv(out / "supervised_gain.csv", index=False)
-    summary = summarise(scores[[name for name in CURVES + ("swap_penalty",) if name in scores]])
+    summary = summarise(scores[[name for name in CURVES if name in scores]])
     plot_error_curves(summary, out / "supervised_error_vs_k.png")
     if "conditional_error" in scores and "swap_penalty" in scores:
         plot_bias(scores, out / "supervised_bias_vs_k.png")
@@ -58,17 +58,11 @@ def write_supervised(scores: xr.Dataset, out: Path, published: Mapping[str, Mapp
     return table_one(rows, published) if not rows.empty else pd.DataFrame()
 
 
-def _settings(summary: xr.Dataset, variable: str) -> list[dict[str, Any]]:
-    present = summary[f"{variable}_trials"].sum("k") > 0
-    return [{"dataset": d, "n": n, "model": m} for d in summary["dataset"].values for n in summary["n"].values
-            for m in summary["model"].values if bool(present.sel(dataset=d, n=n, model=m))]
-
-
 def plot_error_curves(summary: xr.Dataset, path: Path) -> None:
     """Mean error rates and the swapping criterion against k, one panel per (dataset, n, method) (Fig. 2)."""
     present = [name for name in CURVES if f"{name}_mean" in summary]
-    settings = _settings(summary, present[0])
-    figure, axes = _panels(len(settings))
+    settings = settings_with_values(summary[f"{present[0]}_mean"])
+    figure, axes = panels(len(settings))
     for ax, at in zip(axes, settings):
         for name in present:
             mean = summary[f"{name}_mean"].sel(at)
@@ -84,8 +78,8 @@ def plot_bias(scores: xr.Dataset, path: Path) -> None:
     right: overestimated for small label noise, underestimated for large)."""
     estimate = scores["swap_penalty"].mean("trial")
     truth = (scores["conditional_error"] - scores["resubstitution"]).mean("trial")
-    settings = [at for at in _settings(summarise(scores[["swap_penalty"]]), "swap_penalty")]
-    figure, axes = _panels(len(settings))
+    settings = settings_with_values(estimate)
+    figure, axes = panels(len(settings))
     for ax, at in zip(axes, settings):
         ax.plot(estimate["k"], estimate.sel(at), marker="o", ms=2, label="swap penalty (estimate)")
         ax.plot(truth["k"], truth.sel(at), marker="s", ms=2, label="CER - EER (true bias)")
@@ -100,9 +94,8 @@ def plot_selectors(rows: pd.DataFrame, path: Path) -> None:
     """The selectors side by side per dataset, one column of panels per n (Fig. 3): mean k̂, the error at
     k̂ (the selector's own estimate dashed), the 95% quantile of the excess over the oracle."""
     sizes = sorted(rows["n"].unique())
-    figure, axes = _panels(3 * len(sizes))
-    panels = axes.reshape(-1, 3) if len(sizes) > 1 else axes.reshape(1, 3)
-    for row_axes, n in zip(panels, sizes):
+    figure, axes = panels(3 * len(sizes))
+    for row_axes, n in zip(axes.reshape(-1, 3), sizes):
         at_n = rows[rows["n"] == n]
         labels = [f"{d}/{m}" for d, m in dict.fromkeys(zip(at_n["dataset"], at_n["method"]))]
         x = np.arange(len(labels))
