@@ -27,13 +27,16 @@ TINY = {"name": "tiny", "seed": 1, "n": [40], "k": [2, 3], "resamples": 2,
         "methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 1}, "predictor": "nearest_centroid",
                      "criteria": ["lange"]}]}
 REPO = Path(__file__).resolve().parents[1]
+# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
+             else [sys.executable, "-m", "pipeline.cli"])
 
 
 def one_run(config: Path, out: Path, extra: list[str]) -> tuple[float, float]:
     """(seconds to the process's end, seconds to its 'computing' line) of one ``ordercube run``."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out", str(out),
+    process = subprocess.Popen([*ORDERCUBE, "run", str(config), "--out", str(out),
                                 "--workers", "1", "--no-progress", *extra],
                                stdout=subprocess.PIPE, text=True, env=env)
     assert process.stdout is not None

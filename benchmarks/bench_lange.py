@@ -43,6 +43,10 @@ from pipeline.run import run_sweep  # noqa: E402
 from tasks.cell import BlockSpec, run_block  # noqa: E402
 from tasks.criteria.stability import random_labeling_disagreement  # noqa: E402
 from tasks.datasets import SyntheticSource  # noqa: E402
+
+# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
+             else [sys.executable, "-m", "pipeline.cli"])
 from tasks.matching import matched_disagreement  # noqa: E402
 from tasks.predictors import nearest_centroid  # noqa: E402
 from tasks.seeding import Purpose, label_id, stream  # noqa: E402
@@ -65,7 +69,7 @@ def through_cli(n: int, resamples: int, workers: int) -> float:
         path = Path(folder) / "bench.yaml"
         path.write_text(yaml.safe_dump(config(n, resamples)))
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(path), "--out",
+        result = subprocess.run([*ORDERCUBE, "run", str(path), "--out",
                                  str(Path(folder) / "cube.zarr"), "--workers", str(workers), "--no-progress"],
                                 capture_output=True, text=True, check=True)
         wall = time.perf_counter() - started

@@ -36,6 +36,9 @@ from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
+             else [sys.executable, "-m", "pipeline.cli"])
 KS = list(range(2, 11))
 RESAMPLES = 20
 SEED = 12345
@@ -63,7 +66,7 @@ def ordercube_run(n: int, folder: Path) -> tuple[float, float]:
 
     path = folder / f"peers{n}.yaml"
     path.write_text(yaml.safe_dump(config(n)))
-    wall, out = timed([sys.executable, "-m", "pipeline.cli", "run", str(path), "--out", str(folder / f"peers{n}.zarr"),
+    wall, out = timed([*ORDERCUBE, "run", str(path), "--out", str(folder / f"peers{n}.zarr"),
                        "--no-progress", "--no-dashboard"])
     compute = float(re.search(r"done: \d+ cells in ([0-9.]+) s", out).group(1))
     return wall, compute
@@ -184,7 +187,7 @@ def main() -> None:
     cells = len(KS) * RESAMPLES
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        timed([sys.executable, "-m", "pipeline.cli", "run", str(_write(work, 100)), "--out", str(work / "warm.zarr"),
+        timed([*ORDERCUBE, "run", str(_write(work, 100)), "--out", str(work / "warm.zarr"),
                "--no-progress"])  # warm-up, untimed: numba's cache, the OS's file cache
         loop_run(100)
         for n in args.n:
@@ -205,11 +208,11 @@ def main() -> None:
                   f"{loop / oc:7.2f} {throughput:15.1f} {reval_ratio} | {steady:6.2f} {loop_compute_s / steady:8.1f} | "
                   f"{before} -> {load()}", flush=True)
         floor, _ = timed([sys.executable, "-c", "import numpy, scipy"])
-        status, _ = timed([sys.executable, "-m", "pipeline.cli", "status", str(work / "warm.zarr")])
-        validate, _ = timed([sys.executable, "-m", "pipeline.cli", "validate", str(work / "peers100.yaml")])
-        quick_run, _ = timed([sys.executable, "-m", "pipeline.cli", "run", str(REPO / "configs" / "quickstart.yaml"),
+        status, _ = timed([*ORDERCUBE, "status", str(work / "warm.zarr")])
+        validate, _ = timed([*ORDERCUBE, "validate", str(work / "peers100.yaml")])
+        quick_run, _ = timed([*ORDERCUBE, "run", str(REPO / "configs" / "quickstart.yaml"),
                               "--out", str(work / "quick.zarr"), "--no-progress"])
-        quick_report, _ = timed([sys.executable, "-m", "pipeline.cli", "report", str(work / "quick.zarr")])
+        quick_report, _ = timed([*ORDERCUBE, "report", str(work / "quick.zarr")])
     print(f"python -c 'import numpy, scipy': {floor:.2f} s; ordercube status: {status:.2f} s ({status / floor:.1f}x), "
           f"validate: {validate:.2f} s ({validate / floor:.1f}x)")
     print(f"quickstart (1620 cells): run {quick_run:.2f} s + report {quick_report:.2f} s = {quick_run + quick_report:.2f} s; "

@@ -28,6 +28,10 @@ import yaml
 
 from pipeline import open_cube
 
+# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
+             else [sys.executable, "-m", "pipeline.cli"])
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,7 +47,7 @@ def main() -> None:
         raw = {**raw, "datasets": [_absolute(d, Path(args.config).resolve().parent) for d in raw["datasets"]]}
         config.write_text(yaml.safe_dump(raw))
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", str(config), "--out",
+        result = subprocess.run([*ORDERCUBE, "run", str(config), "--out",
                                  str(Path(folder) / "cube.zarr"), "--workers", str(args.workers), "--no-progress"],
                                 capture_output=True, text=True, check=True)
         wall = time.perf_counter() - started

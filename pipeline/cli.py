@@ -9,6 +9,7 @@ the cube and the message gives the command that resumes.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
@@ -16,6 +17,7 @@ import resource
 import shlex
 import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 from collections.abc import Callable
@@ -354,6 +356,27 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the output went to a pager or `head` that closed early: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+
+
+def entry_point() -> int:
+    """The installed ``ordercube`` command: :func:`main`, then an exit that skips the interpreter's teardown.
+
+    Freeing every module and object at exit took 0.15-0.2 s after a sweep (numba's dispatchers, zarr, the
+    arrays of the run), 5% of a sweep of 180 k-means cells at n = 10,000. Once main has returned, the atexit
+    handlers (logging's flush, distributed's, zarr's loop) run and the output is flushed as at a normal exit,
+    then the process ends; a thread that is not a daemon still alive (none of ours) gets the normal exit.
+    """
+    code = main()
+    if any(thread.is_alive() and not thread.daemon for thread in threading.enumerate()
+           if thread is not threading.main_thread()):
+        return code
+    atexit._run_exitfuncs()  # noqa: SLF001 (what a normal exit runs first, before the teardown skipped here)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,12 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 from sklearn.neighbors import KNeighborsClassifier
 
 from tasks.algorithms.kmeans import COMPILED_MAX_WORK, kmeans, kmeans_plusplus, lloyd, lloyd_sklearn
+from tasks.assignment import matched_weight, matched_weights
 from tasks.criteria.base import TrialFits
 from tasks.criteria.pairwise import pairwise_instability
 from tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
@@ -90,6 +92,32 @@ def test_matching_equals_brute_force_over_permutations():
         a, b = rng.integers(k, size=30), rng.integers(k, size=30)
         brute = min(np.mean(a != np.array(p)[b]) for p in itertools.permutations(range(k)))
         assert matched_disagreement(a, b, k) == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("values", [2, 7, 10**6])  # few values: many tied optima; many: one optimum
+def test_compiled_hungarian_gives_scipys_matched_weight(values):
+    rng = np.random.default_rng(values)
+    tables = [rng.integers(values, size=(k, k)) for k in rng.integers(1, 14, size=300)]
+    tables += [np.zeros((4, 4), dtype=np.int64), np.full((5, 5), 3), np.eye(6, dtype=np.int64)[::-1] * 9]
+    for table in tables:
+        rows, columns = linear_sum_assignment(table, maximize=True)
+        assert matched_weight(table) == table[rows, columns].sum(), table
+    stacked = rng.integers(values, size=(50, 6, 6))
+    assert matched_weights(stacked).tolist() == [matched_weight(table) for table in stacked]
+
+
+def test_random_baseline_is_the_scipy_matched_mean_bit_for_bit():
+    """The compiled matching changed no stored value: the baseline as computed with scipy before it."""
+    n_points, k, draws = 301, 6, 64
+    ours = random_labeling_disagreement(n_points, k, np.random.default_rng(3), draws=draws)
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(k, size=(draws, n_points)), rng.integers(k, size=(draws, n_points))
+    matched = np.empty(draws)
+    for i in range(draws):
+        table = confusion(a[i], b[i], k)
+        rows, columns = linear_sum_assignment(table, maximize=True)
+        matched[i] = table[rows, columns].sum()
+    assert ours == float(np.mean(1.0 - matched / n_points))
 
 
 def test_nearest_centroid_by_hand():

@@ -25,17 +25,13 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
     asymptotic ``1 - 1/k`` (seed 002 section 2), which is why it is estimated rather than assumed.
     """
-    from scipy.optimize import linear_sum_assignment  # imported by the first baseline only
+    from tasks.assignment import matched_weights  # numba: imported by the first baseline only
 
     a = rng.integers(k, size=(draws, n_points))
     b = rng.integers(k, size=(draws, n_points))
     offsets = (np.arange(draws) * k * k)[:, None]
     tables = np.bincount((offsets + a * k + b).ravel(), minlength=draws * k * k).reshape(draws, k, k)
-    matched = np.empty(draws)
-    for i, table in enumerate(tables):
-        rows, cols = linear_sum_assignment(table, maximize=True)
-        matched[i] = table[rows, cols].sum()
-    return float(np.mean(1.0 - matched / n_points))
+    return float(np.mean(1.0 - matched_weights(tables) / n_points))
 
 
 LANGE = Criterion(
