@@ -376,6 +376,13 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
+        fitted = get_algorithm(algorithm).model
+        if criterion.models is not None and fitted not in criterion.models:
+            offers = f"fits a model of kind {fitted!r}" if fitted else "gives labels only, no fitted model"
+            makers = sorted(name for name, other in ALGORITHMS.items() if other.model in criterion.models)
+            raise ConfigError(f"{key}[{j}]", f"{item} reads the fitted model ({' or '.join(criterion.models)}) of the "
+                              f"first half, and {algorithm!r} {offers}",
+                              f"compute {item} in a method with algorithm {' or '.join(makers)}")
         if item in names:
             raise ConfigError(key, f"repeated criteria in {show(value)}", "list each criterion once")
         names.append(item)
@@ -431,6 +438,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
+    _check_paired(datasets, methods)
     largest_n = max(n for dataset in datasets for n in dataset.n)
     from pipeline.supervision import check_supervised
 
@@ -463,6 +471,20 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                     published=_published(raw.get("published"), datasets, methods))
     check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
     return config
+
+
+def _check_paired(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
+    """A criterion of the generative mapping needs every dataset's halves paired (each method runs on every dataset)."""
+    for i, method in enumerate(methods):
+        for j, name in enumerate(method.criteria):
+            if not get_criterion(name).needs_paired_halves:
+                continue
+            for dataset in datasets:
+                if not dataset.params.get("paired", False):
+                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} maps row i of the second half to row i "
+                                      f"of the first, drawn from the same component, but dataset {dataset.name!r} has "
+                                      "no paired halves", "use a gaussian_mixture dataset with params: {paired: true} "
+                                      f"(every method runs on every dataset: put {name} in a config of paired data)")
 
 
 def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, dict[str, int]]:

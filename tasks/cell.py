@@ -86,24 +86,28 @@ def _fit_stream(spec: BlockSpec, trial: int, k: int, part: int) -> np.random.Gen
     return stream(spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, k, part)
 
 
+Fit = tuple[Labels, Labels, Any, Any]  # each half's labels, then each half's fitted model (None: not asked for)
+
+
 def _fit_halves(
     algorithm: Algorithm, params: dict[str, Any], first: NDArray[np.float64], second: NDArray[np.float64],
-    ks: list[int], rng_for: Callable[[int, int], np.random.Generator],
-) -> tuple[dict[int, tuple[Labels, Labels] | Exception], dict[int, float]]:
+    ks: list[int], rng_for: Callable[[int, int], np.random.Generator], *, with_models: bool = False,
+) -> tuple[dict[int, Fit | Exception], dict[int, float]]:
     """Both halves clustered for every k: per k, or all k at once when the algorithm can share work.
 
-    Returns the labels (or the exception that stopped the fit) and the fit time charged to each k.
-    An algorithm's randomness for one k comes from ``rng_for(k, half)``; a joint fit of all k uses
-    ``rng_for(0, half)``.
+    Returns the labels and models (or the exception that stopped the fit) and the fit time charged to
+    each k. ``with_models``: a criterion reads the fitted models, so the algorithm's ``fit`` gives labels
+    and model together (the same labels as ``cluster``, from the same stream). An algorithm's randomness
+    for one k comes from ``rng_for(k, half)``; a joint fit of all k uses ``rng_for(0, half)``.
     """
-    fitted: dict[int, tuple[Labels, Labels] | Exception] = {}
+    fitted: dict[int, Fit | Exception] = {}
     seconds: dict[int, float] = {}
     if algorithm.cluster_many is not None and ks:
         started = time.perf_counter()
         try:
             on_first = algorithm.cluster_many(first, ks, rng_for(0, 0), **params)
             on_second = algorithm.cluster_many(second, ks, rng_for(0, 1), **params)
-            fitted = {k: (on_first[k], on_second[k]) for k in ks}
+            fitted = {k: (on_first[k], on_second[k], None, None) for k in ks}
         except Exception as error:  # every k of the joint fit fails with it
             fitted = {k: error for k in ks}
         seconds = dict.fromkeys(ks, (time.perf_counter() - started) / len(ks))
@@ -111,8 +115,13 @@ def _fit_halves(
     for k in ks:
         started = time.perf_counter()
         try:
-            fitted[k] = (algorithm.cluster(first, k, rng_for(k, 0), **params),
-                         algorithm.cluster(second, k, rng_for(k, 1), **params))
+            if with_models and algorithm.fit is not None:
+                (labels_first, model_first), (labels_second, model_second) = (
+                    algorithm.fit(first, k, rng_for(k, 0), **params), algorithm.fit(second, k, rng_for(k, 1), **params))
+                fitted[k] = (labels_first, labels_second, model_first, model_second)
+            else:
+                fitted[k] = (algorithm.cluster(first, k, rng_for(k, 0), **params),
+                             algorithm.cluster(second, k, rng_for(k, 1), **params), None, None)
         except Exception as error:
             fitted[k] = error
         seconds[k] = time.perf_counter() - started
@@ -156,6 +165,7 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
     per_trial = [criterion for criterion in criteria if criterion.evaluate_trial is not None]
     options = {name: dict(values) for name, values in spec.criterion_options}
     with_eval = any(criterion.needs_evaluation_sample for criterion in criteria)
+    with_models = any(criterion.models is not None for criterion in criteria)
     shape = (len(spec.ks), len(spec.trials))
     values = {variable: np.full(shape, np.nan) for variable in spec.variables}
     status = np.full(shape, Status.OK, dtype=np.int8)
@@ -177,7 +187,7 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
         half = data.first.shape[0]
         feasible = [k for k in spec.ks if algorithm.feasible(k, half)]
         fitted, fit_seconds = _fit_halves(algorithm, params, data.first, data.second, feasible,
-                                          partial(_fit_stream, spec, trial))
+                                          partial(_fit_stream, spec, trial), with_models=with_models)
         fits_by_k: dict[int, TrialFits] = {}
         for i, k in enumerate(spec.ks):
             started = time.perf_counter()
@@ -192,11 +202,12 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
                     raise outcome
                 fits = TrialFits(first=data.first, second=data.second, labels_first=outcome[0],
                                  labels_second=outcome[1], k=k, predictor=predictor, evaluation=data.evaluation,
-                                 pairing=pairing, truth=data.truth)
+                                 pairing=pairing, truth=data.truth, model_first=outcome[2], model_second=outcome[3],
+                                 paired=data.paired)
                 fits_by_k[k] = fits
                 for criterion in per_k:
                     if k >= criterion.min_k:  # below it the value stays NaN: not applicable
-                        values[criterion.name][i, j] = criterion.evaluate(fits)
+                        values[criterion.name][i, j] = criterion.evaluate(fits, **options.get(criterion.name, {}))
             except Exception as error:  # a failing cell is data: recorded, and the block goes on
                 status[i, j], reason[i, j] = Status.FAILED, describe(error)
                 for variable in values:

@@ -69,6 +69,14 @@ class Algorithm:
     releases_gil : bool
         Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
         sweep in one process may compute on one thread per core instead of starting a cluster.
+    fit : callable or None
+        ``fit(X, k, rng, **params)`` → ``(labels, model)``: the same labels as ``cluster`` and the fitted model
+        they come from, for criteria that read the model (seed 004's transfer costs); called instead of
+        ``cluster`` when a criterion of the method needs it, so nothing is fitted twice.
+    model : str or None
+        The kind of model ``fit`` returns, matched against ``Criterion.models``: ``"mixture"`` (with
+        ``score_samples(X)``, the log-likelihood per point), ``"centroids"`` (with ``centers`` of shape
+        (k, n_features)).
     points_beyond_k : int
         A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
         leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
@@ -88,6 +96,8 @@ class Algorithm:
     classify: Callable[..., dict[str, NDArray[np.float64]]] | None = None
     points_beyond_k: int = 1  # a classifier's learning set holds at least k + this many points
     releases_gil: bool = False  # its compiled kernels run outside the GIL: threads in one process scale
+    fit: Callable[..., tuple[NDArray[np.int64], Any]] | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -130,7 +140,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     # (180 cells: 0.9 s at n = 1,000, 5.2 s at n = 10,000)
     "kmeans": Algorithm("kmeans", Deferred("tasks.algorithms.kmeans:kmeans_labels"), {"n_init": 10, "max_iter": 300, "tol": 1e-4},
                         ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=6e-7,
-                        releases_gil=True),
+                        releases_gil=True, fit=Deferred("tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", Deferred("tasks.algorithms.kmeans1d:exact_labels"), {},
                                  cluster_many=Deferred("tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
@@ -142,7 +152,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
     "gaussian_mixture": Algorithm("gaussian_mixture", Deferred("tasks.algorithms.mixture:gaussian_mixture"),
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
-                                  seconds_per_point=2e-5,
+                                  seconds_per_point=2e-5, fit=Deferred("tasks.algorithms.mixture:gaussian_mixture_fit"),
+                                  model="mixture",
                                   ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
                                           "n_init": RESTARTS, "max_iter": ITERATIONS, "reg_covar": number(0.0)}),
     # one tree cut at every k; linkage: ward, average, complete or single;

@@ -193,6 +193,15 @@ def kmeans(
     return KMeansResult(labels=labels[best], centers=centers[best], inertia=float(inertia[best]))
 
 
+def kmeans_fit(
+    X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
+    tol: float = 1e-4,
+) -> tuple[NDArray[np.int64], KMeansResult]:
+    """The labels of :func:`kmeans` with the fit they come from (its centres: seed 004's transfer costs)."""
+    result = kmeans(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol)
+    return result.labels, result
+
+
 def kmeans_labels(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
     tol: float = 1e-4,

@@ -36,6 +36,13 @@ def fit_gaussian_mixture(
     return model.fit(X)
 
 
+def gaussian_mixture_fit(X: NDArray[np.float64], k: int, rng: np.random.Generator,
+                         **params: Any) -> tuple[NDArray[np.int64], GaussianMixture]:
+    """The labels of :func:`gaussian_mixture` with the fitted mixture (its likelihood: seed 004's eq. 6)."""
+    model = fit_gaussian_mixture(X, k, rng, **params)
+    return model.predict(X).astype(np.int64), model
+
+
 def gaussian_mixture(X: NDArray[np.float64], k: int, rng: np.random.Generator, **params: Any) -> NDArray[np.int64]:
     """Hard labels (maximum posterior) of :func:`fit_gaussian_mixture` on ``X``.
 

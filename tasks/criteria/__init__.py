@@ -16,10 +16,12 @@ from tasks.criteria.pairwise import PAIRWISE
 from tasks.criteria.prediction_strength import PREDICTION_STRENGTH
 from tasks.criteria.stability import LANGE
 from tasks.criteria.supervised import SUPERVISED_CRITERIA
+from tasks.criteria.transfer import TRANSFER_CRITERIA
 
 CRITERIA: dict[str, Criterion] = {
     criterion.name: criterion
-    for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT, *SUPERVISED_CRITERIA]
+    for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT, *SUPERVISED_CRITERIA,
+                      *TRANSFER_CRITERIA]
 }
 # Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap").
 VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.items() for variable in criterion.variables}

@@ -35,6 +35,13 @@ class TrialFits:
         A random permutation of the evaluation points, shared by every k of the trial.
     truth : ndarray of shape (2m,) or None
         The known classes of ``first`` then ``second``, when the dataset has them.
+    model_first, model_second : object or None
+        Each half's fitted model, when a criterion of the method reads it (``Criterion.models``): of the kind
+        ``Algorithm.model`` names (``"mixture"``: a scikit-learn-like mixture with ``score_samples``;
+        ``"centroids"``: an object with ``centers`` of shape (k, n_features)).
+    paired : bool
+        Row i of ``second`` was drawn from the same component as row i of ``first`` (a synthetic dataset
+        with ``paired: true``; seed 004's generative mapping).
     """
 
     first: NDArray[np.float64]
@@ -46,6 +53,9 @@ class TrialFits:
     evaluation: NDArray[np.float64] | None = None
     pairing: NDArray[np.int64] | None = None
     truth: NDArray[np.int64] | None = None
+    model_first: Any = None
+    model_second: Any = None
+    paired: bool = False
 
     @cached_property
     def second_predicted_from_first(self) -> Labels:
@@ -165,7 +175,7 @@ class Criterion:
     name : str
         Also the name of its (first) variable in the cube.
     evaluate : callable or None
-        ``evaluate(fits)`` → the raw per-trial value stored in the cube.
+        ``evaluate(fits, **options)`` → the raw per-trial value stored in the cube.
     evaluate_trial : callable or None
         ``evaluate_trial(sample, **options)`` → ``{output: {k: value}}`` for every output and k of the sample.
     min_k : int
@@ -193,6 +203,13 @@ class Criterion:
         An error rate of a classifier fitted with the labels as the response (seed 003): computed by the
         method's classifier kernel for every k of a trial at once (neither ``evaluate`` nor
         ``evaluate_trial``), on a learning/test split of the trial's labelled sample.
+    models : tuple of str or None
+        The kinds of fitted model it reads from ``TrialFits.model_first`` (an algorithm's ``Algorithm.model``:
+        ``"mixture"``, ``"centroids"``); None when it reads labels only. A method whose algorithm fits no such
+        model is refused when the config is read.
+    needs_paired_halves : bool
+        It maps row i of the second half to row i of the first (seed 004's generative mapping): only for a
+        synthetic dataset that draws paired halves.
     """
 
     name: str
@@ -209,6 +226,8 @@ class Criterion:
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
     supervised: bool = False
+    models: tuple[str, ...] | None = None
+    needs_paired_halves: bool = False
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -28,12 +28,15 @@ class TrialData:
         An independent sample, disjoint from both halves, when asked for.
     truth : ndarray of shape (2 * (n // 2),) or None
         The known classes of ``first`` then ``second``, when the source has them.
+    paired : bool
+        Row i of ``second`` was drawn from the same component as row i of ``first``.
     """
 
     first: NDArray[np.float64]
     second: NDArray[np.float64]
     evaluation: NDArray[np.float64] | None
     truth: NDArray[np.int64] | None = None
+    paired: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,10 @@ class Source(Protocol):
 
 
 def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
-            truth: NDArray[np.int64] | None) -> TrialData:
+            truth: NDArray[np.int64] | None, *, paired: bool = False) -> TrialData:
     half = X.shape[0] // 2
     return TrialData(first=X[:half], second=X[half : 2 * half], evaluation=evaluation,
-                     truth=None if truth is None else truth[: 2 * half])
+                     truth=None if truth is None else truth[: 2 * half], paired=paired)
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,15 @@ class SyntheticSource:
     ) -> TrialData:
         sample = get_synthetic(self.name).sample
         X, component = sample(n, draw_rng, **self.params)
-        # Generators may emit points grouped by component: shuffle so the halves are i.i.d.
-        order = draw_rng.permutation(n)
+        paired = bool(self.params.get("paired", False))
+        if paired:  # row i and row n//2 + i are a pair: shuffle the pairs, keeping each pair's rows aligned
+            half = n // 2
+            pairs = draw_rng.permutation(half)
+            order = np.concatenate([pairs, pairs + half, np.arange(2 * half, n)])
+        else:  # generators may emit points grouped by component: shuffle so the halves are i.i.d.
+            order = draw_rng.permutation(n)
         evaluation = sample(n, eval_rng, **self.params)[0] if with_eval else None
-        return _halves(X[order], evaluation, component[order])
+        return _halves(X[order], evaluation, component[order], paired=paired)
 
     def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample:
         generator = get_synthetic(self.name)

@@ -1,0 +1,139 @@
+"""Minimum transfer cost (seed 004: Frank, Chehreghani & Buhmann): fit on one sample, pay on another.
+
+The principle (l. 52-56): fit the model of order k on X⁽¹⁾, map every object of X⁽²⁾ to an object or a
+structure of that solution (the mapping ψ), and choose the k of lowest transfer cost, eq. (3):
+
+    Rᵀ(s⁽¹⁾, X⁽²⁾, k) = (1/N₂) Σ_{i'} Σ_i R_{i'}(s⁽¹⁾(i), x⁽²⁾_{i'}, k) 𝕀{ψ(i') = i}.
+
+Every cost here is that mean over the second half's N₂ objects, read from the first half's fitted
+model (``TrialFits.model_first``; nothing is fitted again):
+
+- Gaussian mixture, eq. (6) (l. 76-78): the mean negative log-likelihood of X⁽²⁾ under the mixture fitted on
+  X⁽¹⁾; no mapping is needed, each new point's likelihood is computed directly.
+- k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, spec §2.1 [A]), eq. (11) (l. 158-167), with four
+  mappings: to the nearest object of X⁽¹⁾ (``mtc_nn_object``), to the nearest centroid (ψˢ,
+  ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
+  halves only), and the soft mapping of eq. (14) (l. 185-187, ``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
+
+All are decided by the smallest value with exact ties to the smallest k (spec G6): a transfer cost is flat
+where extra clusters stay empty, and the parsimonious order is then the meaningful one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.params import choice, number
+
+ROWS_PER_BLOCK = 2048  # distances to the first half in blocks of rows: memory stays O(block x N1)
+SMALLEST = Decision(rule="smallest", ties="smallest")
+
+
+def _squared_distances(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """‖x_a − y_b‖² for every row pair, shape (len(X), len(Y)), by differences (exact for identical rows)."""
+    return ((X[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2)
+
+
+def _centers(fits: TrialFits) -> NDArray[np.float64]:
+    return np.asarray(fits.model_first.centers, dtype=np.float64)
+
+
+def mixture_transfer_cost(fits: TrialFits) -> float:
+    """Eq. (6) over N₂: ``−(1/N₂) Σ_{i'} ln Σ_t π_t N(x⁽²⁾_{i'} | μ_t, Σ_t)`` with the first half's mixture."""
+    return float(-np.mean(fits.model_first.score_samples(fits.second)))
+
+
+def train_cost(fits: TrialFits) -> float:
+    """``R(s⁽¹⁾, X⁽¹⁾, k) / N₁``: the k-means cost of the first half's own solution per object (decreases in k)."""
+    centers = _centers(fits)
+    return float(np.mean(((fits.first - centers[fits.labels_first]) ** 2).sum(axis=1)))
+
+
+def nn_object_cost(fits: TrialFits) -> float:
+    """Eq. (11), first line: each x⁽²⁾_{i'} mapped to its nearest object i of X⁽¹⁾ (Euclidean; exact ties, which
+    continuous data do not produce, to the lowest index), paying ‖x⁽²⁾_{i'} − μ_{c(i)}‖²."""
+    centers = _centers(fits)
+    total = 0.0
+    for start in range(0, fits.second.shape[0], ROWS_PER_BLOCK):
+        block = fits.second[start:start + ROWS_PER_BLOCK]
+        nearest = _squared_distances(block, fits.first).argmin(axis=1)
+        total += float(((block - centers[fits.labels_first[nearest]]) ** 2).sum())
+    return total / fits.second.shape[0]
+
+
+def nn_centroid_cost(fits: TrialFits) -> float:
+    """Eq. (11), second line (the structure mapping ψˢ of eq. 4): ``(1/N₂) Σ_{i'} min_t ‖x⁽²⁾_{i'} − μ⁽¹⁾_t‖²``."""
+    return float(np.mean(_squared_distances(fits.second, _centers(fits)).min(axis=1)))
+
+
+def generative_cost(fits: TrialFits) -> float:
+    """The generative mapping ψᴳ (eq. 5, l. 64-66): row i' of X⁽²⁾ was drawn from the component of row i = i'
+    of X⁽¹⁾, so it pays ‖x⁽²⁾_{i'} − μ_{c(i')}‖² (paired halves only: the config checks the dataset)."""
+    if not fits.paired:
+        raise ValueError("mtc_generative needs paired halves (a synthetic dataset with paired: true)")
+    return float(np.mean(((fits.second - _centers(fits)[fits.labels_first]) ** 2).sum(axis=1)))
+
+
+def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_object") -> float:
+    """Eq. (14) (l. 185): ``(1/N₂) Σ_{i'} Σ_t d_t · exp(−β d_t) / Σ_{t'} exp(−β d_{t'})``, d_t = ‖μ⁽¹⁾_t − x⁽²⁾_{i'}‖².
+
+    β = ``beta_factor`` / R1 (l. 187: "β = 0.75 * R(s⁽¹⁾, X⁽¹⁾, 1)⁻¹"), R1 the cost of the one-cluster solution
+    on X⁽¹⁾: per object (``r1 = "per_object"``, mean ‖x − x̄‖², the reading that reproduces the paper: spec §2.1)
+    or the literal sum of eq. (2) (``r1 = "sum"``, which makes the mapping nearly uniform).
+    """
+    spread = ((fits.first - fits.first.mean(axis=0)) ** 2).sum(axis=1)
+    r1_cost = float(spread.mean() if r1 == "per_object" else spread.sum())
+    beta = beta_factor / r1_cost if r1_cost > 0 else np.inf
+    d = _squared_distances(fits.second, _centers(fits))
+    if np.isinf(beta):  # every point of X1 identical: the hard (nearest-centroid) mapping is the limit
+        return float(np.mean(d.min(axis=1)))
+    logits = -beta * (d - d.min(axis=1, keepdims=True))  # shifted: exp never overflows, the weights are unchanged
+    weights = np.exp(logits)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return float(np.mean((weights * d).sum(axis=1)))
+
+
+MTC = Criterion(
+    name="mtc", min_k=1, evaluate=mixture_transfer_cost, decision=SMALLEST, models=("mixture",),
+    description="minimum transfer cost (Frank et al. eq. 6): mean negative log-likelihood of the second half "
+                "under the mixture fitted on the first",
+)
+TRAIN_COST = Criterion(
+    name="train_cost", min_k=1, evaluate=train_cost, decision=SMALLEST, models=("centroids",),
+    description="k-means cost of the first half's own solution per object, R(s1, X1, k)/N1 (decreases in k)",
+)
+MTC_NN_OBJECT = Criterion(
+    name="mtc_nn_object", min_k=1, evaluate=nn_object_cost, decision=SMALLEST, models=("centroids",),
+    description="transfer cost, nearest-object mapping (Frank et al. eq. 11, first line)",
+)
+MTC_NN_CENTROID = Criterion(
+    name="mtc_nn_centroid", min_k=1, evaluate=nn_centroid_cost, decision=SMALLEST, models=("centroids",),
+    description="transfer cost, nearest-centroid mapping (Frank et al. eq. 11, second line)",
+)
+MTC_GENERATIVE = Criterion(
+    name="mtc_generative", min_k=1, evaluate=generative_cost, decision=SMALLEST, models=("centroids",),
+    needs_paired_halves=True,
+    description="transfer cost, generative mapping of paired halves (Frank et al. eq. 5)",
+)
+MTC_SOFT = Criterion(
+    name="mtc_soft", min_k=1, evaluate=soft_cost, decision=SMALLEST, models=("centroids",),
+    options={"beta_factor": 0.75, "r1": "per_object"},
+    ranges={"beta_factor": number(0.0, low_open=True), "r1": choice("per_object", "sum")},
+    description="transfer cost, soft mapping (Frank et al. eq. 14, beta = beta_factor / R1)",
+)
+
+
+def effective_clusters(fits: TrialFits) -> float:
+    """The number of non-empty clusters of the first half's solution: an algorithm may leave clusters empty (seed 004
+    l. 150: the Gibbs sampler "always selects the correct number of clusters on its own. The extra clusters are
+    simply left empty"), and then the transfer cost is flat in k."""
+    return float(np.unique(fits.labels_first).size)
+
+
+K_EFFECTIVE = Criterion(
+    name="k_effective", min_k=1, evaluate=effective_clusters, decision=Decision(rule="none"),
+    description="number of non-empty clusters of the first half's solution (a diagnostic)",
+)
+TRANSFER_CRITERIA = (MTC, TRAIN_COST, MTC_NN_OBJECT, MTC_NN_CENTROID, MTC_GENERATIVE, MTC_SOFT, K_EFFECTIVE)
