@@ -286,6 +286,10 @@ def _report(args: argparse.Namespace) -> int:
     if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")
         print(comparison_matrix(table, published).to_string())
+    crossings = table.attrs.get("sweep_crossings")
+    if crossings is not None and not crossings.empty:
+        print("\nswept parameter: the first value at which a criterion's modal choice falls below the true k (sweep.csv)")
+        print(crossings.to_string(index=False))
     one = table.attrs.get("table_one")
     if one is not None and not one.empty:
         print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "

@@ -209,8 +209,8 @@ def _integer(value: Any, key: str, *, minimum: int, fix: str, maximum: int | Non
 
 
 def _name(value: Any, key: str) -> str:
-    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
-        raise ConfigError(key, f"expected a name of letters, digits, '_' or '-', got {show(value)}", "rename it")
+    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise ConfigError(key, f"expected a name of letters, digits, '_', '-' or '.', got {show(value)}", "rename it")
     if len(value) > MAX_NAME:
         raise ConfigError(key, f"a name of {len(value):,} characters ({show(value, 30)}); at most {MAX_NAME}, as it "
                           "labels the cube and names folders", f"shorten it to {MAX_NAME} characters or fewer")
@@ -428,7 +428,10 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
     from pipeline.dataspec import dataset_spec, plain_entry  # it builds on this module's helpers
 
-    datasets = tuple(dataset_spec(entry, i, global_n, base, ks) for i, entry in enumerate(datasets_raw))
+    from pipeline.sweeps import expand
+
+    datasets = tuple(dataset_spec(entry, i, global_n, base, ks) for i, given in enumerate(datasets_raw)
+                     for entry, _ in expand(given, f"datasets[{i}]"))
     _unique([d.name for d in datasets], "datasets")
     _unique([m.name for m in methods], "methods")
     if any(m.needs_evaluation_sample for m in methods):

@@ -42,7 +42,7 @@ def _pandas(*names: str) -> tuple[type, ...]:
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
-    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", *TABLE_KEYS}, key)
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", *TABLE_KEYS}, key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:

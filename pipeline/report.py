@@ -18,6 +18,7 @@ from pipeline.reduce import (
     true_k,
 )
 from pipeline.reduce_supervised import supervised_in
+from pipeline.sweeps import swept
 from tasks.criteria import CRITERIA
 
 if TYPE_CHECKING:
@@ -253,6 +254,11 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
                                out / f"{criterion}_scaling.png", log=log)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
+    sweeps = swept(json.loads(cube.attrs.get("ordercube_config", "{}")))
+    if sweeps:  # a generator parameter as an axis: the choices against it, and where each criterion stops finding k
+        from pipeline.report_sweep import write_sweeps
+
+        table.attrs["sweep_crossings"] = write_sweeps(frequency, true_k(scores), sweeps, out)
     if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 

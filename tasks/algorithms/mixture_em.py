@@ -78,6 +78,16 @@ class MixtureFit:
     n_iter: int
     labels: NDArray[np.int64]
 
+    # scikit-learn's names, so that a criterion reads either mixture the same way (seed 004's eq. 6, BIC, AIC)
+    def score_samples(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
+        return score_samples(self, X)
+
+    def bic(self, X: NDArray[np.float64]) -> float:
+        return bic(self, X)
+
+    def aic(self, X: NDArray[np.float64]) -> float:
+        return aic(self, X)
+
 
 @njit(cache=True, nogil=True)
 def _precision_cholesky(covariances: NDArray[np.float64], precisions_chol: NDArray[np.float64]) -> bool:
@@ -464,3 +474,16 @@ def bic(fit: MixtureFit, X: NDArray[np.float64]) -> float:
 def aic(fit: MixtureFit, X: NDArray[np.float64]) -> float:
     """Akaike information criterion on ``X`` (n_samples, n_features): ``-2 log L + 2 p`` (lower is better)."""
     return float(-2.0 * score_samples(fit, X).mean() * X.shape[0] + 2 * n_parameters(fit))
+
+
+def mixture_em_fit(X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 1, max_iter: int = 100,
+                   tol: float = 1e-3, reg_covar: float = 1e-6) -> tuple[NDArray[np.int64], MixtureFit]:
+    """The registry's ``fit`` for ``gaussian_mixture_em``: :func:`fit_mixture`'s labels and the mixture."""
+    fit = fit_mixture(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol, reg_covar=reg_covar)
+    return fit.labels, fit
+
+
+def mixture_em_labels(X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 1,
+                      max_iter: int = 100, tol: float = 1e-3, reg_covar: float = 1e-6) -> NDArray[np.int64]:
+    """The registry's ``cluster`` for ``gaussian_mixture_em``: the labels of :func:`fit_mixture`."""
+    return fit_mixture(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol, reg_covar=reg_covar).labels

@@ -6,7 +6,8 @@ log L and p free parameters (scikit-learn's count for the covariance type):
     BIC(k) = -2 log L + p log n   (Schwarz),      AIC(k) = -2 log L + 2 p   (Akaike),
 
 both decided by the smallest value. One EM fit per (trial, k) serves both criteria; its randomness is
-the method's stream for the whole sample, so the fit is the same whichever of the two is computed.
+the method's stream for the whole sample, so the fit is the same whichever of the two is computed. The mixture is
+the method's: scikit-learn's EM (``gaussian_mixture``) or the compiled one (``gaussian_mixture_em``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ from tasks.algorithms.mixture import fit_gaussian_mixture
 from tasks.criteria.base import Criterion, TrialSample
 
 
+MIXTURES = ("gaussian_mixture", "gaussian_mixture_em")  # scikit-learn's EM, and the compiled one
+
+
 def _mixtures(sample: TrialSample) -> dict:
+    if sample.algorithm == "gaussian_mixture_em":
+        from tasks.algorithms.mixture_em import fit_mixture as fitter
+    else:
+        fitter = fit_gaussian_mixture
+
     def fit() -> dict:
-        return {k: fit_gaussian_mixture(sample.X, k, sample.fit_rng(k, (3, 0, 0, 0)), **sample.params) for k in sample.ks}
+        return {k: fitter(sample.X, k, sample.fit_rng(k, (3, 0, 0, 0)), **sample.params) for k in sample.ks}
 
     return sample.cached("gaussian_mixture", fit)
 
@@ -32,7 +41,7 @@ def aic(sample: TrialSample) -> dict[str, dict[int, float]]:
     return {"aic": {k: float(model.aic(sample.X)) for k, model in _mixtures(sample).items()}}
 
 
-BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=("gaussian_mixture",), extra_fits=lambda options: 1.0,
+BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
                 description="Bayesian information criterion of the Gaussian mixture fitted to the trial's sample")
-AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=("gaussian_mixture",), extra_fits=lambda options: 1.0,
+AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
                 description="Akaike information criterion of the Gaussian mixture fitted to the trial's sample")
