@@ -73,7 +73,7 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
 
 
 def summarise(scores: xr.Dataset) -> xr.Dataset:
-    """Mean, standard deviation, quartiles and number of trials of every score over ``trial``."""
+    """Mean, standard deviation, median, quartiles and number of trials of every score over ``trial``."""
     out = {}
     with warnings.catch_warnings():
         # cells that are not planned or not ok are NaN by design: an all-NaN slice is a normal case
@@ -82,6 +82,7 @@ def summarise(scores: xr.Dataset) -> xr.Dataset:
         for name, values in scores.data_vars.items():
             out[f"{name}_mean"] = values.mean("trial")
             out[f"{name}_std"] = values.std("trial", ddof=1)
+            out[f"{name}_median"] = values.median("trial")
             out[f"{name}_q25"] = values.quantile(0.25, "trial").drop_vars("quantile")
             out[f"{name}_q75"] = values.quantile(0.75, "trial").drop_vars("quantile")
             out[f"{name}_trials"] = values.notnull().sum("trial")

@@ -254,6 +254,10 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
                                out / f"{criterion}_scaling.png", log=log)
         plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
                                  true_k(scores))
+    from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
+
+    if transfer_criteria(summary):  # seed 004: every mapping's cost curve, median and quartiles (Fig. 6)
+        plot_transfer_costs(summary, out)
     sweeps = swept(json.loads(cube.attrs.get("ordercube_config", "{}")))
     if sweeps:  # a generator parameter as an axis: the choices against it, and where each criterion stops finding k
         from pipeline.report_sweep import write_sweeps
