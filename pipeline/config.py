@@ -23,7 +23,7 @@ from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
-from tasks.predictors import PREDICTORS, get_predictor
+from tasks.predictors import GRAPH_PREDICTORS, PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
 
@@ -104,6 +104,7 @@ class DatasetSpec:
     # a number of points shared among the classes in proportion, or explicit counts per class code.
     learning: int = 0
     learning_per_class: tuple[int, ...] = ()
+    objects: str = "points"  # or "graph": rows are nodes (a signed graph's weights)
 
 
 @dataclass(frozen=True)
@@ -442,6 +443,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
     _check_paired(datasets, methods)
+    _check_objects(datasets, methods)
     largest_n = max(n for dataset in datasets for n in dataset.n)
     from pipeline.supervision import check_supervised
 
@@ -488,6 +490,38 @@ def _check_paired(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, 
                                       f"of the first, drawn from the same component, but dataset {dataset.name!r} has "
                                       "no paired halves", "use a gaussian_mixture dataset with params: {paired: true} "
                                       f"(every method runs on every dataset: put {name} in a config of paired data)")
+
+
+def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
+    """Points go to point algorithms and graphs to graph algorithms, with a predictor and criteria that read them."""
+    for i, method in enumerate(methods):
+        algorithm = get_algorithm(method.algorithm)
+        for dataset in datasets:
+            if dataset.objects != algorithm.objects:
+                graph = "correlation_gibbs"
+                raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} is "
+                                  f"{'a graph (its objects are nodes)' if dataset.objects == 'graph' else 'points'}, and "
+                                  f"{method.algorithm!r} clusters {'graphs' if algorithm.objects == 'graph' else 'points'}",
+                                  f"use algorithm {graph} for graph datasets and a point algorithm (kmeans, ...) for points; "
+                                  "every method runs on every dataset: a config per kind")
+        graph_predictor = method.predictor in GRAPH_PREDICTORS
+        if graph_predictor != (algorithm.objects == "graph"):
+            raise ConfigError(f"methods[{i}].predictor", f"{method.predictor!r} transfers "
+                              f"{'nodes of a graph' if graph_predictor else 'points'}, and {method.algorithm!r} clusters "
+                              f"{'graphs' if algorithm.objects == 'graph' else 'points'}",
+                              "use predictor graph_transfer with correlation_gibbs, a point predictor otherwise")
+        if algorithm.objects == "graph":
+            for j, name in enumerate(method.criteria):
+                criterion = get_criterion(name)
+                if criterion.evaluate is None or criterion.needs_evaluation_sample:
+                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (a whole sample, reference "
+                                      "sets or an evaluation sample), not the nodes of a graph",
+                                      "use lange, mtc, k_effective or agreement with correlation_gibbs")
+    for i, dataset in enumerate(datasets):
+        clusters = dataset.params.get("clusters", 0) if dataset.objects == "graph" else 0
+        if clusters and min(dataset.n) < 2 * clusters:
+            raise ConfigError(f"datasets[{i}].n", f"n = {min(dataset.n)} nodes cannot hold {clusters} planted clusters "
+                              "in each half", f"use n >= {2 * clusters}")
 
 
 def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, dict[str, int]]:

@@ -79,6 +79,8 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
         truth = f"{truth}; {describe_learning(spec)}"
     if spec.kind in TABLE_KINDS:
         return f"{spec.read}; {truth}"
+    if spec.objects == "graph":
+        return f"synthetic {spec.kind}, a fresh signed graph of n nodes per trial, halved as node sets; {truth}"
     return f"synthetic {spec.kind}, {spec.n_features} features, n fresh points per trial; {truth}"
 
 
@@ -103,7 +105,8 @@ def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any,
                           "give integer sample sizes")
     identity = {"kind": kind, "params": params}
     return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
-                       true_k=generator.true_k(params), n_features=n_features, identity=identity)
+                       true_k=generator.true_k(params), n_features=n_features, identity=identity,
+                       objects=generator.objects)
 
 
 _ONE_LABEL_SET_FIX = ("give one; to compare with several label sets, list the dataset once per label column, each "

@@ -203,7 +203,7 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
                 fits = TrialFits(first=data.first, second=data.second, labels_first=outcome[0],
                                  labels_second=outcome[1], k=k, predictor=predictor, evaluation=data.evaluation,
                                  pairing=pairing, truth=data.truth, model_first=outcome[2], model_second=outcome[3],
-                                 paired=data.paired)
+                                 model_kind=algorithm.model, paired=data.paired)
                 fits_by_k[k] = fits
                 for criterion in per_k:
                     if k >= criterion.min_k:  # below it the value stays NaN: not applicable

@@ -101,12 +101,24 @@ def linear_discriminant(
         return model.predict(X_new).astype(np.int64)
 
 
+def graph_transfer(
+    X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """Seed 004's eqs. (9)-(10) for nodes of a graph: each new node to the training cluster it has the most
+    weight to (:func:`tasks.algorithms.correlation.graph_transfer`; use with ``correlation_gibbs``)."""
+    from tasks.algorithms.correlation import graph_transfer as transfer  # numba: for graph sweeps only
+
+    return transfer(X_train, labels, k, X_new)
+
+
 PREDICTORS: dict[str, Predictor] = {
     "nearest_centroid": nearest_centroid,
     "nearest_neighbor": nearest_neighbor,
     "gaussian_posterior": gaussian_posterior,
     "linear_discriminant": linear_discriminant,
+    "graph_transfer": graph_transfer,
 }
+GRAPH_PREDICTORS = ("graph_transfer",)  # they read a graph's edges, not points' coordinates
 
 
 def get_predictor(name: str) -> Predictor:

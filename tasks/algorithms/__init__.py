@@ -77,6 +77,9 @@ class Algorithm:
         The kind of model ``fit`` returns, matched against ``Criterion.models``: ``"mixture"`` (with
         ``score_samples(X)``, the log-likelihood per point), ``"centroids"`` (with ``centers`` of shape
         (k, n_features)).
+    objects : str
+        What the rows of a half are: ``"points"`` (feature vectors) or ``"graph"`` (nodes, each row its edge
+        weights; :mod:`tasks.algorithms.correlation` gives the layout); data and algorithm must agree.
     points_beyond_k : int
         A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
         leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
@@ -98,6 +101,7 @@ class Algorithm:
     releases_gil: bool = False  # its compiled kernels run outside the GIL: threads in one process scale
     fit: Callable[..., tuple[NDArray[np.int64], Any]] | None = None
     model: str | None = None
+    objects: str = "points"  # or "graph": the rows of a half are nodes (tasks.algorithms.correlation's layout)
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -133,6 +137,18 @@ def _annealing_schedule(params: Mapping[str, Any]) -> None:
         raise ParamError("cooling", f"cooling = {show(cooling)} with final_temperature = {show(final)} anneals through "
                          f"{steps:,.0f} temperatures, more than {MAX_TEMPERATURES:,}",
                          "lower cooling (e.g. 0.9) or raise final_temperature")
+
+
+def _gibbs_schedule(params: Mapping[str, Any]) -> None:
+    """The Gibbs sampler anneals from ``start_temperature`` times the number of nodes (up to a million here) down to
+    ``final_temperature``: that many sweeps must stay affordable too."""
+    cooling, start, final = params.get("cooling", 0.9), params.get("start_temperature", 0.1), params.get(
+        "final_temperature", 0.01)
+    steps = np.log(final / (start * 1e6)) / np.log(cooling)
+    if steps > MAX_TEMPERATURES:
+        raise ParamError("cooling", f"cooling = {show(cooling)} from start_temperature = {show(start)} x nodes down to "
+                         f"final_temperature = {show(final)} anneals through up to {steps:,.0f} sweeps, more than "
+                         f"{MAX_TEMPERATURES:,}", "lower cooling (e.g. 0.9) or raise final_temperature")
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -184,6 +200,16 @@ ALGORITHMS: dict[str, Algorithm] = {
     "path_based": Algorithm("path_based", Deferred("tasks.algorithms.hierarchical:path_based"), {},
                             cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
                             seconds_per_point=2e-4, pair_bytes=24.0),
+    # Correlation clustering of a signed graph by annealed Gibbs sampling (seed 004 section 3, spec §2.7): k is the
+    # largest number of clusters, some may stay empty (criterion k_effective); use with graph_transfer
+    "correlation_gibbs": Algorithm("correlation_gibbs", Deferred("tasks.algorithms.correlation:gibbs_on_half"),
+                                   {"restarts": 10, "start_temperature": 0.1, "cooling": 0.9, "final_temperature": 0.01},
+                                   ranges={"restarts": RESTARTS, "start_temperature": number(0.0, low_open=True),
+                                           "cooling": number(0.0, 1.0, low_open=True, high_open=True),
+                                           "final_temperature": number(0.0, low_open=True)},
+                                   fit=Deferred("tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
+                                   objects="graph", min_points_per_cluster=1, seconds_per_point=2e-5, releases_gil=True,
+                                   check=_gibbs_schedule),
     # Classifiers of seed 003 (every k of a trial from one neighbour sort / one dynamic-programming pass).
     # genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
     "knn": Algorithm("knn", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {"genes": 0, "odd_only": False},

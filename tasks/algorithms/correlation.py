@@ -446,3 +446,54 @@ def gibbs_reference(
                 break
         costs[r] = correlation_cost(W, s)
     return _best(labels, costs, converged)
+
+
+# The engine's view of a graph (seed 004 §3, spec G5): the objects are nodes, and a trial's half is the block of
+# rows of its nodes, with the columns of its own nodes first and then the other half's, so that a half's own
+# graph is its leading square block and its edges to the other half are the columns after it. Nothing in the
+# engine knows: a graph algorithm reads the leading block, the transfer reads the trailing columns.
+
+
+def own_graph(half: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The graph among a half's own nodes: its leading square block, shape (m, m)."""
+    return half[:, : half.shape[0]]
+
+
+def graph_halves(W: NDArray[np.float64], order: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The two halves of the nodes ``order[:m]`` and ``order[m:2m]`` (m = len(order) // 2) in the layout above."""
+    m = order.shape[0] // 2
+    first, second = order[:m], order[m : 2 * m]
+    return (W[np.ix_(first, np.concatenate([first, second]))],
+            W[np.ix_(second, np.concatenate([second, first]))])
+
+
+def planted_graph(n: int, rng: np.random.Generator, *, clusters: int = 3, q: float = 0.3,
+                  p: float = 0.7) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The synthetic dataset ``signed_graph``: :func:`signed_graph` on ``n`` nodes in ``clusters`` clusters of
+    equal size (the first ``n % clusters`` one node larger); rows are nodes, the matrix is the graph."""
+    sizes = [n // clusters + (1 if c < n % clusters else 0) for c in range(clusters)]
+    return signed_graph([size for size in sizes if size > 0], q, p, rng)  # fewer nodes than clusters: a config check
+
+
+def gibbs_on_half(X: NDArray[np.float64], k: int, rng: np.random.Generator, *, restarts: int = 10,
+                  start_temperature: float = 0.1, cooling: float = 0.9,
+                  final_temperature: float = 0.01) -> NDArray[np.int64]:
+    """The registry's ``cluster`` for ``correlation_gibbs``: the sampler on a half's own graph."""
+    return correlation_gibbs(own_graph(X), k, rng, restarts=restarts, start_temperature=start_temperature,
+                             cooling=cooling, final_temperature=final_temperature)
+
+
+def gibbs_fit_on_half(X: NDArray[np.float64], k: int, rng: np.random.Generator, *, restarts: int = 10,
+                      start_temperature: float = 0.1, cooling: float = 0.9,
+                      final_temperature: float = 0.01) -> tuple[NDArray[np.int64], GibbsResult]:
+    """The registry's ``fit``: the labels of :func:`gibbs_on_half` and the restarts they come from."""
+    result = correlation_gibbs_restarts(own_graph(X), k, rng, restarts=restarts, start_temperature=start_temperature,
+                                        cooling=cooling, final_temperature=final_temperature)
+    return result.labels, result
+
+
+def graph_transfer(X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int,
+                   X_new: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The predictor of eqs. (9)-(10): new nodes labelled through their edges to the training half's nodes (the
+    trailing ``len(X_train)`` columns of ``X_new``, in the training half's order)."""
+    return transfer_labels(X_new[:, X_new.shape[1] - X_train.shape[0]:], labels, k)

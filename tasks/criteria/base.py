@@ -38,7 +38,8 @@ class TrialFits:
     model_first, model_second : object or None
         Each half's fitted model, when a criterion of the method reads it (``Criterion.models``): of the kind
         ``Algorithm.model`` names (``"mixture"``: a scikit-learn-like mixture with ``score_samples``;
-        ``"centroids"``: an object with ``centers`` of shape (k, n_features)).
+        ``"centroids"``: an object with ``centers`` of shape (k, n_features); ``"graph_partition"``: the Gibbs
+        sampler's restarts). ``model_kind`` names the kind.
     paired : bool
         Row i of ``second`` was drawn from the same component as row i of ``first`` (a synthetic dataset
         with ``paired: true``; seed 004's generative mapping).
@@ -55,6 +56,7 @@ class TrialFits:
     truth: NDArray[np.int64] | None = None
     model_first: Any = None
     model_second: Any = None
+    model_kind: str | None = None
     paired: bool = False
 
     @cached_property

@@ -10,6 +10,8 @@ model (``TrialFits.model_first``; nothing is fitted again):
 
 - Gaussian mixture, eq. (6) (l. 76-78): the mean negative log-likelihood of X⁽²⁾ under the mixture fitted on
   X⁽¹⁾; no mapping is needed, each new point's likelihood is computed directly.
+- Correlation clustering, eq. (8) (l. 140-148): the test graph's disagreeing edges (negative within a cluster,
+  positive between) under the labels the first half's partition gives its nodes by eqs. (9)-(10).
 - k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, spec §2.1 [A]), eq. (11) (l. 158-167), with four
   mappings: to the nearest object of X⁽¹⁾ (``mtc_nn_object``), to the nearest centroid (ψˢ,
   ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
@@ -43,6 +45,19 @@ def _centers(fits: TrialFits) -> NDArray[np.float64]:
 def mixture_transfer_cost(fits: TrialFits) -> float:
     """Eq. (6) over N₂: ``−(1/N₂) Σ_{i'} ln Σ_t π_t N(x⁽²⁾_{i'} | μ_t, Σ_t)`` with the first half's mixture."""
     return float(-np.mean(fits.model_first.score_samples(fits.second)))
+
+
+def graph_transfer_cost(fits: TrialFits) -> float:
+    """Eq. (8) on the second half's own graph with the labels transferred from the first half by eqs. (9)-(10)
+    (the method's predictor, ``graph_transfer``), per node: the disagreeing edges of the test graph, over N₂."""
+    from tasks.algorithms.correlation import correlation_cost, own_graph
+
+    return correlation_cost(own_graph(fits.second), fits.second_predicted_from_first) / fits.second.shape[0]
+
+
+def transfer_cost(fits: TrialFits) -> float:
+    """``mtc``: eq. (6) for a mixture, eq. (8) for a partition of a graph."""
+    return {"mixture": mixture_transfer_cost, "graph_partition": graph_transfer_cost}[fits.model_kind](fits)
 
 
 def train_cost(fits: TrialFits) -> float:
@@ -96,9 +111,9 @@ def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_obje
 
 
 MTC = Criterion(
-    name="mtc", min_k=1, evaluate=mixture_transfer_cost, decision=SMALLEST, models=("mixture",),
-    description="minimum transfer cost (Frank et al. eq. 6): mean negative log-likelihood of the second half "
-                "under the mixture fitted on the first",
+    name="mtc", min_k=1, evaluate=transfer_cost, decision=SMALLEST, models=("mixture", "graph_partition"),
+    description="minimum transfer cost (Frank et al.): a mixture's mean negative log-likelihood of the second half "
+                "(eq. 6), or a graph partition's disagreeing edges of the second half's graph per node (eq. 8)",
 )
 TRAIN_COST = Criterion(
     name="train_cost", min_k=1, evaluate=train_cost, decision=SMALLEST, models=("centroids",),

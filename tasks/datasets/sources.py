@@ -82,8 +82,16 @@ class SyntheticSource:
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
-        sample = get_synthetic(self.name).sample
+        generator = get_synthetic(self.name)
+        sample = generator.sample
         X, component = sample(n, draw_rng, **self.params)
+        if generator.objects == "graph":  # nodes: halves are node sets, each with its rows' columns reordered
+            from tasks.algorithms.correlation import graph_halves
+
+            order = draw_rng.permutation(n)
+            first, second = graph_halves(X, order)
+            half = n // 2
+            return TrialData(first=first, second=second, evaluation=None, truth=component[order[: 2 * half]])
         paired = bool(self.params.get("paired", False))
         if paired:  # row i and row n//2 + i are a pair: shuffle the pairs, keeping each pair's rows aligned
             half = n // 2

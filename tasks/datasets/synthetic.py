@@ -231,6 +231,22 @@ def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
         raise ParameterError("paired", "true or false", params["paired"], "e.g. paired: true (seed 004's generative mapping)")
 
 
+def _signed_graph(n: int, rng: np.random.Generator, **params: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    from tasks.algorithms.correlation import planted_graph  # numba: for graph datasets only
+
+    return planted_graph(n, rng, **params)
+
+
+def _check_signed_graph(params: Mapping[str, Any]) -> None:
+    clusters = params["clusters"]
+    if not (isinstance(clusters, int) and not isinstance(clusters, bool) and 1 <= clusters <= 100_000):
+        raise ParameterError("clusters", "an integer number of planted clusters >= 1", clusters, "e.g. clusters: 3")
+    for name in ("q", "p"):
+        check_number(name, params[name], minimum=0.0, example="0.3")
+        if params[name] > 1:
+            raise ParameterError(name, "a probability in [0, 1]", params[name], f"e.g. {name}: 0.3")
+
+
 def _check_lange_gaussians3(params: Mapping[str, Any]) -> None:
     if params["centers"] is not None:
         check_points("centers", params["centers"], count=3)
@@ -263,6 +279,8 @@ class SyntheticDataset:
     optional: tuple[str, ...] = ()
     true_k: Callable[[Mapping[str, Any]], int] = lambda params: 3
     check: Checker = lambda params: None
+    # "graph": the sample is a signed graph's weight matrix (a row per node), halved as node sets
+    objects: str = "points"
     # What a supervised criterion needs to compute exact error rates (the target function and the noise),
     # from the parameters; None when the generator's labels are only known classes.
     target: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
@@ -296,6 +314,10 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
         SyntheticDataset("gaussian_mixture", gaussian_mixture, {"weights": None, "std": 1.0}, optional=("paired",),
                          required=("centers",), true_k=lambda params: len(params["centers"]),
                          check=_check_gaussian_mixture),
+        # seed 004's correlation-clustering graph (l. 134-136): n nodes in equal clusters, +1 within, -1 between,
+        # an inter-cluster edge turned +1 with probability q, then any edge replaced by a random sign with probability p
+        SyntheticDataset("signed_graph", _signed_graph, {"clusters": 3, "q": 0.3, "p": 0.7},
+                         true_k=lambda params: params["clusters"], check=_check_signed_graph, objects="graph"),
         # labels as the response of a classifier (seed 003); its order k has no "true" value to miss
         SyntheticDataset("kearns_intervals", kearns_intervals, {"d": 10, "eta": 0.2}, true_k=lambda params: -1,
                          check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"])),

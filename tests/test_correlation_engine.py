@@ -1,0 +1,110 @@
+"""Correlation clustering in the engine (seed 004 §3): nodes as objects, halves as node sets, the transfer of
+eqs. (9)-(10) as predictor, eq. (8) as transfer cost; the tie rule; graphs and points kept apart at config load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import cli, small_config, write_config
+from pipeline.config import load_config
+from pipeline.errors import ConfigError
+from pipeline.reduce import criterion_scores, select_k
+from pipeline.store import open_cube
+from tasks.algorithms.correlation import correlation_cost, graph_halves, graph_transfer, own_graph, signed_graph
+from tasks.datasets import SyntheticSource
+
+GRAPH = {"name": "graph", "kind": "signed_graph", "params": {"clusters": 3, "q": 0.3, "p": 0.7}}
+GIBBS = {"name": "gibbs", "algorithm": "correlation_gibbs", "params": {"restarts": 3}, "predictor": "graph_transfer",
+         "criteria": ["mtc", "lange", "k_effective", "agreement"]}
+
+
+def test_halves_are_node_sets_with_own_columns_first():
+    W = np.arange(36, dtype=float).reshape(6, 6)
+    W = W + W.T
+    np.fill_diagonal(W, 0)
+    first, second = graph_halves(W, np.array([4, 0, 2, 5, 1, 3]))
+    assert np.array_equal(own_graph(first), W[np.ix_([4, 0, 2], [4, 0, 2])])
+    assert np.array_equal(own_graph(second), W[np.ix_([5, 1, 3], [5, 1, 3])])
+    assert np.array_equal(second[:, 3:], W[np.ix_([5, 1, 3], [4, 0, 2])])  # edges to the first half, in its order
+
+
+def test_graph_transfer_reads_the_edges_to_the_training_nodes():
+    # training nodes a, b (cluster 0) and c (cluster 1); new node x: +1 to c, -1 to a and b -> cluster 1;
+    # new node y: +1 to a and b -> cluster 0 (its own-half columns, which must be ignored, say the opposite)
+    train = np.zeros((3, 5))
+    new = np.array([[0.0, -1.0, -1.0, -1.0, 1.0],
+                    [-1.0, 0.0, 1.0, 1.0, -1.0]])
+    assert graph_transfer(train, np.array([0, 0, 1]), 2, new).tolist() == [1, 0]
+
+
+def test_a_trial_of_a_signed_graph_is_a_fresh_graph_halved():
+    source = SyntheticSource("signed_graph", {"clusters": 3, "q": 0.0, "p": 0.0})
+    data = source.draw(60, np.random.default_rng(1), np.random.default_rng(2), with_eval=False)
+    assert data.first.shape == data.second.shape == (30, 60)
+    # the perfect graph: +1 exactly within the planted clusters, the truth follows the nodes
+    same = data.truth[:30, None] == data.truth[None, :30]
+    assert np.array_equal(own_graph(data.first), np.where(same, 1.0, -1.0) - np.eye(30))
+    assert correlation_cost(own_graph(data.second), data.truth[30:]) == 0.0
+
+
+def _run(tmp_path, **overrides):
+    # 100 nodes per cluster and half at p = 0.6: a node's weight to its own cluster is 40 +- 10, so no node is
+    # cheaper alone (with a few dozen nodes per cluster some are, and k_effective counts their singletons)
+    graph = {**GRAPH, "params": {"clusters": 3, "q": 0.3, "p": 0.6}}
+    config = small_config(n=[600], k=[1, 2, 3, 4, 5, 6], resamples=3, datasets=[graph], methods=[GIBBS], **overrides)
+    path = write_config(tmp_path / "graph.yaml", **config)
+    result = cli("run", str(path), "--out", str(tmp_path / "graph.zarr"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return open_cube(tmp_path / "graph.zarr")
+
+
+def test_correlation_sweep_finds_the_planted_clusters_and_ties_go_to_the_smallest_k(tmp_path):
+    """Spec e1 in small: at p = 0.6 (0.7 with 450 nodes per half) the sampler leaves extra clusters empty, so the
+    transfer cost is flat from k = 3 on; the smallest-k tie rule gives 3 where "ties to the largest k" would give the
+    largest k offered."""
+    scores = criterion_scores(_run(tmp_path))
+    at = {"dataset": "graph", "n": 600, "model": "gibbs"}
+    assert (scores["k_effective"].sel(at).sel(k=[3, 4, 5, 6]) == 3).all()
+    assert (scores["agreement"].sel(at).sel(k=3) > 0.95).all()
+    mtc = scores["mtc"].sel(at)
+    assert (mtc.sel(k=[1, 2]) > mtc.sel(k=3)).all()
+    assert float(abs(mtc.sel(k=[4, 5, 6]) - mtc.sel(k=3)).max()) <= 0.005 * float(mtc.sel(k=3).min())
+    assert int(select_k(scores)["mtc"].sel(at)) == 3
+    largest = int(select_k(scores, {"mtc": {"ties": "largest"}})["mtc"].sel(at))
+    assert largest > 3, "the costs are not tied past k = 3: this test no longer guards the tie rule"
+
+
+def _bad(tmp_path, datasets, methods, **extra):
+    path = write_config(tmp_path / "bad.yaml", **small_config(n=[240], k=[1, 2, 3], datasets=datasets, methods=methods,
+                                                              **extra))
+    with pytest.raises(ConfigError):
+        load_config(path)
+    result = cli("run", str(path), "--out", str(tmp_path / "bad.zarr"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not (tmp_path / "bad.zarr").exists()
+    return result.stderr
+
+
+KMEANS = {"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["mtc_nn_centroid"]}
+POINTS = {"name": "g", "kind": "lange_gaussians3"}
+
+
+@pytest.mark.parametrize("datasets, methods, expected", [
+    ([GRAPH], [KMEANS], ["methods[0].algorithm", "'graph'", "a graph", "'kmeans'", "correlation_gibbs"]),
+    ([POINTS], [GIBBS], ["methods[0].algorithm", "'g'", "points", "'correlation_gibbs'"]),
+    ([GRAPH], [{**GIBBS, "predictor": "nearest_centroid"}], ["methods[0].predictor", "'nearest_centroid'", "graph_transfer"]),
+    ([GRAPH], [{**GIBBS, "criteria": ["gap"]}], ["methods[0].criteria[0]", "gap", "nodes of a graph"]),
+    ([GRAPH], [{**GIBBS, "criteria": ["k_effective", "pairwise"]}], ["methods[0].criteria[1]", "pairwise"]),
+    ([{**GRAPH, "params": {"clusters": 3, "q": 0.3, "p": 1.5}}], [GIBBS], ["datasets[0].params.p", "1.5"]),
+    ([{**GRAPH, "params": {"clusters": 200}}], [GIBBS], ["datasets[0].n", "240", "200"]),
+    ([GRAPH], [{**GIBBS, "params": {"restarts": 0}}], ["methods[0].params", "restarts"]),
+])
+def test_graphs_and_points_are_kept_apart(tmp_path, datasets, methods, expected):
+    stderr = _bad(tmp_path, datasets, methods)
+    for text in expected:
+        assert text in stderr, (text, stderr)
+
+
+def test_signed_graph_generator_default_is_the_papers_setting():
+    W, labels = signed_graph([300, 300, 300], 0.3, 0.7, np.random.default_rng(0))
+    assert W.shape == (900, 900) and np.bincount(labels).tolist() == [300, 300, 300]
