@@ -42,7 +42,7 @@ def _pandas(*names: str) -> tuple[type, ...]:
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
-    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", *TABLE_KEYS}, key)
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", "nodes", *TABLE_KEYS}, key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:
@@ -50,8 +50,12 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
     if n_raw is None:
         raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
+    if "nodes" in entry and kind != "edge_list":
+        raise ConfigError(f"{key}.nodes", "only an edge_list dataset takes a node list", "remove it, or set kind: edge_list")
     if kind in TABLE_KINDS:
         spec = _table_dataset(entry, key, name, kind, n_raw, base)
+    elif kind == "edge_list":
+        spec = _edge_list_dataset(entry, key, name, n_raw, base)
     else:
         spec = _synthetic_dataset(entry, key, name, kind, n_raw)
     if "true_k" in entry:
@@ -77,17 +81,45 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
         from pipeline.supervision import describe_learning
 
         truth = f"{truth}; {describe_learning(spec)}"
-    if spec.kind in TABLE_KINDS:
+    if spec.kind in (*TABLE_KINDS, "edge_list"):
         return f"{spec.read}; {truth}"
     if spec.objects == "graph":
         return f"synthetic {spec.kind}, a fresh signed graph of n nodes per trial, halved as node sets; {truth}"
     return f"synthetic {spec.kind}, {spec.n_features} features, n fresh points per trial; {truth}"
 
 
+def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:
+    """A signed graph from a weighted edge list (:mod:`pipeline.graphfiles`): its nodes are the objects."""
+    for extra in sorted(TABLE_KEYS - {"path"}) + ["params"]:
+        if extra in entry:
+            raise ConfigError(f"{key}.{extra}", f"an edge_list dataset takes path and nodes, not '{extra}'",
+                              "remove it (the node list's second column gives the known classes)")
+    from pipeline.graphfiles import load_edge_list
+
+    given = _require(entry, "path", f"{key}.")
+    if not isinstance(given, str):
+        raise ConfigError(f"{key}.path", f"expected a file path, got {show(given)}", "give a string")
+    nodes = entry.get("nodes")
+    if nodes is not None and not isinstance(nodes, str):
+        raise ConfigError(f"{key}.nodes", f"expected a file path, got {show(nodes)}", "give a string")
+    path = resolve_path(given, base, f"{key}.path")
+    nodes_path = resolve_path(nodes, base, f"{key}.nodes") if nodes else None
+    graph = load_edge_list(path, nodes_path, key)
+    size = graph.weights.shape[0]
+    n = tuple(size if v == "all" else int(v) for v in n_raw)
+    for j, value in enumerate(n):
+        if value > size:
+            raise ConfigError(f"{key}.n[{j}]", f"{value} exceeds the {size} nodes of {path}", f"use n <= {size} or 'all'")
+    identity = {"kind": "edge_list", "sha256": graph.sha256}
+    return DatasetSpec(name=name, kind="edge_list", params={}, n=n, true_k=len(graph.classes) if graph.labels is not None
+                       else -1, n_features=size, path=path, data=graph.weights, labels=graph.labels, identity=identity,
+                       read=graph.read, classes=graph.classes, objects="graph")
+
+
 def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:
     if kind not in SYNTHETIC:
         raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
-                          f"expected one of {sorted([*SYNTHETIC, 'file'])} (or 'data' from Python)")
+                          f"expected one of {sorted([*SYNTHETIC, 'edge_list', 'file'])} (or 'data' from Python)")
     for extra in sorted(TABLE_KEYS):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")

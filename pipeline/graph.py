@@ -25,6 +25,7 @@ class Task:
 
     dataset: str
     blocks: tuple[tuple[Chunk, BlockSpec], ...]
+    objects: str = "points"  # the dataset's rows: points, or the nodes of a graph
 
     @property
     def cells(self) -> int:
@@ -55,8 +56,10 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
 
 
 def build_tasks(config: Config, coords: Coords, groups: list[list[Chunk]]) -> list[Task]:
+    objects = {d.name: d.objects for d in config.datasets}
     return [Task(dataset=coords.dataset[group[0].dataset],
-                 blocks=tuple((chunk, block_spec(config, coords, chunk)) for chunk in group))
+                 blocks=tuple((chunk, block_spec(config, coords, chunk)) for chunk in group),
+                 objects=objects.get(coords.dataset[group[0].dataset], "points"))
             for group in groups]
 
 
@@ -71,7 +74,7 @@ def isolate(task: Task) -> list[Task]:
             for group in k_groups:
                 piece = Chunk(chunk.dataset, chunk.n, chunk.model, tuple(i for i, _ in group), (trial_index,))
                 pieces.append(Task(task.dataset, ((piece, replace(spec, ks=tuple(k for _, k in group),
-                                                                  trials=(trial,))),)))
+                                                                  trials=(trial,))),), task.objects))
     return pieces
 
 
@@ -79,5 +82,5 @@ def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np
                  labels: NDArray[np.int64] | None = None) -> list[tuple[Chunk, BlockResult]]:
     """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array with
     its known classes, if any)."""
-    source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels)
+    source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels, task.objects)
     return [(chunk, run_block(spec, source)) for chunk, spec in task.blocks]

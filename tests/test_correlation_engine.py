@@ -76,8 +76,8 @@ def test_correlation_sweep_finds_the_planted_clusters_and_ties_go_to_the_smalles
 
 
 def _bad(tmp_path, datasets, methods, **extra):
-    path = write_config(tmp_path / "bad.yaml", **small_config(n=[240], k=[1, 2, 3], datasets=datasets, methods=methods,
-                                                              **extra))
+    config = {"n": [240], "k": [1, 2, 3], "datasets": datasets, "methods": methods, **extra}
+    path = write_config(tmp_path / "bad.yaml", **small_config(**config))
     with pytest.raises(ConfigError):
         load_config(path)
     result = cli("run", str(path), "--out", str(tmp_path / "bad.zarr"))
@@ -108,3 +108,62 @@ def test_graphs_and_points_are_kept_apart(tmp_path, datasets, methods, expected)
 def test_signed_graph_generator_default_is_the_papers_setting():
     W, labels = signed_graph([300, 300, 300], 0.3, 0.7, np.random.default_rng(0))
     assert W.shape == (900, 900) and np.bincount(labels).tolist() == [300, 300, 300]
+
+
+def _edge_files(folder, edges: str, nodes: str | None = None) -> dict:
+    (folder / "edges.csv").write_text(edges)
+    entry = {"name": "g", "kind": "edge_list", "path": "edges.csv"}
+    if nodes is not None:
+        (folder / "nodes.csv").write_text(nodes)
+        entry["nodes"] = "nodes.csv"
+    return entry
+
+
+def test_an_edge_list_is_read_as_a_signed_graph_and_clustered(tmp_path):
+    W, labels = signed_graph([60, 60, 60], 0.3, 0.5, np.random.default_rng(3))
+    rows = [f"v{i},v{j},{W[i, j]:g}" for i in range(180) for j in range(i + 1, 180) if (i + j) % 4]  # 3/4 of the edges
+    nodes = "node,group\n" + "".join(f"v{i},{'xyz'[c]}\n" for i, c in enumerate(labels))
+    entry = _edge_files(tmp_path, "source,target,weight\n" + "\n".join(rows) + "\n", nodes)
+    config = load_config(write_config(tmp_path / "e.yaml", **small_config(n=["all"], k=[1, 2, 3, 4], datasets=[entry],
+                                                                          methods=[GIBBS])))
+    spec = config.datasets[0]
+    kept = np.array([[(i + j) % 4 != 0 and i != j for j in range(180)] for i in range(180)])
+    assert spec.data.shape == (180, 180) and np.array_equal(spec.data, np.where(kept, W, 0.0))
+    assert spec.true_k == 3 and spec.classes == ("x", "y", "z") and spec.n == (180,)
+    assert f"180 nodes, {len(rows)} edges" in spec.read and "x 60, y 60, z 60" in spec.read
+    result = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "e.zarr"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    scores = criterion_scores(open_cube(tmp_path / "e.zarr"))
+    at = {"dataset": "g", "n": 180, "model": "gibbs"}
+    assert int(select_k(scores)["mtc"].sel(at)) == 3
+    assert float(scores["agreement"].sel(at).sel(k=3).min()) > 0.9
+
+
+HEADER = "source,target,weight\n"
+
+
+@pytest.mark.parametrize("edges, nodes, expected", [
+    (HEADER + "a,b,1\na,q,-1\n", "node\na\nb\n", ["datasets[0].path", "line 3", "'q'", "node list"]),
+    (HEADER + "a,b,strong\n", None, ["datasets[0].path", "line 2", "'strong'", "not a number"]),
+    (HEADER + "a,b,1\nb,c,2.5\n", None, ["datasets[0].path", "line 3", "2.5", "[-1, 1]"]),
+    (HEADER + "a,b,nan\n", None, ["datasets[0].path", "line 2", "nan", "[-1, 1]"]),
+    (HEADER + "a,a,1\n", None, ["datasets[0].path", "line 2", "loop"]),
+    (HEADER + "a,b,1\nb,a,-1\n", None, ["datasets[0].path", "line 3", "line 2", "once"]),
+    (HEADER + "a,b\n", None, ["datasets[0].path", "line 2", "three columns"]),
+    (HEADER + "a,b,1\n", "node,group\na,x\na,y\n", ["datasets[0].nodes", "line 3", "'a'", "twice"]),
+])
+def test_bad_edge_lists_exit_2_naming_the_file_and_line(tmp_path, edges, nodes, expected):
+    path = write_config(tmp_path / "bad.yaml", **small_config(n=["all"], k=[1, 2], datasets=[_edge_files(tmp_path, edges,
+                                                                                                           nodes)],
+                                                              methods=[GIBBS]))
+    result = cli("validate", str(path))
+    stderr = result.stderr
+    assert result.returncode == 2 and "Traceback" not in stderr
+    for text in expected:
+        assert text in stderr, (text, stderr)
+
+
+def test_an_edge_list_given_to_a_point_algorithm_is_refused(tmp_path):
+    entry = _edge_files(tmp_path, HEADER + "a,b,1\nb,c,-1\nc,d,1\nd,a,-1\n")
+    stderr = _bad(tmp_path, [{**entry, "n": ["all"]}], [KMEANS])
+    assert "methods[0].algorithm" in stderr and "a graph" in stderr

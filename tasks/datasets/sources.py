@@ -118,11 +118,18 @@ class ArraySource:
 
     X: NDArray[np.float64]
     labels: NDArray[np.int64] | None = None
+    objects: str = "points"  # "graph": X is a graph's weight matrix, its rows and columns the nodes
 
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
         order = draw_rng.permutation(self.X.shape[0])
+        if self.objects == "graph":  # n of the nodes, halved as node sets (tasks.algorithms.correlation's layout)
+            from tasks.algorithms.correlation import graph_halves
+
+            first, second = graph_halves(self.X, order[:n])
+            truth = None if self.labels is None else self.labels[order[: 2 * (n // 2)]]
+            return TrialData(first=first, second=second, evaluation=None, truth=truth)
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
         truth = None if self.labels is None else self.labels[order[:n]]
         return _halves(self.X[order[:n]], evaluation, truth)
