@@ -167,3 +167,20 @@ def test_an_edge_list_given_to_a_point_algorithm_is_refused(tmp_path):
     entry = _edge_files(tmp_path, HEADER + "a,b,1\nb,c,-1\nc,d,1\nd,a,-1\n")
     stderr = _bad(tmp_path, [{**entry, "n": ["all"]}], [KMEANS])
     assert "methods[0].algorithm" in stderr and "a graph" in stderr
+
+
+def test_a_file_graph_gives_the_same_bits_on_a_local_cluster_and_in_this_process(tmp_path):
+    """The worker halves a scattered graph as this process does (``Task.objects``)."""
+    W, labels = signed_graph([30, 30], 0.2, 0.4, np.random.default_rng(4))
+    rows = [f"v{i},v{j},{W[i, j]:g}" for i in range(60) for j in range(i + 1, 60)]
+    entry = _edge_files(tmp_path, HEADER + "\n".join(rows) + "\n")
+    path = write_config(tmp_path / "g.yaml", **small_config(n=[50], k=[1, 2, 3], resamples=2, datasets=[entry],
+                                                            methods=[GIBBS]))
+    for workers, name in (("0", "here.zarr"), ("1", "cluster.zarr")):
+        result = cli("run", str(path), "--out", str(tmp_path / name), "--no-progress", "--workers", workers,
+                     "--no-dashboard")
+        assert result.returncode == 0, result.stderr
+    here, cluster = open_cube(tmp_path / "here.zarr"), open_cube(tmp_path / "cluster.zarr")
+    for variable in ("mtc", "lange", "k_effective"):
+        assert np.array_equal(here[variable].values, cluster[variable].values, equal_nan=True), variable
+    assert int(here["status"].count()) == 6 and (here["status"].values == 1).all()
