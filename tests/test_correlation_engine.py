@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import cli, small_config, write_config
+from conftest import cli, cli_in_process, small_config, write_config
 from pipeline.config import load_config
 from pipeline.errors import ConfigError
 from pipeline.reduce import criterion_scores, select_k
@@ -80,7 +80,7 @@ def _bad(tmp_path, datasets, methods, **extra):
     path = write_config(tmp_path / "bad.yaml", **small_config(**config))
     with pytest.raises(ConfigError):
         load_config(path)
-    result = cli("run", str(path), "--out", str(tmp_path / "bad.zarr"))
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "bad.zarr"))
     assert result.returncode == 2 and "Traceback" not in result.stderr and not (tmp_path / "bad.zarr").exists()
     return result.stderr
 
@@ -156,7 +156,7 @@ def test_bad_edge_lists_exit_2_naming_the_file_and_line(tmp_path, edges, nodes, 
     path = write_config(tmp_path / "bad.yaml", **small_config(n=["all"], k=[1, 2], datasets=[_edge_files(tmp_path, edges,
                                                                                                            nodes)],
                                                               methods=[GIBBS]))
-    result = cli("validate", str(path))
+    result = cli_in_process("validate", str(path))
     stderr = result.stderr
     assert result.returncode == 2 and "Traceback" not in stderr
     for text in expected:

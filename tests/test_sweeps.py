@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import cli, small_config, write_config
+from conftest import cli, cli_in_process, small_config, write_config
 from pipeline.config import load_config
 from pipeline.errors import ConfigError
 from pipeline.report_sweep import crossing_points
@@ -45,7 +45,7 @@ def test_bad_sweeps_exit_2_naming_the_key(tmp_path, sweep, params, kind, expecte
     path = write_config(tmp_path / "bad.yaml", **small_config(datasets=[entry]))
     with pytest.raises(ConfigError):
         load_config(path)
-    result = cli("validate", str(path))
+    result = cli_in_process("validate", str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     for text in expected:
         assert text in result.stderr, (text, result.stderr)

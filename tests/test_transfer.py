@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import cli, small_config, write_config
+from conftest import cli_in_process, small_config, write_config
 from pipeline.config import load_config
 from pipeline.errors import ConfigError
 from pipeline.reduce import select_k
@@ -167,7 +167,7 @@ def test_bad_transfer_inputs_exit_2_naming_the_key(tmp_path, case):
     path = write_config(tmp_path / "bad.yaml", **small_config(k=[1, 2, 3], datasets=[dataset], methods=[method]))
     with pytest.raises(ConfigError):
         load_config(path)
-    result = cli("run", str(path), "--out", str(tmp_path / "bad.zarr"))
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "bad.zarr"))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "bad.zarr").exists()
     for text in expected:
