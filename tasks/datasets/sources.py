@@ -72,6 +72,16 @@ def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
                      truth=None if truth is None else truth[: 2 * half], paired=paired)
 
 
+def _node_halves(W: NDArray[np.float64], order: NDArray[np.int64], labels: NDArray[np.int64] | None) -> TrialData:
+    """The nodes ``order`` of the graph ``W`` halved as node sets (:func:`tasks.algorithms.correlation.graph_halves`),
+    with their known classes."""
+    from tasks.algorithms.correlation import graph_halves  # numba: for graph datasets only
+
+    first, second = graph_halves(W, order)
+    truth = None if labels is None else labels[order[: 2 * (order.shape[0] // 2)]]
+    return TrialData(first=first, second=second, evaluation=None, truth=truth)
+
+
 @dataclass(frozen=True)
 class SyntheticSource:
     """Fresh i.i.d. points from a registered generator for every trial."""
@@ -86,12 +96,7 @@ class SyntheticSource:
         sample = generator.sample
         X, component = sample(n, draw_rng, **self.params)
         if generator.objects == "graph":  # nodes: halves are node sets, each with its rows' columns reordered
-            from tasks.algorithms.correlation import graph_halves
-
-            order = draw_rng.permutation(n)
-            first, second = graph_halves(X, order)
-            half = n // 2
-            return TrialData(first=first, second=second, evaluation=None, truth=component[order[: 2 * half]])
+            return _node_halves(X, draw_rng.permutation(n), component)
         paired = bool(self.params.get("paired", False))
         if paired:  # row i and row n//2 + i are a pair: shuffle the pairs, keeping each pair's rows aligned
             half = n // 2
@@ -125,11 +130,7 @@ class ArraySource:
     ) -> TrialData:
         order = draw_rng.permutation(self.X.shape[0])
         if self.objects == "graph":  # n of the nodes, halved as node sets (tasks.algorithms.correlation's layout)
-            from tasks.algorithms.correlation import graph_halves
-
-            first, second = graph_halves(self.X, order[:n])
-            truth = None if self.labels is None else self.labels[order[: 2 * (n // 2)]]
-            return TrialData(first=first, second=second, evaluation=None, truth=truth)
+            return _node_halves(self.X, order[:n], self.labels)
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
         truth = None if self.labels is None else self.labels[order[:n]]
         return _halves(self.X[order[:n]], evaluation, truth)
