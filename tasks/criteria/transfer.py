@@ -29,13 +29,14 @@ from numpy.typing import NDArray
 from tasks.criteria.base import Criterion, Decision, TrialFits
 from tasks.params import choice, number
 
-ROWS_PER_BLOCK = 2048  # distances to the first half in blocks of rows: memory stays O(block x N1)
 SMALLEST = Decision(rule="smallest", ties="smallest")
 
 
-def _squared_distances(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
-    """‖x_a − y_b‖² for every row pair, shape (len(X), len(Y)), by differences (exact for identical rows)."""
-    return ((X[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2)
+def _to_centers(X: NDArray[np.float64], centers: NDArray[np.float64]) -> NDArray[np.float64]:
+    """‖x − μ_t‖² of every row of ``X`` to every centre, shape (len(X), k): k-means' own expansion, O(n k) memory."""
+    from tasks.algorithms.kmeans import squared_distances  # the model's module: loaded already with its centres
+
+    return squared_distances(np.ascontiguousarray(X, dtype=np.float64), centers)
 
 
 def _centers(fits: TrialFits) -> NDArray[np.float64]:
@@ -69,18 +70,15 @@ def train_cost(fits: TrialFits) -> float:
 def nn_object_cost(fits: TrialFits) -> float:
     """Eq. (11), first line: each x⁽²⁾_{i'} mapped to its nearest object i of X⁽¹⁾ (Euclidean; exact ties, which
     continuous data do not produce, to the lowest index), paying ‖x⁽²⁾_{i'} − μ_{c(i)}‖²."""
-    centers = _centers(fits)
-    total = 0.0
-    for start in range(0, fits.second.shape[0], ROWS_PER_BLOCK):
-        block = fits.second[start:start + ROWS_PER_BLOCK]
-        nearest = _squared_distances(block, fits.first).argmin(axis=1)
-        total += float(((block - centers[fits.labels_first[nearest]]) ** 2).sum())
-    return total / fits.second.shape[0]
+    from tasks.algorithms.lowrank import nearest_rows  # blocks of rows, exact ties: memory O(block x N1)
+
+    nearest = nearest_rows(fits.first, fits.second)
+    return float(np.mean(((fits.second - _centers(fits)[fits.labels_first[nearest]]) ** 2).sum(axis=1)))
 
 
 def nn_centroid_cost(fits: TrialFits) -> float:
     """Eq. (11), second line (the structure mapping ψˢ of eq. 4): ``(1/N₂) Σ_{i'} min_t ‖x⁽²⁾_{i'} − μ⁽¹⁾_t‖²``."""
-    return float(np.mean(_squared_distances(fits.second, _centers(fits)).min(axis=1)))
+    return float(np.mean(_to_centers(fits.second, _centers(fits)).min(axis=1)))
 
 
 def generative_cost(fits: TrialFits) -> float:
@@ -101,7 +99,7 @@ def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_obje
     spread = ((fits.first - fits.first.mean(axis=0)) ** 2).sum(axis=1)
     r1_cost = float(spread.mean() if r1 == "per_object" else spread.sum())
     beta = beta_factor / r1_cost if r1_cost > 0 else np.inf
-    d = _squared_distances(fits.second, _centers(fits))
+    d = _to_centers(fits.second, _centers(fits))
     if np.isinf(beta):  # every point of X1 identical: the hard (nearest-centroid) mapping is the limit
         return float(np.mean(d.min(axis=1)))
     logits = -beta * (d - d.min(axis=1, keepdims=True))  # shifted: exp never overflows, the weights are unchanged
