@@ -351,7 +351,8 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
     names: list[str] = []
     options: dict[str, dict[str, Any]] = {}
-    classifier = get_algorithm(algorithm).classify is not None
+    resolved_algorithm = get_algorithm(algorithm)
+    classifier, fitted = resolved_algorithm.classify is not None, resolved_algorithm.model
     for j, item in enumerate(value):
         given: Any = {}
         if isinstance(item, Mapping) and len(item) == 1:
@@ -377,7 +378,6 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
-        fitted = get_algorithm(algorithm).model
         if criterion.models is not None and fitted not in criterion.models:
             offers = f"fits a model of kind {fitted!r}" if fitted else "gives labels only, no fitted model"
             makers = sorted(name for name, other in ALGORITHMS.items() if other.model in criterion.models)
@@ -492,13 +492,20 @@ def _check_paired(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, 
                                       f"(every method runs on every dataset: put {name} in a config of paired data)")
 
 
+def _reads_nodes(criterion: Any, model: str | None) -> bool:
+    """Whether ``criterion`` is computed from the halves' fits alone (labels, or a model of kind ``model``), as a
+    graph's nodes allow: not from a whole sample, reference sets or an evaluation sample."""
+    return (criterion.evaluate is not None and not criterion.needs_evaluation_sample and not criterion.supervised
+            and (criterion.models is None or model in criterion.models))
+
+
 def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
     """Points go to point algorithms and graphs to graph algorithms, with a predictor and criteria that read them."""
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
         for dataset in datasets:
             if dataset.objects != algorithm.objects:
-                graph = "correlation_gibbs"
+                graph = " or ".join(sorted(name for name, other in ALGORITHMS.items() if other.objects == "graph"))
                 raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} is "
                                   f"{'a graph (its objects are nodes)' if dataset.objects == 'graph' else 'points'}, and "
                                   f"{method.algorithm!r} clusters {'graphs' if algorithm.objects == 'graph' else 'points'}",
@@ -512,11 +519,12 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
                               "use predictor graph_transfer with correlation_gibbs, a point predictor otherwise")
         if algorithm.objects == "graph":
             for j, name in enumerate(method.criteria):
-                criterion = get_criterion(name)
-                if criterion.evaluate is None or criterion.needs_evaluation_sample:
+                if not _reads_nodes(get_criterion(name), algorithm.model):
+                    readers = sorted(other for other, criterion in CRITERIA.items()
+                                     if _reads_nodes(criterion, algorithm.model))
                     raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (a whole sample, reference "
                                       "sets or an evaluation sample), not the nodes of a graph",
-                                      "use lange, mtc, k_effective or agreement with correlation_gibbs")
+                                      f"use {', '.join(readers)} with {method.algorithm}")
     for i, dataset in enumerate(datasets):
         clusters = dataset.params.get("clusters", 0) if dataset.objects == "graph" else 0
         if clusters and min(dataset.n) < 2 * clusters:
