@@ -2,8 +2,8 @@
 
 What a sweep pays for label matching, each measured in a fresh process (``python -c``), best of 3:
 
-  import     ``import scipy.optimize`` against loading the compiled kernel from numba's cache, after a first
-             k-means fit (as in a k-means sweep: numba and its first dispatch are paid already);
+  import     ``import scipy.optimize`` against importing the compiled module and matching one table, after
+             a first k-means fit (as in a k-means sweep);
   per table  matched weight of 2,000 k x k confusion tables of random labelings (k = 2, 5, 10, 20), in a warm
              process: scipy one call per table, ours one call per table and one compiled loop over all
              (the random-labeling baseline's case).

@@ -1,10 +1,12 @@
-"""Where numba keeps the compiled k-means kernels, so that they are compiled once per machine.
+"""Where numba keeps its compiled kernels (the exact 1-D k-means, the mixture EM, the Gibbs sampler,
+GreConD, the kNN intervals; k-means and the Hungarian method are Cython, compiled at install), so that
+they are compiled once per machine.
 
 numba caches a kernel beside its source (``tasks/algorithms/__pycache__``) when that folder is writable,
 else in ``~/.cache/numba``; with neither (a read-only install run by a user without a writable home: a
 container, a batch node) it has no cache at all and ``@njit(cache=True)`` raises: every cell of a k-means
-sweep failed. Measured here on a read-only install (n = 100, 180 cells): 6.97 s for the first run, which
-compiles, against 1.46 s once cached.
+sweep failed when k-means was numba's. Measured here on a read-only install (n = 100, 180 cells, k-means
+then): 6.97 s for the first run, which compiles, against 1.46 s once cached.
 
 :func:`use_writable_cache` chooses, before numba is imported, the first writable of: the user's
 ``NUMBA_CACHE_DIR`` (left alone), the source tree, ``$ORDERCUBE_CACHE/numba`` or the per-user cache

@@ -1,4 +1,4 @@
-"""numba's cache of the k-means kernels is put where it can be written (pipeline/kernel_cache.py)."""
+"""numba's cache of the compiled kernels is put where it can be written (pipeline/kernel_cache.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """k-means by Lloyd's algorithm from k-means++ seeds, with the kernel chosen by problem size.
 
-Up to ``COMPILED_MAX_WORK`` (n * k * d) every restart runs in one numba-compiled loop: at the sample
+Up to ``COMPILED_MAX_WORK`` (n * k * d) every restart runs in one compiled loop (``_lloyd.pyx``, Cython,
+built by ``pip install``; it was numba until issue 13: the same bits, without numba's import and first
+dispatch, 0.3 + 0.45 s per process, which a small sweep paid in full): at the sample
 sizes of a stability sweep (tens to thousands of points) this removes the per-call and per-array
 overhead that dominates both a loop of scikit-learn fits and batched numpy array operations. Above it,
 scikit-learn's compiled Lloyd iterations (chunked matrix products) run from the same seeds, one restart
@@ -9,9 +11,9 @@ the same rule (stop when the squared centre shift falls to ``tol`` times the mea
 an empty cluster keeps its centre); the tests check them against each other and against
 :class:`sklearn.cluster.KMeans`.
 
-Measured on this project's 2-core machine (10 restarts from the same seeds, one thread), numba vs the
-batched numpy layers it replaced vs scikit-learn: n = 50, k = 10, d = 2: 0.15 vs 1.4 vs 21 ms;
-n = 500, k = 8: 1.2 vs 6.6 vs 31 ms; n = 5000, k = 8: 21 vs 163 vs 58 ms; n = 50,000, k = 10: 373 ms vs
+Measured on this project's 2-core machine (10 restarts from the same seeds, one thread), the compiled
+loop (numba then; the Cython port is within 5% of it) vs the batched numpy layers it replaced vs
+scikit-learn: n = 50, k = 10, d = 2: 0.15 vs 1.4 vs 21 ms; n = 500, k = 8: 1.2 vs 6.6 vs 31 ms; n = 5000, k = 8: 21 vs 163 vs 58 ms; n = 50,000, k = 10: 373 ms vs
 325 ms (scikit-learn); n = 20,000, k = 8, d = 77: 4.5 s vs 2.0 s (scikit-learn).
 """
 
@@ -20,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
+
+from tasks.algorithms._lloyd import lloyd_restarts, plusplus
 
 COMPILED_MAX_WORK = 1_000_000  # n * k * d above which scikit-learn's chunked matrix products win
 
@@ -51,40 +54,6 @@ def squared_distances(X: NDArray[np.float64], centers: NDArray[np.float64]) -> N
     return np.maximum(d2, 0.0)
 
 
-@njit(cache=True, nogil=True)
-def _squared_distance(X: NDArray[np.float64], i: int, center: NDArray[np.float64]) -> float:
-    total = 0.0
-    for f in range(X.shape[1]):
-        diff = X[i, f] - center[f]
-        total += diff * diff
-    return total
-
-
-@njit(cache=True, nogil=True)
-def _plusplus(X: NDArray[np.float64], first: NDArray[np.int64], u: NDArray[np.float64],
-              seeds: NDArray[np.float64]) -> None:
-    """Fill ``seeds`` (n_init, k, d): restart r starts at ``X[first[r]]``; its j-th centre is the first
-    point whose cumulative squared distance to the chosen centres exceeds ``u[j - 1, r]`` of the total."""
-    n = X.shape[0]
-    n_init, k = seeds.shape[0], seeds.shape[1]
-    closest = np.empty(n)
-    for r in range(n_init):
-        seeds[r, 0] = X[first[r]]
-        for i in range(n):
-            closest[i] = _squared_distance(X, i, seeds[r, 0])
-        for j in range(1, k):
-            threshold = u[j - 1, r] * closest.sum()
-            pick, cumulative = n - 1, 0.0
-            for i in range(n):
-                cumulative += closest[i]
-                if cumulative > threshold:
-                    pick = i
-                    break
-            seeds[r, j] = X[pick]
-            for i in range(n):
-                closest[i] = min(closest[i], _squared_distance(X, i, seeds[r, j]))
-
-
 def kmeans_plusplus(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, n_init: int
 ) -> NDArray[np.float64]:
@@ -92,53 +61,8 @@ def kmeans_plusplus(
     first = rng.integers(X.shape[0], size=n_init)
     u = rng.random((k - 1, n_init))
     seeds = np.empty((n_init, k, X.shape[1]))
-    _plusplus(np.ascontiguousarray(X, dtype=np.float64), first, u, seeds)
+    plusplus(np.ascontiguousarray(X, dtype=np.float64), first, u, seeds)
     return seeds
-
-
-@njit(cache=True, nogil=True)
-def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
-    """Nearest centre of every point (the lowest index on ties) into ``labels``; returns the inertia."""
-    inertia = 0.0
-    for i in range(X.shape[0]):
-        best, chosen = np.inf, 0
-        for c in range(centers.shape[0]):
-            distance = _squared_distance(X, i, centers[c])
-            if distance < best:
-                best, chosen = distance, c
-        labels[i] = chosen
-        inertia += best
-    return inertia
-
-
-@njit(cache=True, nogil=True)
-def _lloyd_restarts(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64],
-                    inertia: NDArray[np.float64], max_iter: int, threshold: float) -> None:
-    """Lloyd iterations of every restart in place: ``centers`` (n_init, k, d), ``labels`` (n_init, n)."""
-    n, d = X.shape
-    k = centers.shape[1]
-    sums = np.empty((k, d))
-    counts = np.empty(k)
-    for r in range(centers.shape[0]):
-        for _ in range(max_iter):
-            _assign(X, centers[r], labels[r])
-            sums[:] = 0.0
-            counts[:] = 0.0
-            for i in range(n):
-                c = labels[r, i]
-                counts[c] += 1.0
-                for f in range(d):
-                    sums[c, f] += X[i, f]
-            shift = 0.0
-            for c in range(k):
-                if counts[c] > 0:
-                    for f in range(d):
-                        updated = sums[c, f] / counts[c]
-                        shift += (updated - centers[r, c, f]) ** 2
-                        centers[r, c, f] = updated
-            if shift <= threshold:
-                break
-        inertia[r] = _assign(X, centers[r], labels[r])
 
 
 def lloyd(
@@ -160,7 +84,7 @@ def lloyd(
     final = np.array(centers, dtype=np.float64, order="C")
     labels = np.empty(final.shape[:1] + X.shape[:1], dtype=np.int64)
     inertia = np.empty(final.shape[0])
-    _lloyd_restarts(X, final, labels, inertia, max_iter, threshold)
+    lloyd_restarts(X, final, labels, inertia, max_iter, threshold)
     return labels, final, inertia
 
 

@@ -1,0 +1,9 @@
+"""The compiled kernels (Cython, built by ``pip install``); everything else is in pyproject.toml."""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+KERNELS = [Extension("tasks.algorithms._lloyd", ["tasks/algorithms/_lloyd.pyx"]),
+           Extension("tasks._hungarian", ["tasks/_hungarian.pyx"])]
+
+setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": 3}))
