@@ -188,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_DISK_FULL
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-        print(f"done: {summary.computed} cells in {summary.seconds:.1f} s "
+        print(f"done: {summary.computed} cells in {summary.seconds:.2f} s "
               f"({summary.failed} failed, {summary.crashed} crashed, {summary.infeasible} infeasible) -> {config.out}; "
               f"driver peak memory {peak:.0f} MiB")
         if summary.isolated_tasks:

@@ -315,10 +315,10 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
                           _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
-    if resolved_algorithm.classify is not None:  # a classifier: fitted with the labels, nothing to extend
+    if resolved_algorithm.classify is not None or resolved_algorithm.orders is not None:  # nothing to extend
         if "predictor" in entry:
-            raise ConfigError(f"{key}.predictor", f"{algorithm} is a classifier fitted with the labels; it has no "
-                              "predictor", "remove 'predictor'")
+            what = "a classifier fitted with the labels" if resolved_algorithm.classify else "a matrix model"
+            raise ConfigError(f"{key}.predictor", f"{algorithm} is {what}; it has no predictor", "remove 'predictor'")
         criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
         if params.get("odd_only") and any(k % 2 == 0 for k in ks):
             raise ConfigError("k", f"{key} ({name}) sets odd_only, but k holds even values "
@@ -375,6 +375,13 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
             allowed = sorted(name for name, other in CRITERIA.items() if other.supervised == classifier)
             raise ConfigError(f"{key}[{j}]", f"{item} is {what}, and {algorithm!r} is "
                               f"{'a classifier' if classifier else 'a clustering algorithm'}", f"use one of {allowed}")
+        if criterion.matrix != (resolved_algorithm.orders is not None):
+            model = resolved_algorithm.orders is not None
+            allowed = sorted(name for name, other in CRITERIA.items() if other.matrix == model and (
+                other.algorithms is None or algorithm in other.algorithms))
+            raise ConfigError(f"{key}[{j}]", f"{item} is {'a matrix model' if criterion.matrix else 'a clustering'} "
+                              f"criterion, and {algorithm!r} is {'a matrix model' if model else 'not a matrix model'}",
+                              f"use one of {allowed}")
         if criterion.algorithms is not None and algorithm not in criterion.algorithms:
             raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
                               f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
@@ -443,6 +450,9 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
     _check_paired(datasets, methods)
+    from pipeline.matrixfiles import check_matrices
+
+    check_matrices(datasets, methods, ks)
     _check_objects(datasets, methods)
     largest_n = max(n for dataset in datasets for n in dataset.n)
     from pipeline.supervision import check_supervised
@@ -450,7 +460,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     check_supervised(datasets, methods, ks)
     for method in methods:
         algorithm = get_algorithm(method.algorithm)
-        if algorithm.classify is not None:  # its k is bounded by the learning set: check_supervised
+        if algorithm.classify is not None or algorithm.orders is not None:  # check_supervised, check_matrices
             continue
         if not algorithm.feasible(max(ks), largest_n // 2):  # no dataset and n could ever hold this k
             most = largest_n // 2 // algorithm.min_points_per_cluster

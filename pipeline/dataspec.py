@@ -25,6 +25,7 @@ from pipeline.config import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n
 from pipeline.catalog import resolve_path
 from pipeline.errors import ConfigError
 from tasks.datasets import SYNTHETIC, get_synthetic
+from tasks.datasets.matrices import MATRIX_KINDS
 from tasks.datasets.synthetic import ParameterError
 from tasks.params import show
 
@@ -49,10 +50,14 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
         raise ConfigError(f"{key}.kind", "missing", "add the key 'kind' (a generator's name, or file)")
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
     if n_raw is None:
-        raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
+        if kind not in MATRIX_KINDS:
+            raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
+        n_raw = ["all"]  # a matrix: every tile, or every row
     if "nodes" in entry and kind != "edge_list":
         raise ConfigError(f"{key}.nodes", "only an edge_list dataset takes a node list", "remove it, or set kind: edge_list")
-    if kind in TABLE_KINDS:
+    if kind in MATRIX_KINDS:
+        spec = _matrix_dataset(entry, key, name, kind, n_raw, base)
+    elif kind in TABLE_KINDS:
         spec = _table_dataset(entry, key, name, kind, n_raw, base)
     elif kind == "edge_list":
         spec = _edge_list_dataset(entry, key, name, n_raw, base)
@@ -81,6 +86,9 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
         from pipeline.supervision import describe_learning
 
         truth = f"{truth}; {describe_learning(spec)}"
+    if spec.kind in MATRIX_KINDS:
+        noise = "Gaussian noise of sd" if spec.kind == "image" else "flip noise at rate"
+        return f"{spec.read}; {noise} {spec.params['noise']:g} per trial, {spec.n_features} features per row"
     if spec.kind in (*TABLE_KINDS, "edge_list"):
         return f"{spec.read}; {truth}"
     if spec.objects == "graph":
@@ -114,6 +122,22 @@ def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: lis
     return DatasetSpec(name=name, kind="edge_list", params={}, n=n, true_k=len(graph.classes) if graph.labels is not None
                        else -1, n_features=size, path=path, data=graph.weights, labels=graph.labels, identity=identity,
                        read=graph.read, classes=graph.classes, objects="graph")
+
+
+def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
+                    base: Path) -> DatasetSpec:
+    for extra in sorted(TABLE_KEYS - {"path"}):
+        if extra in entry:
+            raise ConfigError(f"{key}.{extra}", f"a {kind} dataset takes path and params, not '{extra}'", f"remove '{extra}'")
+    path = _require(entry, "path", f"{key}.")
+    if not isinstance(path, str):
+        raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
+    from pipeline.matrixfiles import matrix_dataset
+
+    path = resolve_path(path, base, f"{key}.path")  # a file, or catalog:DATASET/FILE
+    clean, params, n, features, read, identity = matrix_dataset(entry, key, kind, n_raw, path)
+    return DatasetSpec(name=name, kind=kind, params=params, n=n, true_k=-1, n_features=features, path=path, read=read,
+                       data=clean, identity=identity, objects="matrix")
 
 
 def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:

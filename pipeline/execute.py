@@ -27,7 +27,9 @@ from pipeline.grid import Chunk
 from pipeline.progress import SweepProgress
 from pipeline.store import merge_blocks, writable_arrays, write_block
 from tasks.cell import BlockResult, Status, describe
+from pipeline.matrixfiles import matrix_source
 from tasks.datasets import SyntheticSource
+from tasks.datasets.matrices import MATRIX_KINDS, MatrixSource
 
 
 class Interrupted(Exception):
@@ -114,9 +116,14 @@ def killed_worker(error: BaseException) -> bool:
     return type(error).__name__ == "KilledWorker"
 
 
-def synthetic_sources(config: Config) -> dict[str, SyntheticSource]:
-    """The generator of every synthetic dataset, by name (file and in-memory datasets carry arrays)."""
-    return {d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
+def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSource]:
+    """The generator of every synthetic dataset, by name (file and in-memory datasets carry arrays), and the trial
+    recipe of every matrix dataset (its noise and split; its clean matrix travels as the dataset's array)."""
+    sources: dict[str, SyntheticSource | MatrixSource] = {
+        d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
+    sources.update({d.name: matrix_source(d.kind, None, d.params, d.params.get("peak", 255.0))
+                    for d in config.datasets if d.kind in MATRIX_KINDS})
+    return sources
 
 
 def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group], *,

@@ -7,6 +7,7 @@ a task is a list of whole chunks of one dataset, each described by coordinate va
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,6 +17,7 @@ from pipeline.grid import Chunk, Coords
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, BlockSpec, run_block
 from tasks.datasets import ArraySource, SyntheticSource
+from tasks.datasets.matrices import MatrixSource
 from tasks.seeding import label_id
 
 
@@ -78,9 +80,12 @@ def isolate(task: Task) -> list[Task]:
     return pieces
 
 
-def execute_task(task: Task, synthetic: SyntheticSource | None, data: NDArray[np.float64] | None,
+def execute_task(task: Task, synthetic: SyntheticSource | MatrixSource | None, data: NDArray[np.float64] | None,
                  labels: NDArray[np.int64] | None = None) -> list[tuple[Chunk, BlockResult]]:
     """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array with
     its known classes, if any)."""
-    source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels, task.objects)
+    if isinstance(synthetic, MatrixSource):  # a matrix dataset's recipe, with its clean matrix scattered as the array
+        source: Any = replace(synthetic, clean=np.asarray(data))
+    else:
+        source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels, task.objects)
     return [(chunk, run_block(spec, source)) for chunk, spec in task.blocks]

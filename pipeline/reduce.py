@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from pipeline.store import BASELINE
-from tasks.criteria import ADJUSTABLE, CRITERIA, GAP_METHODS, VARIABLES, Decision
+from tasks.criteria import ADJUSTABLE, AGGREGATES, CRITERIA, GAP_METHODS, VARIABLES, Decision
 from tasks.criteria.clest import clest_choice
 from tasks.criteria.gap import max_se
 
@@ -122,6 +122,9 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
             elif field == "ties":
                 if value not in ("largest", "smallest"):
                     raise ValueError(f"{name}.ties = {value!r} is not one of ['largest', 'smallest']")
+            elif field == "aggregate":
+                if value not in AGGREGATES:
+                    raise ValueError(f"{name}.aggregate = {value!r} is not one of {list(AGGREGATES)}")
             else:
                 changes[field] = _decision_number(name, field, value)
         out[name] = replace(decision, **changes)
@@ -143,6 +146,21 @@ def _decision_number(name: str, field: str, value: Any) -> float:
     if not (np.isfinite(number) and low <= number <= high):
         raise ValueError(f"{name}.{field} = {value!r}: expected {expected}")
     return number
+
+
+def _first_where(qualifies: xr.DataArray) -> xr.DataArray:
+    """The smallest k where ``qualifies`` holds, -1 where it holds nowhere."""
+    ks = xr.DataArray(qualifies["k"].values, dims="k", coords={"k": qualifies["k"]})
+    return ks.where(qualifies).min("k", skipna=True).fillna(-1).astype(np.int64)
+
+
+def _lower_median_choice(choices: xr.DataArray) -> xr.DataArray:
+    """The lower median of the trials' choices (a k some trial chose), ignoring trials without one (-1); -1 if none."""
+    def lower_median(values: np.ndarray) -> np.int64:
+        chosen = np.sort(values[values >= 0])
+        return np.int64(chosen[(chosen.size - 1) // 2]) if chosen.size else np.int64(-1)
+
+    return xr.apply_ufunc(lower_median, choices, input_core_dims=[["trial"]], vectorize=True, output_dtypes=[np.int64])
 
 
 def _largest_above(values: xr.DataArray, threshold: float) -> xr.DataArray:
@@ -182,10 +200,21 @@ def _clest_choice(observed: xr.DataArray, null: xr.DataArray, decision: Decision
 
 
 def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: bool) -> xr.DataArray:
-    """k̂ of criterion ``name`` by ``decision``: on the mean over trials, or for every trial."""
-    def curve(variable: str) -> xr.DataArray:
-        return scores[variable] if per_trial else scores[variable].mean("trial")
+    """k̂ of criterion ``name`` by ``decision``: from the trials (``decision.aggregate``), or for every trial."""
+    if not per_trial and decision.aggregate == "median_of_choices":
+        return _lower_median_choice(_choose(scores, name, decision, per_trial=True))
 
+    def curve(variable: str) -> xr.DataArray:
+        if per_trial:
+            return scores[variable]
+        return scores[variable].median("trial") if decision.aggregate == "median" else scores[variable].mean("trial")
+
+    if decision.rule == "largest":
+        return _argmin_k(-curve(name), "smallest")
+    if decision.rule == "first_above":
+        return _first_where(curve(name) >= float(decision.threshold))  # type: ignore[arg-type]
+    if decision.rule == "first_below":
+        return _first_where(curve(name) < float(decision.threshold))  # type: ignore[arg-type]
     if decision.rule == "largest_above":
         return _largest_above(curve(name), float(decision.threshold))  # type: ignore[arg-type]
     if decision.rule == "gap":
@@ -204,6 +233,7 @@ def select_k(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None 
     trials (Clest: on the median, against the trials' reference sets)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)  # per-k medians
         return xr.Dataset({name: _choose(scores, name, rule, per_trial=False)
                            for name, rule in _deciding(scores, decide).items()}, attrs=scores.attrs)
 

@@ -158,6 +158,10 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
         from tasks.supervised import run_supervised_block
 
         return run_supervised_block(spec, source)
+    if algorithm.orders is not None:  # a matrix model: every rank of a trial from one fit
+        from tasks.matrix import run_matrix_block
+
+        return run_matrix_block(spec, source)  # type: ignore[arg-type]
     params = dict(spec.algorithm_params)
     predictor = get_predictor(spec.predictor)
     criteria = [get_criterion(name) for name in spec.criteria]

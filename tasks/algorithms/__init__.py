@@ -78,8 +78,16 @@ class Algorithm:
         ``score_samples(X)``, the log-likelihood per point), ``"centroids"`` (with ``centers`` of shape
         (k, n_features)).
     objects : str
-        What the rows of a half are: ``"points"`` (feature vectors) or ``"graph"`` (nodes, each row its edge
-        weights; :mod:`tasks.algorithms.correlation` gives the layout); data and algorithm must agree.
+        What the rows of a half are: ``"points"`` (feature vectors), ``"graph"`` (nodes, each row its edge
+        weights; :mod:`tasks.algorithms.correlation` gives the layout) or ``"matrix"`` (the rows of a matrix
+        model's data: image patches, users); data and algorithm must agree.
+    orders : callable or None
+        For a matrix model whose order is a rank (seed 004 §2.4-2.6; ``cluster`` is then never called):
+        ``orders(trial, ks, criteria, rng, **params)`` → ``{variable: values of shape (len(ks),)}`` for every
+        criterion asked for, from one fit per trial (:mod:`tasks.algorithms.matrix_models`).
+    matrix : str or None
+        The matrix data a matrix model takes: ``"real"`` (any matrix: image patches, a Boolean matrix as reals)
+        or ``"boolean"`` (0/1 entries only).
     points_beyond_k : int
         A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
         leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
@@ -102,6 +110,8 @@ class Algorithm:
     fit: Callable[..., tuple[NDArray[np.int64], Any]] | None = None
     model: str | None = None
     objects: str = "points"  # or "graph": the rows of a half are nodes (tasks.algorithms.correlation's layout)
+    orders: Callable[..., dict[str, NDArray[np.float64]]] | None = None
+    matrix: str | None = None  # a matrix model's data: "real" or "boolean"
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -114,6 +124,8 @@ class Algorithm:
         leave-one-out needs k other points)."""
         if self.classify is not None:
             return 1 <= k and k + self.points_beyond_k <= n_points
+        if self.orders is not None:  # a rank: at most the training rows (the features bound it at config load)
+            return 1 <= k <= n_points
         return 1 <= k and k * self.min_points_per_cluster <= n_points
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,6 +230,16 @@ ALGORITHMS: dict[str, Algorithm] = {
     "interval_erm": Algorithm("interval_erm", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
                               classify=Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
                               seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
+    # Matrix models whose order is a rank (seed 004 §2.4-2.6): every k of a trial from one SVD / one GreConD run.
+    "truncated_svd": Algorithm("truncated_svd", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
+                               orders=Deferred("tasks.algorithms.matrix_models:truncated_svd_orders"), objects="matrix", matrix="real",
+                               seconds_per_point=1e-8, releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
+    "boolean_svd": Algorithm("boolean_svd", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
+                             orders=Deferred("tasks.algorithms.matrix_models:boolean_svd_orders"), objects="matrix", matrix="boolean",
+                             seconds_per_point=4e-6, releases_gil=True),  # 2.5 ms a cell: hc, every criterion, k 1..20
+    "boolean_mf": Algorithm("boolean_mf", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
+                            orders=Deferred("tasks.algorithms.matrix_models:boolean_mf_orders"), objects="matrix", matrix="boolean",
+                            seconds_per_point=2e-7, releases_gil=True),
 }
 
 

@@ -17,7 +17,8 @@ Scores = dict[str, NDArray[np.float64]]
 
 
 def not_a_clusterer(*args: Any, **kwargs: Any) -> NDArray[np.int64]:
-    raise TypeError("a classifier is fitted with labels (tasks.supervised), never as a clusterer")
+    raise TypeError("a classifier (tasks.supervised) or a matrix model (tasks.matrix) computes its criteria for every k "
+                    "of a trial at once, never as a clusterer")
 
 
 def knn_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: NDArray[np.float64],

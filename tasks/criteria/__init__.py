@@ -8,10 +8,11 @@ whole sample (Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSamp
 from __future__ import annotations
 
 from tasks.criteria.agreement import AGREEMENT
-from tasks.criteria.base import ADJUSTABLE, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
+from tasks.criteria.base import ADJUSTABLE, AGGREGATES, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
 from tasks.criteria.clest import CLEST
 from tasks.criteria.gap import GAP
 from tasks.criteria.likelihood import AIC, BIC
+from tasks.criteria.matrix import MATRIX_CRITERIA
 from tasks.criteria.pairwise import PAIRWISE
 from tasks.criteria.prediction_strength import PREDICTION_STRENGTH
 from tasks.criteria.stability import LANGE
@@ -21,7 +22,7 @@ from tasks.criteria.transfer import TRANSFER_CRITERIA
 CRITERIA: dict[str, Criterion] = {
     criterion.name: criterion
     for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT, *SUPERVISED_CRITERIA,
-                      *TRANSFER_CRITERIA]
+                      *TRANSFER_CRITERIA, *MATRIX_CRITERIA]
 }
 # Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap").
 VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.items() for variable in criterion.variables}
@@ -35,5 +36,5 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
-__all__ = ["ADJUSTABLE", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision",
+__all__ = ["ADJUSTABLE", "AGGREGATES", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision",
            "TrialFits", "TrialSample", "get_criterion"]

@@ -123,14 +123,17 @@ class TrialSample:
 
 # What a decision rule may be re-run with, per rule (``ordercube report --decide CRITERION.FIELD=VALUE``).
 ADJUSTABLE: dict[str, tuple[str, ...]] = {
-    "smallest": ("ties",),
-    "largest": (),
+    "smallest": ("ties", "aggregate"),
+    "largest": ("aggregate",),
     "largest_above": ("threshold",),
+    "first_above": ("threshold", "aggregate"),
+    "first_below": ("threshold", "aggregate"),
     "gap": ("method", "se_factor"),
     "clest": ("p_max", "d_min"),
     "none": (),
 }
 GAP_METHODS = ("Tibs2001SEmax", "firstSEmax", "globalSEmax", "firstmax", "globalmax")
+AGGREGATES = ("mean", "median", "median_of_choices")
 # The values each adjustable field accepts: a NaN threshold would silently make every k (or none) qualify.
 DECISION_RANGES: dict[str, Param] = {
     "threshold": number(),
@@ -139,6 +142,7 @@ DECISION_RANGES: dict[str, Param] = {
     "p_max": number(0.0, 1.0),
     "d_min": number(),
     "ties": choice("largest", "smallest"),
+    "aggregate": choice(*AGGREGATES),
 }
 
 
@@ -149,11 +153,19 @@ class Decision:
     ``smallest``: the argmin over k; exact ties go to the largest k (instabilities, BIC, AIC: of two equally
     reproducible solutions the finer) or, with ``ties="smallest"``, to the smallest (error rates, which are
     multiples of 1/n and tie often: the simpler classifier, seed 003's per-trial choices).
+    ``largest``: the argmax over k (ties to the smallest k; the PSNR oracle).
     ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
     no choice (-1) when no k reaches it.
+    ``first_above`` / ``first_below``: the smallest k whose value is at least / below ``threshold`` (Molloy's
+    coverage and increment rules); -1 when none is.
     ``gap``: the Gap statistic's rules by their names in R's ``cluster::maxSE`` (``method``, ``se_factor``).
     ``clest``: Dudoit & Fridlyand's rule (``p_max``, ``d_min``).
     ``none``: not a model-order criterion (a diagnostic such as the agreement with known classes).
+
+    ``aggregate`` (rules ``smallest``, ``largest``, ``first_above``, ``first_below``): how the trials make one
+    k̂: the rule on the mean over trials (``mean``), on the per-k medians (``median``: Owen-Perry's
+    bi-cross-validation as seed 004 runs it), or the lower median of the trials' own choices
+    (``median_of_choices``: seed 004's MTC, "the median over 20 random splits").
     """
 
     rule: str = "smallest"
@@ -163,6 +175,7 @@ class Decision:
     p_max: float | None = None
     d_min: float | None = None
     ties: str = "largest"
+    aggregate: str = "mean"
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,12 @@ class Criterion:
     needs_paired_halves : bool
         It maps row i of the second half to row i of the first (seed 004's generative mapping): only for a
         synthetic dataset that draws paired halves.
+    matrix : bool
+        A criterion of a matrix model's order (seed 004 §2.4-2.6): computed by the method's model for every k of
+        a trial at once (``Algorithm.orders``; neither ``evaluate`` nor ``evaluate_trial``).
+    oracle : bool
+        It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
+        without the clean data could make; the report measures the other criteria's loss against it.
     """
 
     name: str
@@ -230,6 +249,8 @@ class Criterion:
     supervised: bool = False
     models: tuple[str, ...] | None = None
     needs_paired_halves: bool = False
+    matrix: bool = False
+    oracle: bool = False
 
     @property
     def variables(self) -> tuple[str, ...]:
