@@ -290,6 +290,11 @@ def _report(args: argparse.Namespace) -> int:
     if crossings is not None and not crossings.empty:
         print("\nswept parameter: the first value at which a criterion's modal choice falls below the true k (sweep.csv)")
         print(crossings.to_string(index=False))
+    ranks = table.attrs.get("matrix_ranks")
+    if ranks is not None and not ranks.empty:
+        print("\nmatrix models: each criterion's k̂ (the trials' range) against the oracle's k*, and the loss at k̂ "
+              "(matrix_ranks.csv)")
+        print(ranks.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     one = table.attrs.get("table_one")
     if one is not None and not one.empty:
         print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "

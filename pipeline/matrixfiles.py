@@ -215,8 +215,9 @@ def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[in
 
 
 def check_matrices(datasets: tuple[Any, ...], methods: tuple[Any, ...], ks: tuple[int, ...]) -> None:
-    """Matrix models run on matrix datasets only (Boolean models on 0/1 data), the PSNR on images, and every rank
-    fits the matrix: at most its features and the training rows of the smallest n."""
+    """Matrix models run on matrix datasets only (Boolean models on 0/1 data), the PSNR on images, and the largest
+    rank fits some dataset (at most its features and the training rows of its largest n); ranks above what one
+    dataset allows are its infeasible cells, recorded as such, as k-means records a k its halves cannot hold."""
     from tasks.algorithms import ALGORITHMS, get_algorithm
 
     models = sorted(name for name, algorithm in ALGORITHMS.items() if algorithm.orders is not None)
@@ -239,9 +240,12 @@ def check_matrices(datasets: tuple[Any, ...], methods: tuple[Any, ...], ks: tupl
             if "psnr" in method.criteria and dataset.kind != "image":
                 raise ConfigError(f"methods[{i}].criteria", f"psnr compares with a clean image, and dataset "
                                   f"{dataset.name!r} is a {dataset.kind}", "use denoise_error for Boolean matrices")
-            most = min(dataset.n_features, min(training_rows(n, dataset.params["train_fraction"]) for n in dataset.n))
-            if max(ks) > most:
-                raise ConfigError("k", f"rank k = {max(ks)} exceeds what dataset {dataset.name!r} allows: "
-                                  f"{dataset.n_features} features, and the smallest n ({min(dataset.n)}) trains on "
-                                  f"{training_rows(min(dataset.n), dataset.params['train_fraction'])} rows",
-                                  f"use k <= {most}")
+        if algorithm.orders is None:
+            continue
+        allows = {dataset.name: min(dataset.n_features, training_rows(max(dataset.n), dataset.params["train_fraction"]))
+                  for dataset in datasets}
+        if max(ks) > max(allows.values()):
+            name = max(allows, key=allows.__getitem__)
+            raise ConfigError("k", f"rank k = {max(ks)} exceeds what every dataset allows: the most is {allows[name]}, "
+                              f"for {name!r} (min of its features and the training rows of its largest n)",
+                              f"use k <= {allows[name]}")

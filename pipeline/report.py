@@ -230,7 +230,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     summary, failures = summarise(scores), failure_rate(scores, decide)
     scaled = sqrt_n_scaled(summary)
     chosen = select_k(scores, decide)
-    frequency = selection_frequency(choice_per_trial(scores, decide), scores["k"])
+    choices = choice_per_trial(scores, decide)
+    frequency = selection_frequency(choices, scores["k"])
     for criterion in criteria_of(scores):
         if not bool(scores[criterion].notnull().any()):  # a criterion added to the cube but not computed yet
             continue
@@ -263,6 +264,12 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
         from pipeline.report_sweep import write_sweeps
 
         table.attrs["sweep_crossings"] = write_sweeps(frequency, true_k(scores), sweeps, out)
+    from pipeline.report_matrix import matrix_criteria
+
+    if matrix_criteria(scores):  # seed 004's matrix models: each criterion's rank against the oracle's, the PSNR crest
+        from pipeline.report_matrix import write_matrix_report
+
+        table.attrs["matrix_ranks"] = write_matrix_report(scores, chosen, choices, sweeps, out)
     if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 

@@ -49,6 +49,8 @@ def crossing_points(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (base, parameter, n, method, criterion), group in table.groupby(["sweep", "parameter", "n", "method", "criterion"],
                                                                       sort=False):
+        if not (group["true_k"] > 0).any():  # no true k (a matrix's rank, real data): nothing to fall below
+            continue
         below = group[(group["true_k"] > 0) & (group["modal_k"] < group["true_k"])]
         rows.append({"sweep": base, "parameter": parameter, "n": n, "method": method, "criterion": criterion,
                      "crossing": below["value"].iloc[0] if len(below) else np.nan})
@@ -104,6 +106,8 @@ def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[s
         return pd.DataFrame()
     table.to_csv(out / "sweep.csv", index=False)
     crossings = crossing_points(table)
+    if crossings.empty:
+        crossings = pd.DataFrame(columns=["sweep", "parameter", "n", "method", "criterion", "crossing"])
     crossings.to_csv(out / "sweep_crossings.csv", index=False)
     for (base, n, method), _ in table.groupby(["sweep", "n", "method"], sort=False):
         plot_sweep(frequency, table, crossings, out / f"sweep_{base}_{method}_n{n}.png", base=base, n=int(n), method=method)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-TRANSFER_COSTS = ("train_cost", "mtc", "mtc_nn_object", "mtc_nn_centroid", "mtc_generative", "mtc_soft")
+TRANSFER_COSTS = ("train_cost", "mtc", "mtc_nn_object", "mtc_nn_centroid", "mtc_generative", "mtc_soft", "mtc_matrix")
 
 
 def transfer_criteria(summary: xr.Dataset) -> list[str]:

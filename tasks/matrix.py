@@ -20,8 +20,8 @@ from tasks.seeding import Purpose, stream
 
 
 def run_matrix_block(spec: BlockSpec, source: MatrixSource) -> BlockResult:
-    """Every (k, trial) cell of ``spec``. A rank above the training rows is infeasible; a failing draw or
-    fit fails the trial's cells, and the block goes on."""
+    """Every (k, trial) cell of ``spec``. A rank above min(training rows, features) is infeasible; a failing draw
+    or fit fails the trial's cells, and the block goes on."""
     algorithm = get_algorithm(spec.algorithm)
     params = dict(spec.algorithm_params)
     shape = (len(spec.ks), len(spec.trials))
@@ -33,8 +33,8 @@ def run_matrix_block(spec: BlockSpec, source: MatrixSource) -> BlockResult:
         started = time.perf_counter()
         try:
             data = source.draw_matrix(spec.n, stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial))
-            training = data.first.shape[0]
-            feasible = [k for k in spec.ks if algorithm.feasible(k, training)]
+            most = min(data.first.shape)  # the training rows' SVD (or factors) has no rank beyond
+            feasible = [k for k in spec.ks if algorithm.feasible(k, most)]
             computed = {}
             if feasible:
                 rng = stream(spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, 0, 0)
@@ -50,7 +50,8 @@ def run_matrix_block(spec: BlockSpec, source: MatrixSource) -> BlockResult:
         for i, k in enumerate(spec.ks):
             if k not in feasible:
                 status[i, j] = Status.INFEASIBLE
-                reason[i, j] = f"rank k = {k} exceeds the {training} training rows of the trial ({spec.algorithm})"
+                reason[i, j] = (f"rank k = {k} exceeds the rank the trial's training rows allow, {most} "
+                                f"({data.first.shape[0]} rows x {data.first.shape[1]} features; {spec.algorithm})")
                 continue
             at = feasible.index(k)
             for variable in values:

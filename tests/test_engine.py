@@ -370,7 +370,7 @@ def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducibl
     assert table[table.criterion == "clest"].k_hat.item() == 1  # no k beats its null by 0.9
     assert cube_bytes(tmp_path / "two.zarr", keep_seconds=True) == before
     for bad, words in ((("--decide", "gap.method=largest"), ["gap.method", "'largest'", "Tibs2001SEmax"]),
-                       (("--decide", "lange.threshold=0.3"), ["lange.threshold", "has the fields ['ties']"]),
+                       (("--decide", "lange.threshold=0.3"), ["lange.threshold", "has the fields ['ties', 'aggregate']"]),
                        (("--decide", "gap=3"), ["CRITERION.FIELD=VALUE", "gap.method=globalmax"])):
         refused = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r3"), *bad)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr

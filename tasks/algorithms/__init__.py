@@ -124,7 +124,7 @@ class Algorithm:
         leave-one-out needs k other points)."""
         if self.classify is not None:
             return 1 <= k and k + self.points_beyond_k <= n_points
-        if self.orders is not None:  # a rank: at most the training rows (the features bound it at config load)
+        if self.orders is not None:  # a rank: n_points is min(training rows, features) for a matrix model
             return 1 <= k <= n_points
         return 1 <= k and k * self.min_points_per_cluster <= n_points
 

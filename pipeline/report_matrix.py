@@ -1,0 +1,146 @@
+"""The report of matrix models (seed 004 §2.4-2.6): each criterion's rank against the oracle's, and what it costs.
+
+``matrix_ranks.csv`` has a row per (dataset, n, method, criterion): k̂ by the criterion's own rule, the range of
+the trials' own choices, the oracle's k* (``psnr``'s argmax or ``denoise_error``'s argmin, the same aggregation)
+and the loss of choosing k̂ instead of k*, read from the oracle's per-k medians: ``psnr_loss_db`` = PSNR(k*) -
+PSNR(k̂) (the paper's Fig. 2 claim) and ``error_ratio`` = err(k̂) / err(k*) (spec §2.5's v3). Figures: every
+dataset's ranks side by side with the trials' ranges (Fig. 3's table as a picture), and for an image whose noise
+is swept, the PSNR crest (noise x k, each noise level's PSNR below its best) with MTC's k̂ ± 3 sd of the trials'
+choices and the oracle's k* (Fig. 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from pipeline.sweeps import Swept
+from tasks.criteria import CRITERIA
+
+ORACLES = ("psnr", "denoise_error")
+
+
+def matrix_criteria(scores: xr.Dataset) -> list[str]:
+    """The matrix-model criteria with values in ``scores``, in registry order."""
+    return [name for name, criterion in CRITERIA.items()
+            if criterion.matrix and name in scores and bool(scores[name].notnull().any())]
+
+
+def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset) -> pd.DataFrame:
+    """One row per (dataset, n, method, criterion) with a value: k̂, the trials' range, k* and the loss at k̂."""
+    names = [name for name in matrix_criteria(scores) if name in chosen]
+    medians = {name: scores[name].median("trial") for name in ORACLES if name in names}
+    rows = []
+    for dataset in scores["dataset"].values:
+        for n in scores["n"].values:
+            for model in scores["model"].values:
+                at = {"dataset": dataset, "n": n, "model": model}
+                oracle = next((name for name in ORACLES if name in names and bool(scores[name].sel(at).notnull().any())),
+                              None)
+                k_star = int(chosen[oracle].sel(at)) if oracle else -1
+                for name in names:
+                    if not bool(scores[name].sel(at).notnull().any()):
+                        continue
+                    k_hat = int(chosen[name].sel(at))
+                    trials = choices[name].sel(at).values
+                    trials = trials[trials >= 0]
+                    row = {"dataset": dataset, "n": int(n), "method": model, "criterion": name, "k_hat": k_hat,
+                           "k_low": int(trials.min()) if trials.size else -1,
+                           "k_high": int(trials.max()) if trials.size else -1, "oracle": oracle or "", "k_star": k_star,
+                           "psnr_loss_db": np.nan, "error_ratio": np.nan}
+                    if oracle and k_hat > 0 and k_star > 0:
+                        curve = medians[oracle].sel(at)
+                        at_hat, at_star = float(curve.sel(k=k_hat)), float(curve.sel(k=k_star))
+                        if oracle == "psnr":
+                            row["psnr_loss_db"] = at_star - at_hat
+                        elif at_star > 0:
+                            row["error_ratio"] = at_hat / at_star
+                    rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_ranks(table: pd.DataFrame, path: Path) -> None:
+    """Each dataset's k̂ per criterion (markers) with the trials' range (bars), and the oracle's k* (a star)."""
+    from matplotlib.figure import Figure
+
+    pairs = list(dict.fromkeys(zip(table["dataset"], table["n"], table["method"])))
+    criteria = [name for name in dict.fromkeys(table["criterion"]) if name not in ORACLES]
+    figure = Figure(figsize=(max(4.0, 1.1 * len(pairs)) + 2.2, 3.8))
+    ax = figure.subplots()
+    width = 0.8 / max(len(criteria), 1)
+    for j, name in enumerate(criteria):
+        rows = table[table["criterion"] == name].set_index(["dataset", "n", "method"])
+        x, y, low, high = [], [], [], []
+        for i, pair in enumerate(pairs):
+            if pair in rows.index and rows.loc[pair, "k_hat"] > 0:
+                x.append(i - 0.4 + width * (j + 0.5))
+                y.append(rows.loc[pair, "k_hat"])
+                low.append(rows.loc[pair, "k_hat"] - rows.loc[pair, "k_low"])
+                high.append(rows.loc[pair, "k_high"] - rows.loc[pair, "k_hat"])
+        ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=4, capsize=2, label=name)
+    stars = table.drop_duplicates(["dataset", "n", "method"]).set_index(["dataset", "n", "method"])["k_star"]
+    ax.plot([i for i, pair in enumerate(pairs) if stars.get(pair, -1) > 0],
+            [stars[pair] for pair in pairs if stars.get(pair, -1) > 0], "*", color="black", ms=12, label="oracle k*")
+    ax.set_xticks(range(len(pairs)), [f"{d}" if len(set(p[2] for p in pairs)) == 1 else f"{d}\n{m}"
+                                      for d, _, m in pairs], rotation=30, ha="right", fontsize=8)
+    ax.set(ylabel="rank k", title="k̂ per criterion; bars: the trials' own choices")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept], base: str, model: str,
+                    path: Path) -> bool:
+    """Fig. 2: noise x k, each noise level's median PSNR minus its best, with MTC's k̂ ± 3 sd and the oracle's k*."""
+    from matplotlib.figure import Figure
+
+    members = sorted(((sweep.value, dataset) for dataset, sweep in sweeps.items()
+                      if sweep.base == base and dataset in scores["dataset"].values), key=lambda pair: pair[0])
+    if len(members) < 2 or "psnr" not in scores:
+        return False
+    values, datasets = [value for value, _ in members], [dataset for _, dataset in members]
+    at = {"model": model, "n": scores["n"].values[0]}
+    psnr = scores["psnr"].sel(at).sel(dataset=datasets).median("trial")
+    if not bool(psnr.notnull().any()):
+        return False
+    relative = psnr - psnr.max("k")
+    ks = psnr["k"].values
+    figure = Figure(figsize=(7, 4))
+    ax = figure.subplots()
+    mesh = ax.pcolormesh(np.arange(len(values) + 1) - 0.5, np.append(ks, ks[-1] + 1) - 0.5, relative.values.T,
+                         cmap="viridis", vmin=max(float(relative.min()), -10.0), vmax=0.0)
+    figure.colorbar(mesh, ax=ax, label="PSNR below the best rank (dB, median over trials)")
+    positions = np.arange(len(values))
+    for name, style in (("psnr", dict(color="white", ls=":", label="oracle k* (median)")),
+                        ("mtc_matrix", dict(color="black", ls="-", label="MTC k̂ (median) ± 3 sd"))):
+        if name not in choices:
+            continue
+        trials = choices[name].sel(at).sel(dataset=datasets).where(lambda c: c >= 0)
+        ax.plot(positions, trials.median("trial"), lw=2, **style)
+        if name == "mtc_matrix":
+            spread = 3 * trials.std("trial")
+            for sign in (-1, 1):
+                ax.plot(positions, trials.median("trial") + sign * spread, color="black", ls="--", lw=1)
+    ax.set_xticks(positions, [f"{value:g}" for value in values])
+    ax.set(xlabel=f"{sweeps[datasets[0]].parameter}: the sd of the Gaussian noise (grey levels)", ylabel="rank k",
+           ylim=(ks[0] - 0.5, ks[-1] + 0.5), title=f"{base} ({model}): the PSNR crest")
+    ax.legend(fontsize=7, loc="upper right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return True
+
+
+def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept],
+                        out: Path) -> pd.DataFrame:
+    """``matrix_ranks.csv``, ``matrix_ranks.png`` and a PSNR crest per swept image entry; returns the table."""
+    table = rank_table(scores, chosen, choices)
+    table.to_csv(out / "matrix_ranks.csv", index=False)
+    if not table.empty:
+        plot_ranks(table, out / "matrix_ranks.png")
+    for base in sorted({sweep.base for sweep in sweeps.values()}):
+        for model in scores["model"].values:
+            plot_psnr_crest(scores, choices, sweeps, base, str(model), out / f"psnr_crest_{base}_{model}.png")
+    return table
