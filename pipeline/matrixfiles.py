@@ -186,7 +186,7 @@ def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[in
                               f"{patch} x {patch}", "use a smaller patch or a larger image")
         if params["placement"] == "tiling" and (height % patch or width % patch):
             raise ConfigError(f"{key}.params.patch", f"patch {patch} does not divide the image's sides ({height} x {width}) "
-                              "for the non-overlapping tiling", f"use a patch that divides both, crop the image, or "
+                              "for the non-overlapping tiling", "use a patch that divides both, crop the image, or "
                               "placement: random")
         params["peak"] = peak
     else:

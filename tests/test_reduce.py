@@ -127,7 +127,8 @@ def test_prediction_strength_is_decided_by_the_largest_k_above_the_threshold_and
 
 def test_a_threshold_for_a_criterion_without_one_or_absent_from_the_cube_is_refused():
     scores = criterion_scores(tiny_cube([[0.1, 0.2], [0.05, 0.0], [0.4, 0.4]]))
-    with pytest.raises(ValueError, match=r"lange.threshold: the decision rule of lange \(smallest\) has the fields \['ties', 'aggregate'\]"):
+    with pytest.raises(ValueError,
+                       match=r"lange.threshold: the decision rule of lange \(smallest\) has the fields \['ties', 'aggregate'\]"):
         select_k(scores, {"lange": {"threshold": 0.3}})
     with pytest.raises(ValueError, match="'prediction_strength': no such criterion"):
         select_k(scores, {"prediction_strength": {"threshold": 0.8}})

@@ -232,14 +232,16 @@ ALGORITHMS: dict[str, Algorithm] = {
                               seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
     # Matrix models whose order is a rank (seed 004 §2.4-2.6): every k of a trial from one SVD / one GreConD run.
     "truncated_svd": Algorithm("truncated_svd", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
-                               orders=Deferred("tasks.algorithms.matrix_models:truncated_svd_orders"), objects="matrix", matrix="real",
-                               seconds_per_point=1e-8, releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
+                               orders=Deferred("tasks.algorithms.matrix_models:truncated_svd_orders"),
+                               objects="matrix", matrix="real", seconds_per_point=1e-8,
+                               releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
     "boolean_svd": Algorithm("boolean_svd", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
-                             orders=Deferred("tasks.algorithms.matrix_models:boolean_svd_orders"), objects="matrix", matrix="boolean",
-                             seconds_per_point=4e-6, releases_gil=True),  # 2.5 ms a cell: hc, every criterion, k 1..20
+                             orders=Deferred("tasks.algorithms.matrix_models:boolean_svd_orders"),
+                             objects="matrix", matrix="boolean", seconds_per_point=4e-6,
+                             releases_gil=True),  # 2.5 ms a cell: hc, every criterion, k 1..20
     "boolean_mf": Algorithm("boolean_mf", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
-                            orders=Deferred("tasks.algorithms.matrix_models:boolean_mf_orders"), objects="matrix", matrix="boolean",
-                            seconds_per_point=2e-7, releases_gil=True),
+                            orders=Deferred("tasks.algorithms.matrix_models:boolean_mf_orders"),
+                            objects="matrix", matrix="boolean", seconds_per_point=2e-7, releases_gil=True),
 }
 
 

@@ -13,8 +13,9 @@ an empty cluster keeps its centre); the tests check them against each other and 
 
 Measured on this project's 2-core machine (10 restarts from the same seeds, one thread), the compiled
 loop (numba then; the Cython port is within 5% of it) vs the batched numpy layers it replaced vs
-scikit-learn: n = 50, k = 10, d = 2: 0.15 vs 1.4 vs 21 ms; n = 500, k = 8: 1.2 vs 6.6 vs 31 ms; n = 5000, k = 8: 21 vs 163 vs 58 ms; n = 50,000, k = 10: 373 ms vs
-325 ms (scikit-learn); n = 20,000, k = 8, d = 77: 4.5 s vs 2.0 s (scikit-learn).
+scikit-learn: n = 50, k = 10, d = 2: 0.15 vs 1.4 vs 21 ms; n = 500, k = 8: 1.2 vs 6.6 vs 31 ms;
+n = 5000, k = 8: 21 vs 163 vs 58 ms; n = 50,000, k = 10: 373 ms vs 325 ms (scikit-learn); n = 20,000,
+k = 8, d = 77: 4.5 s vs 2.0 s (scikit-learn).
 """
 
 from __future__ import annotations
