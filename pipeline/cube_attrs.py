@@ -140,13 +140,18 @@ def status_attrs() -> dict[str, Any]:
 
 
 def variable_attrs(name: str) -> dict[str, Any]:
-    """The attributes of cube variable or coordinate ``name``; a plugin's criterion gets a generic description."""
+    """The attributes of cube variable or coordinate ``name``: written here, or a registered criterion's own
+    description (seed 004's transfer costs and matrix criteria, a plugin's); an unregistered name a generic one."""
     if name == "status":
         return status_attrs()
     if name in COORDINATES:
         return dict(COORDINATES[name])
     if name in VARIABLES:
         return dict(VARIABLES[name])
+    from tasks.criteria import CRITERIA, VARIABLES as CRITERION_OF  # a registered criterion describes itself
+
+    if CRITERION_OF.get(name) in CRITERIA:
+        return {"long_name": name, "description": f"per resample, {CRITERIA[CRITERION_OF[name]].description}"}
     return {"long_name": name, "description": f"per resample, the value of the plugin criterion output {name!r} as its "
                                               "criterion computed it (see the plugin's documentation)"}
 
