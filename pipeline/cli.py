@@ -330,8 +330,12 @@ def _validate(args: argparse.Namespace) -> int:
     _print_datasets(config)
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
+    from tasks.algorithms import get_algorithm  # loaded with the config already
+
     for method in config.methods:
-        how = "classifier" if method.predictor == "none" else f"+ {method.predictor}"
+        model = get_algorithm(method.algorithm)
+        how = ("classifier" if model.classify is not None else "matrix model" if model.orders is not None
+               else f"+ {method.predictor}")
         print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}")
     return EXIT_OK
 

@@ -263,3 +263,30 @@ def test_matrix_and_clustering_criteria_and_data_do_not_mix(tmp_path):
     refused(tmp_path, config, "methods[0].criteria[0]", "psnr is defined for the algorithm(s) ['truncated_svd']")
     config["methods"] = [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]
     refused(tmp_path, {**config, "k": [2, 3]}, "methods[0].algorithm", "not a matrix model")
+
+
+def test_the_image_reads_the_same_from_its_png_and_its_csv_and_a_16_bit_png_keeps_its_peak(shared, tmp_path):
+    from pipeline.matrixfiles import load_image
+
+    png, peak, read = load_image(str(shared / "datasets/images/camera_512.png"), "k")
+    csv, csv_peak, _ = load_image(str(shared / "datasets/images/camera_512.csv"), "k")
+    assert np.array_equal(png, csv) and peak == csv_peak == 255.0 and png.shape == (512, 512)
+    assert "512 x 512 grey image (peak 255)" in read
+    deep = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
+    Image.fromarray(deep).save(tmp_path / "deep.png")
+    image, deep_peak, _ = load_image(str(tmp_path / "deep.png"), "k")
+    assert deep_peak == 65535.0 and np.array_equal(image, deep)
+
+
+def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
+    from pipeline.matrixfiles import load_boolean_matrix, most_frequent_columns
+
+    dense, _ = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_dense.csv"), "k")
+    edges, read = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_edges.csv"), "k")
+    assert read.startswith("79 users x 231 permissions, 730 ones, edge list")
+    assert dense.shape == edges.shape == (79, 231) and dense.sum() == edges.sum() == 730
+    # the same users and permissions, up to order: compare the multisets of rows and of columns
+    assert sorted(map(bytes, dense.astype(np.uint8))) == sorted(map(bytes, edges.astype(np.uint8)))
+    kept = most_frequent_columns(edges, 10)
+    counts = edges.sum(axis=0)
+    assert kept.shape == (79, 10) and kept.sum() == np.sort(counts)[-10:].sum()
