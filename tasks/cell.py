@@ -78,6 +78,49 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+@dataclass(frozen=True)
+class TrialOutcome:
+    """One trial of a kernel that computes every k at once (a classifier, a matrix model).
+
+    ``values`` maps every variable to its values at the ``feasible`` ks, in their order; ``infeasible(k)`` says
+    why another k of the block could not be computed in this trial.
+    """
+
+    feasible: list[int]
+    values: dict[str, NDArray[np.float64]]
+    infeasible: Callable[[int], str]
+
+
+def run_joint_block(spec: BlockSpec, compute_trial: Callable[[int], TrialOutcome]) -> BlockResult:
+    """Every (k, trial) cell of ``spec`` from one ``compute_trial(trial)`` per trial; a trial that raises fails its
+    cells (the reason recorded) and the block goes on; its time is shared equally by its cells."""
+    shape = (len(spec.ks), len(spec.trials))
+    values = {variable: np.full(shape, np.nan) for variable in spec.variables}
+    status = np.full(shape, Status.OK, dtype=np.int8)
+    reason = np.full(shape, "", dtype=object)
+    seconds = np.zeros(shape)
+    for j, trial in enumerate(spec.trials):
+        started = time.perf_counter()
+        try:
+            outcome = compute_trial(trial)
+            missing = [variable for variable in values if outcome.feasible and variable not in outcome.values]
+            if missing:  # the config checks refuse this
+                raise ValueError(f"{spec.algorithm} did not compute {missing} for this trial")
+        except Exception as error:  # a failing trial is data: its cells record why, the block goes on
+            status[:, j], reason[:, j] = Status.FAILED, describe(error)
+            seconds[:, j] = (time.perf_counter() - started) / len(spec.ks)
+            continue
+        for i, k in enumerate(spec.ks):
+            if k not in outcome.feasible:
+                status[i, j], reason[i, j] = Status.INFEASIBLE, outcome.infeasible(k)
+                continue
+            at = outcome.feasible.index(k)
+            for variable in values:
+                values[variable][i, j] = outcome.values[variable][at]
+        seconds[:, j] = (time.perf_counter() - started) / len(spec.ks)
+    return BlockResult(values=values, status=status, reason=reason, seconds=seconds)
+
+
 Labels = NDArray[np.int64]
 
 

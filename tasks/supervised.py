@@ -9,13 +9,12 @@ happens inside the kernel, on the learning set only.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tasks.algorithms import get_algorithm
-from tasks.cell import BlockResult, BlockSpec, Status, describe
+from tasks.cell import BlockResult, BlockSpec, TrialOutcome, run_joint_block
 from tasks.criteria import get_criterion
 from tasks.datasets.sources import Source
 from tasks.seeding import Purpose, stream
@@ -66,38 +65,17 @@ def run_supervised_block(spec: BlockSpec, source: Source) -> BlockResult:
     infeasible; a failing draw or kernel fails the trial's cells, and the block goes on."""
     algorithm = get_algorithm(spec.algorithm)
     params = {**dict(spec.algorithm_params), **_kernel_options(spec)}
-    shape = (len(spec.ks), len(spec.trials))
-    values = {variable: np.full(shape, np.nan) for variable in spec.variables}
-    status = np.full(shape, Status.OK, dtype=np.int8)
-    reason = np.full(shape, "", dtype=object)
-    seconds = np.zeros(shape)
-    for j, trial in enumerate(spec.trials):
-        started = time.perf_counter()
-        try:
-            rng = stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial)
-            sample = source.draw_labelled(spec.n, rng)
-            counts = learning_counts(np.bincount(sample.y), spec.learning, spec.learning_per_class)
-            learn, test = split_by_class(sample.y, counts, rng)
-            feasible = [k for k in spec.ks if algorithm.feasible(k, learn.size)]
-            scores = {}
-            if feasible:
-                scores = algorithm.classify(sample.X[learn], sample.y[learn], sample.X[test], sample.y[test],
-                                            feasible, sample.target, **params)
-                missing = [variable for variable in values if variable not in scores]
-                if missing:  # the config check refuses this (a test error without a test set)
-                    raise ValueError(f"{spec.algorithm} did not compute {missing} for this trial")
-        except Exception as error:  # a failing trial is data: its cells record why, the block goes on
-            status[:, j], reason[:, j] = Status.FAILED, describe(error)
-            seconds[:, j] = (time.perf_counter() - started) / len(spec.ks)
-            continue
-        for i, k in enumerate(spec.ks):
-            if k not in feasible:
-                status[i, j] = Status.INFEASIBLE
-                reason[i, j] = (f"k = {k} needs at least {k + algorithm.points_beyond_k} learning points "
-                                f"({spec.algorithm}); the learning set has {learn.size}")
-                continue
-            at = feasible.index(k)
-            for variable in values:
-                values[variable][i, j] = scores[variable][at]
-        seconds[:, j] = (time.perf_counter() - started) / len(spec.ks)
-    return BlockResult(values=values, status=status, reason=reason, seconds=seconds)
+
+    def compute_trial(trial: int) -> TrialOutcome:
+        rng = stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial)
+        sample = source.draw_labelled(spec.n, rng)
+        counts = learning_counts(np.bincount(sample.y), spec.learning, spec.learning_per_class)
+        learn, test = split_by_class(sample.y, counts, rng)
+        feasible = [k for k in spec.ks if algorithm.feasible(k, learn.size)]
+        scores = algorithm.classify(sample.X[learn], sample.y[learn], sample.X[test], sample.y[test], feasible,
+                                    sample.target, **params) if feasible else {}
+        return TrialOutcome(feasible, scores, lambda k: f"k = {k} needs at least {k + algorithm.points_beyond_k} "
+                                                        f"learning points ({spec.algorithm}); the learning set has "
+                                                        f"{learn.size}")
+
+    return run_joint_block(spec, compute_trial)

@@ -106,7 +106,8 @@ def test_boolean_factorisation_transfer_cost_d1_d2_findings(tmp_path):
         cost = scores["mtc_matrix"].sel(dataset=dataset, model="bmf").dropna("n", how="all").squeeze("n")
         mean, sd = cost.mean("trial"), cost.std("trial")
         ks = cost["k"].values
-        print(dataset, "k:", ks.tolist(), "\n  mean:", np.round(mean.values, 3).tolist(), "\n  sd:", np.round(sd.values, 3).tolist())
+        print(dataset, "k:", ks.tolist(), "\n  mean:", np.round(mean.values, 3).tolist(),
+              "\n  sd:", np.round(sd.values, 3).tolist())
         assert (cost >= 0).all()
         # more factors never cost more here: GreConD's factors are nested and exact from below
         assert bool((mean.diff("k") <= 1e-12).all()), mean.values

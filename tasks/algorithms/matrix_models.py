@@ -21,7 +21,7 @@ medians, is the reducer's ``aggregate: median``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,61 +29,60 @@ from numpy.typing import NDArray
 from tasks.algorithms import boolean_mf, lowrank
 from tasks.datasets.matrices import MatrixTrial
 
-OPCV_FRACTIONS = {"opcv_half": 0.5, "opcv_fifth": 0.2}
+Criterion = Callable[[MatrixTrial, NDArray[np.int64], np.random.Generator], NDArray[np.float64]]
 
 
-def _opcv(trial: MatrixTrial, ks: NDArray[np.int64], name: str, rng: np.random.Generator) -> NDArray[np.float64]:
-    return lowrank.opcv_errors(trial.whole, ks, rng, permutations=1, fraction=OPCV_FRACTIONS[name])[0]
+def _opcv(fraction: float) -> Criterion:
+    def errors(trial: MatrixTrial, ranks: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.float64]:
+        return lowrank.opcv_errors(trial.whole, ranks, rng, permutations=1, fraction=fraction)[0]
+
+    return errors
+
+
+def _greconD_transfer_costs(trial: MatrixTrial, ranks: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.float64]:
+    factors = boolean_mf.greconD(trial.first, int(ranks.max()))
+    return boolean_mf.bmf_transfer_costs(trial.first, factors, trial.second, ranks)
+
+
+OPCV = {"opcv_half": _opcv(0.5), "opcv_fifth": _opcv(0.2)}
+# What each model computes, by criterion: f(trial, ranks, rng) -> values of shape (len(ranks),)
+TRUNCATED_SVD: dict[str, Criterion] = {
+    "mtc_matrix": lambda trial, ranks, rng: lowrank.svd_transfer_costs(trial.first, trial.second, ranks),
+    "psnr": lambda trial, ranks, rng: lowrank.denoise_psnrs(trial.whole, trial.clean, ranks, peak=trial.peak),
+    **OPCV,
+}
+BOOLEAN_SVD: dict[str, Criterion] = {
+    "mtc_matrix": lambda trial, ranks, rng: lowrank.boolean_svd_transfer_costs(trial.first, trial.second, ranks),
+    "denoise_error": lambda trial, ranks, rng: lowrank.denoise_errors(trial.whole, trial.clean, ranks).astype(float),
+    "coverage_rule": lambda trial, ranks, rng: lowrank.coverage_shares(trial.whole, ranks),
+    "increment_rule": lambda trial, ranks, rng: lowrank.increments(trial.whole, ranks),
+    **OPCV,
+}
+BOOLEAN_MF: dict[str, Criterion] = {"mtc_matrix": _greconD_transfer_costs}
+
+
+def _orders(model: str, table: dict[str, Criterion], trial: MatrixTrial, ks: Sequence[int], criteria: Sequence[str],
+            rng: np.random.Generator) -> dict[str, NDArray[np.float64]]:
+    unknown = [name for name in criteria if name not in table]
+    if unknown:  # the config check refuses this
+        raise ValueError(f"{model} does not compute {unknown}; it computes {sorted(table)}")
+    ranks = np.asarray(ks, dtype=np.int64)
+    return {name: table[name](trial, ranks, rng) for name in criteria}
 
 
 def truncated_svd_orders(trial: MatrixTrial, ks: Sequence[int], criteria: Sequence[str],
                          rng: np.random.Generator) -> dict[str, NDArray[np.float64]]:
     """The criteria of a truncated SVD (uncentred, spec §2.4 [A]) for every rank in ``ks``."""
-    ranks = np.asarray(ks, dtype=np.int64)
-    out: dict[str, NDArray[np.float64]] = {}
-    for name in criteria:
-        if name == "mtc_matrix":
-            out[name] = lowrank.svd_transfer_costs(trial.first, trial.second, ranks)
-        elif name == "psnr":
-            out[name] = lowrank.denoise_psnrs(trial.whole, trial.clean, ranks, peak=trial.peak)
-        elif name in OPCV_FRACTIONS:
-            out[name] = _opcv(trial, ranks, name, rng)
-        else:
-            raise ValueError(f"truncated_svd does not compute {name!r}")
-    return out
+    return _orders("truncated_svd", TRUNCATED_SVD, trial, ks, criteria, rng)
 
 
 def boolean_svd_orders(trial: MatrixTrial, ks: Sequence[int], criteria: Sequence[str],
                        rng: np.random.Generator) -> dict[str, NDArray[np.float64]]:
     """The criteria of Molloy's SVD denoiser of a Boolean matrix for every rank in ``ks``."""
-    ranks = np.asarray(ks, dtype=np.int64)
-    out: dict[str, NDArray[np.float64]] = {}
-    for name in criteria:
-        if name == "mtc_matrix":
-            out[name] = lowrank.boolean_svd_transfer_costs(trial.first, trial.second, ranks)
-        elif name == "denoise_error":
-            out[name] = lowrank.denoise_errors(trial.whole, trial.clean, ranks).astype(np.float64)
-        elif name == "coverage_rule":
-            out[name] = lowrank.coverage_shares(trial.whole, ranks)
-        elif name == "increment_rule":
-            out[name] = lowrank.increments(trial.whole, ranks)
-        elif name in OPCV_FRACTIONS:
-            out[name] = _opcv(trial, ranks, name, rng)
-        else:
-            raise ValueError(f"boolean_svd does not compute {name!r}")
-    return out
+    return _orders("boolean_svd", BOOLEAN_SVD, trial, ks, criteria, rng)
 
 
 def boolean_mf_orders(trial: MatrixTrial, ks: Sequence[int], criteria: Sequence[str],
                       rng: np.random.Generator) -> dict[str, NDArray[np.float64]]:
     """The criteria of a Boolean OR factorisation (GreConD, every k a prefix of one run) for every k in ``ks``."""
-    ranks = np.asarray(ks, dtype=np.int64)
-    out: dict[str, NDArray[np.float64]] = {}
-    factors = None
-    for name in criteria:
-        if name == "mtc_matrix":
-            factors = factors or boolean_mf.greconD(trial.first, int(ranks.max()))
-            out[name] = boolean_mf.bmf_transfer_costs(trial.first, factors, trial.second, ranks)
-        else:
-            raise ValueError(f"boolean_mf does not compute {name!r}")
-    return out
+    return _orders("boolean_mf", BOOLEAN_MF, trial, ks, criteria, rng)
