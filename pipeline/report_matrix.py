@@ -56,8 +56,8 @@ def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset) -> p
                         at_hat, at_star = float(curve.sel(k=k_hat)), float(curve.sel(k=k_star))
                         if oracle == "psnr":
                             row["psnr_loss_db"] = at_star - at_hat
-                        elif at_star > 0:
-                            row["error_ratio"] = at_hat / at_star
+                        else:  # the oracle denoised perfectly: any error at k̂ is infinitely worse
+                            row["error_ratio"] = at_hat / at_star if at_star > 0 else 1.0 if at_hat == 0 else np.inf
                     rows.append(row)
     return pd.DataFrame(rows)
 
@@ -75,12 +75,14 @@ def plot_ranks(table: pd.DataFrame, path: Path) -> None:
         rows = table[table["criterion"] == name].set_index(["dataset", "n", "method"])
         x, y, low, high = [], [], [], []
         for i, pair in enumerate(pairs):
-            if pair in rows.index and rows.loc[pair, "k_hat"] > 0:
+            if pair in rows.index and rows.loc[pair, "k_low"] > 0:
                 x.append(i - 0.4 + width * (j + 0.5))
-                y.append(rows.loc[pair, "k_hat"])
-                low.append(rows.loc[pair, "k_hat"] - rows.loc[pair, "k_low"])
-                high.append(rows.loc[pair, "k_high"] - rows.loc[pair, "k_hat"])
-        ax.errorbar(x, y, yerr=[low, high], fmt="o", ms=4, capsize=2, label=name)
+                y.append(rows.loc[pair, "k_hat"] if rows.loc[pair, "k_hat"] > 0 else np.nan)  # -1: no choice
+                low.append(rows.loc[pair, "k_low"])
+                high.append(rows.loc[pair, "k_high"])
+        # the range, not error bars: a rule on the per-k medians may choose outside the trials' own choices
+        ax.vlines(x, low, high, lw=1.5, color=f"C{j}")
+        ax.plot(x, y, "o", ms=4, color=f"C{j}", label=name)
     stars = table.drop_duplicates(["dataset", "n", "method"]).set_index(["dataset", "n", "method"])["k_star"]
     ax.plot([i for i, pair in enumerate(pairs) if stars.get(pair, -1) > 0],
             [stars[pair] for pair in pairs if stars.get(pair, -1) > 0], "*", color="black", ms=12, label="oracle k*")

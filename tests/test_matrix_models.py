@@ -290,3 +290,31 @@ def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
     kept = most_frequent_columns(edges, 10)
     counts = edges.sum(axis=0)
     assert kept.shape == (79, 10) and kept.sum() == np.sort(counts)[-10:].sum()
+
+
+def test_the_rank_table_reads_the_oracle_and_draws_a_choice_outside_the_trials_range(tmp_path):
+    from pipeline.report_matrix import plot_ranks, rank_table
+
+    opcv = np.array([[2.0, 2, 2, 2], [1, 1, 9, 9], [9, 9, 1, 1]])  # trials choose 2, 2, 3, 3; the medians choose 1
+    errors = np.array([[30.0, 30, 30, 30], [10, 10, 10, 10], [20, 20, 20, 20]])  # the oracle's k* = 2
+    cube = scores(opcv)[["opcv_half"]].assign(denoise_error=scores(errors)["mtc_matrix"])
+    table = rank_table(cube, select_k(cube), choice_per_trial(cube)).set_index("criterion")
+    assert table.loc["opcv_half", ["k_hat", "k_low", "k_high", "k_star"]].tolist() == [1, 2, 3, 2]
+    assert table.loc["opcv_half", "error_ratio"] == 3.0 and table.loc["denoise_error", "error_ratio"] == 1.0
+    plot_ranks(table.reset_index(), tmp_path / "ranks.png")
+    assert (tmp_path / "ranks.png").stat().st_size > 0
+
+
+def test_the_report_of_a_matrix_cube_says_every_rank_against_the_oracle(boolean_cube, tmp_path):
+    folder, _ = boolean_cube
+    result = cli_in_process("report", str(folder / "bool.zarr"), "--out", str(tmp_path / "report"))
+    assert result.returncode == 0, result.stderr
+    assert "matrix models: each criterion's k̂" in result.stdout
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "report" / "matrix_ranks.csv")
+    svd = table[table.method == "svd"].set_index("criterion")
+    assert (svd["oracle"] == "denoise_error").all() and svd.loc["denoise_error", "error_ratio"] == 1.0
+    assert (svd["k_star"] == svd.loc["denoise_error", "k_hat"]).all()
+    assert {"matrix_ranks.png", "transfer_costs_svd_n60.png", "transfer_costs_bmf_n60.png"} <= {
+        path.name for path in (tmp_path / "report").iterdir()}
