@@ -74,7 +74,7 @@ def ordercube_run(n: int, folder: Path) -> tuple[float, float]:
 
 def steady_run(n: int) -> float:
     """ordercube's compute of the sweep in one process on one core, once warm (a second sweep in the same
-    process, as a notebook's second call: numba's first-call set-up, 0.35 s here, is paid by the first)."""
+    process, as a notebook's second call: the first pays its one-time imports and warm-ups)."""
     _, out = timed([sys.executable, __file__, "--steady", str(n)], env=ONE_THREAD)
     return float(out.split()[-1])
 
@@ -188,7 +188,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         timed([*ORDERCUBE, "run", str(_write(work, 100)), "--out", str(work / "warm.zarr"),
-               "--no-progress"])  # warm-up, untimed: numba's cache, the OS's file cache
+               "--no-progress"])  # warm-up, untimed: the OS's file cache
         loop_run(100)
         for n in args.n:
             before = load()
