@@ -24,10 +24,10 @@ from pipeline import interrupts
 from pipeline.config import Config
 from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
+from pipeline.matrixfiles import matrix_source
 from pipeline.progress import SweepProgress
 from pipeline.store import merge_blocks, writable_arrays, write_block
 from tasks.cell import BlockResult, Status, describe
-from pipeline.matrixfiles import matrix_source
 from tasks.datasets import SyntheticSource
 from tasks.datasets.matrices import MATRIX_KINDS, MatrixSource
 
@@ -121,8 +121,7 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSourc
     recipe of every matrix dataset (its noise and split; its clean matrix travels as the dataset's array)."""
     sources: dict[str, SyntheticSource | MatrixSource] = {
         d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
-    sources.update({d.name: matrix_source(d.kind, None, d.params, d.params.get("peak", 255.0))
-                    for d in config.datasets if d.kind in MATRIX_KINDS})
+    sources.update({d.name: matrix_source(d.kind, None, d.params) for d in config.datasets if d.kind in MATRIX_KINDS})
     return sources
 
 

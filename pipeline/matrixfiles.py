@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
-from tasks.datasets.matrices import PLACEMENTS, MatrixSource, training_rows
+from tasks.datasets.matrices import MATRIX_KINDS, PLACEMENTS, MatrixSource, training_rows
 from tasks.params import ParamError, check_params, choice, integer, number, show
 
 IMAGE_PARAMS = {"noise": 0.0, "patch": 8, "placement": "tiling", "train_fraction": 0.5}
@@ -166,11 +166,12 @@ def most_frequent_columns(X: NDArray[np.float64], columns: int) -> NDArray[np.fl
     return X[:, keep]
 
 
-def matrix_source(kind: str, clean: NDArray[np.float64], params: Mapping[str, Any], peak: float = 255.0) -> MatrixSource:
-    """The trial recipe of a matrix dataset (its clean matrix, its noise and split)."""
+def matrix_source(kind: str, clean: NDArray[np.float64] | None, params: Mapping[str, Any]) -> MatrixSource:
+    """The trial recipe of a matrix dataset (its clean matrix, its noise and split; an image's ``peak`` is among
+    its params, read from its format); ``clean`` None for the recipe a driver sends beside the scattered matrix."""
     return MatrixSource(clean=clean, kind=kind, noise=float(params["noise"]), patch=int(params.get("patch", 8)),
                         placement=str(params.get("placement", "tiling")), train_fraction=float(params["train_fraction"]),
-                        peak=peak)
+                        peak=float(params.get("peak", 255.0)))
 
 
 def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[int | str],
@@ -194,7 +195,7 @@ def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[in
         if params["columns"]:
             clean = most_frequent_columns(clean, params["columns"])
             read += f"; its {clean.shape[1]} most frequent columns kept ({int(clean.sum())} ones)"
-    source = matrix_source(kind, clean, params, params.get("peak", 255.0))
+    source = matrix_source(kind, clean, params)
     rows = source.rows
     n = tuple(rows if value == "all" else int(value) for value in n_raw)
     for j, value in enumerate(n):
@@ -224,7 +225,7 @@ def check_matrices(datasets: tuple[Any, ...], methods: tuple[Any, ...], ks: tupl
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
         for dataset in datasets:
-            matrix_data = dataset.kind in ("image", "boolean_matrix")
+            matrix_data = dataset.kind in MATRIX_KINDS
             if (algorithm.orders is not None) != matrix_data:
                 raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} is "
                                   f"{'a matrix (' + dataset.kind + ')' if matrix_data else 'not a matrix dataset'}, and "

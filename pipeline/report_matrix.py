@@ -20,7 +20,7 @@ import xarray as xr
 from pipeline.sweeps import Swept
 from tasks.criteria import CRITERIA
 
-ORACLES = ("psnr", "denoise_error")
+ORACLES = tuple(name for name, criterion in CRITERIA.items() if criterion.oracle)  # psnr, denoise_error
 
 
 def matrix_criteria(scores: xr.Dataset) -> list[str]:

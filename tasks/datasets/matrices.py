@@ -37,8 +37,6 @@ class MatrixTrial:
         the trial's n rows of the Boolean matrix.
     clean : ndarray of shape whole.shape
         The same without noise (the clean tiles, X*).
-    boolean : bool
-        The entries are 0/1.
     peak : float
         The largest grey level of an image's format (255 for 8 bits), for the PSNR.
     """
@@ -47,7 +45,6 @@ class MatrixTrial:
     second: NDArray[np.float64]
     whole: NDArray[np.float64]
     clean: NDArray[np.float64]
-    boolean: bool
     peak: float = 255.0
 
 
@@ -89,8 +86,7 @@ class MatrixSource:
             whole, clean = noisy[order], self.clean[order]
             rows = whole
         training = training_rows(n, self.train_fraction)
-        return MatrixTrial(first=rows[:training], second=rows[training:n], whole=whole, clean=clean,
-                           boolean=self.kind == "boolean_matrix", peak=self.peak)
+        return MatrixTrial(first=rows[:training], second=rows[training:n], whole=whole, clean=clean, peak=self.peak)
 
 
 def training_rows(n: int, train_fraction: float) -> int:
