@@ -130,19 +130,23 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
-           decide: Decide | None = None) -> pd.DataFrame:
-    """Write ``selection.csv`` and the figures into ``folder``, as ``ordercube report`` does; returns the table.
+           decide: Decide | None = None, *, fmt: str = "png") -> pd.DataFrame:
+    """Write ``selection.csv`` and the figures (``fmt``: png, svg or pdf) into ``folder``, as ``ordercube report``
+    does; returns the table (with each k̂'s uncertainty and flags).
 
     A cube without a computed cell writes nothing and returns an empty table.
     """
     import pandas as pd
 
     from pipeline.cli import _report_folder
+    from pipeline.figures import FORMATS
     from pipeline.location import location
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
     from pipeline.store import load_cube
 
+    if fmt not in FORMATS:
+        raise InputError(f"fmt: {fmt!r} is not one of {list(FORMATS)}; e.g. fmt='svg' for vector figures")
     if isinstance(cube_or_path, (str, os.PathLike)):
         cube = load_cube(cube_or_path)
         try:
@@ -157,7 +161,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         raise InputError(f"decide: {error}") from None
     if status_counts(cube)["ok"] == 0:
         return pd.DataFrame()
-    return write_report(cube, target, decide)
+    return write_report(cube, target, decide, fmt=fmt)
 
 
 def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from pipeline.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+MISSING_SHOWN = 20  # rows of the report's table of cells without a value printed (all in missing_cells.csv)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--decide", action="append", default=[], metavar="CRITERION.FIELD=VALUE",
                         help="re-decide with another rule setting, e.g. gap.method=globalmax, gap.se_factor=2, "
                              "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V)")
+    report.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
+                        help="the figures' format (svg and pdf: vector, for a paper; default png)")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
     validate.add_argument("--out", help="cube path to plan against")
@@ -243,7 +246,9 @@ def _report_folder(cube_place: Location, given: str | None) -> Path:
 
 def _report(args: argparse.Namespace) -> int:
     from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import comparison_matrix, published_of, status_counts, write_report
+    from pipeline.report import (
+        MISSING_MEANINGS, comparison_matrix, flag_notes, printable, published_of, status_counts, write_report,
+    )
     from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
@@ -277,11 +282,26 @@ def _report(args: argparse.Namespace) -> int:
     except OSError as error:
         raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
                          "choose a folder you can write to") from None
-    table = write_report(cube, out, decide)
+    table = write_report(cube, out, decide, fmt=args.format)
     if table.empty:  # e.g. only a diagnostic (agreement) was computed
         print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
     else:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(printable(table).to_string(index=False))
+        for line in flag_notes(table):
+            print(f"  {line}")
+    for criterion in table.attrs.get("without_values", []):
+        print(f"{criterion}: no value anywhere in this cube (not computed yet, or every cell of it failed): "
+              "no row, no figure")
+    missing = table.attrs.get("missing_cells")
+    if missing is not None and not missing.empty:
+        print(f"\ncells without a value, left out of every mean and count ({int(missing['cells'].sum())} cells; "
+              "missing_cells.csv):")
+        shown = missing.head(MISSING_SHOWN)
+        print(shown.to_string(index=False))
+        if len(missing) > MISSING_SHOWN:
+            print(f"... {len(missing) - MISSING_SHOWN} more rows in missing_cells.csv")
+        for status in dict.fromkeys(missing["status"]):
+            print(f"  {status}: {MISSING_MEANINGS[status]}")
     published = published_of(cube)
     if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")
@@ -300,7 +320,9 @@ def _report(args: argparse.Namespace) -> int:
         print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "
               "this cube / published")
         print(one.to_string())
-    print(f"report written to {out}")
+    drawn, kept = table.attrs["figures"]
+    print(f"report written to {out} ({len(drawn)} figures drawn"
+          + (f", {len(kept)} unchanged since the last report there)" if kept else ")"))
     return EXIT_OK
 
 

@@ -224,7 +224,8 @@ def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: boo
     return _argmin_k(curve(name), decision.ties)
 
 
-def _deciding(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
+def deciding_rules(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
+    """The decision rules of the criteria that choose a k (every one but the diagnostics), ``decide`` applied."""
     return {name: rule for name, rule in decisions(scores, decide).items() if rule.rule != "none"}
 
 
@@ -235,13 +236,13 @@ def select_k(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None 
         warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
         warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)  # per-k medians
         return xr.Dataset({name: _choose(scores, name, rule, per_trial=False)
-                           for name, rule in _deciding(scores, decide).items()}, attrs=scores.attrs)
+                           for name, rule in deciding_rules(scores, decide).items()}, attrs=scores.attrs)
 
 
 def choice_per_trial(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
     """Each trial's own choice of k (same rule as :func:`select_k`), -1 for a trial without a choice."""
     return xr.Dataset({name: _choose(scores, name, rule, per_trial=True)
-                       for name, rule in _deciding(scores, decide).items()}, attrs=scores.attrs)
+                       for name, rule in deciding_rules(scores, decide).items()}, attrs=scores.attrs)
 
 
 def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
@@ -278,7 +279,7 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     """
     truth = true_k(scores)
     out = {}
-    for name, rule in _deciding(scores, decide).items():
+    for name, rule in deciding_rules(scores, decide).items():
         # a classifier's order has no "true k" to miss (its oracle is the least test or true error): NaN
         known = xr.full_like(truth, -1) if name in CRITERIA and CRITERIA[name].supervised else truth
         values = scores[name]

@@ -1,9 +1,17 @@
-"""Reports: the k̂ table (printed and as ``selection.csv``) and the figures, all from the reducers."""
+"""Reports: the k̂ table (printed and as ``selection.csv``) with how sure each k̂ is, and the figures, all
+from the reducers.
+
+Figures per criterion (only those that mean something for it): ``*_vs_k`` (mean ± 1 SE against k per n, k̂
+starred, Prediction Strength's threshold, Gap's s_k bars), ``*_scaling`` (with two sample sizes or more:
+the mean per k against n; sqrt(n) x the mean for the instabilities that shrink like 1/sqrt(n); the failure
+rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,15 +19,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, panels, say, title
 from pipeline.grid import DIMS, Coords, planned_mask
-from pipeline.store import count_planned
 from pipeline.reduce import (
-    choice_per_trial, criteria_of, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
-    true_k,
+    DECISION_DIMS, choice_per_trial, criteria_of, criterion_scores, decisions, failure_rate, select_k,
+    selection_frequency, sqrt_n_scaled, summarise, true_k,
 )
 from pipeline.reduce_supervised import supervised_in
+from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL, decision_uncertainty
+from pipeline.store import count_planned
 from pipeline.sweeps import swept
-from tasks.criteria import CRITERIA
+from tasks.criteria import CRITERIA, Decision
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -32,38 +42,141 @@ def status_counts(cube: xr.Dataset) -> dict[str, int]:
     return count_planned(cube["status"].values, planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords))
 
 
+# What each status other than ok means for the report: why the cell holds no value.
+MISSING_MEANINGS = {
+    "failed": "the fit or a criterion raised an error (reason stored; --retry-failed recomputes)",
+    "infeasible": "k too large for the half (fewer than two points per cluster, or a rank above the matrix's)",
+    "crashed": "its worker process died on it, every time (reason stored; --retry-failed recomputes)",
+    "pending": "not computed yet (an interrupted or extended run: resume it)",
+}
+
+
+def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
+    """The planned cells without a value, counted per (dataset, n, method, k, status), with one stored reason.
+
+    Every reducer leaves them out of its means and counts; this says which they are and why.
+    """
+    from tasks.cell import Status
+
+    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
+    planned = planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
+    status = cube["status"].values
+    missing = planned & (status != Status.OK)
+    if not missing.any():
+        return pd.DataFrame(columns=["dataset", "n", "method", "k", "status", "cells", "reason"])
+    dims = cube["status"].dims
+    reasons = cube["reason"].values if "reason" in cube else np.full(status.shape, "", dtype=object)
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for index in zip(*np.nonzero(missing)):
+        at = {dim: cube[dim].values[i] for dim, i in zip(dims, index)}
+        key = (str(at["dataset"]), int(at["n"]), str(at["model"]), int(at["k"]), Status(int(status[index])).name.lower())
+        row = rows.setdefault(key, {"cells": 0, "reason": str(reasons[index] or "")})
+        row["cells"] += 1
+    table = pd.DataFrame([{"dataset": d, "n": n, "method": m, "k": k, "status": st, **row}
+                          for (d, n, m, k, st), row in rows.items()])
+    return table.sort_values(["dataset", "n", "method", "k", "status"], ignore_index=True)
+
+
+@dataclass
+class Reduced:
+    """Every reducer a report reads, computed once from the cube and the decision rules."""
+
+    scores: xr.Dataset
+    decide: Mapping[str, Mapping[str, Any]] | None
+    summary: xr.Dataset
+    chosen: xr.Dataset
+    choices: xr.Dataset
+    frequency: xr.Dataset
+    failures: xr.Dataset
+    uncertainty: xr.Dataset
+    truth: xr.DataArray
+
+    @classmethod
+    def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> Reduced:
+        scores = criterion_scores(cube)
+        chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
+        return cls(scores=scores, decide=decide, summary=summarise(scores), chosen=chosen, choices=choices,
+                   frequency=selection_frequency(choices, scores["k"]), failures=failure_rate(scores, decide),
+                   uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices),
+                   truth=true_k(scores))
+
+
+# selection.csv's columns after (dataset, n, method, criterion, k_hat): reduce_uncertainty's fields renamed
+UNCERTAINTY_COLUMNS = {"frequency": "k_hat_frequency", "frequency_low": "k_hat_frequency_low",
+                       "frequency_high": "k_hat_frequency_high", "score": "score_at_k_hat"}
+
+
 def selection_table(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """One row per (dataset, n, method, criterion): k̂, how often trials chose it, the failure rate."""
-    scores = criterion_scores(cube)
-    chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
-    frequency, truth = selection_frequency(choices, scores["k"]), true_k(scores)
-    failures = failure_rate(scores, decide)
-    agreement = scores["agreement"].mean("trial") if "agreement" in scores else None
+    """One row per (dataset, n, method, criterion) with values: k̂, how sure it is, the true k, the failure rate.
+
+    The uncertainty columns are ``pipeline.reduce_uncertainty``'s fields: ``k_hat_frequency`` (with its
+    bootstrap interval ``_low``, ``_high``), ``score_at_k_hat`` and ``score_se``, ``runner_up`` and
+    ``difference`` (with ``_low``, ``_high``), and the flags ``at_grid_edge``, ``not_separated``, ``few_trials``.
+    """
+    return table_of(Reduced.of(cube, decide))
+
+
+def table_of(reduced: Reduced) -> pd.DataFrame:
+    scores, summary = reduced.scores, reduced.summary
+    agreement = summary["agreement_mean"] if "agreement_mean" in summary else None
+    frames = []
+    for criterion in map(str, reduced.chosen.data_vars):
+        k_hat = reduced.chosen[criterion]
+        columns = {"k_hat": k_hat}
+        for field in FIELDS:
+            columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
+        columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
+                    "trials": scores[criterion].notnull().any("k").sum("trial")}
+        if agreement is not None:  # the known classes matched by the solution at k̂
+            columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
+        # the cube's true_k coordinate travels along every variable: the column keeps it once
+        frame = xr.Dataset({name: value.reset_coords(drop=True) for name, value in columns.items()})
+        frame = frame.to_dataframe(dim_order=list(DECISION_DIMS)).reset_index()
+        frame = frame[frame["trials"] > 0].rename(columns={"model": "method"})
+        frame.insert(3, "criterion", criterion)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
+    return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
+                 + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
+
+
+FLAG_MEANINGS = {
+    "at_grid_edge": "k̂ is the largest k of the grid with a value (or its smallest, where the criterion is defined "
+                    "below it): the curve may go on; widen k",
+    "not_separated": f"the {LEVEL:.0%} interval of the difference to the runner-up contains 0: the data do not tell "
+                     "k̂ from it; more resamples or a larger n",
+    "few_trials": "fewer than 10 trials with a value: every interval is rough",
+}
+
+
+def flag_notes(table: pd.DataFrame) -> list[str]:
+    """One line per flag raised somewhere in ``table``: its name, how many rows, what it means."""
+    return [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
+            for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+
+
+def printable(table: pd.DataFrame) -> pd.DataFrame:
+    """``selection_table``'s rows as the CLI prints them: intervals in brackets, the flags by name."""
+    def interval(value: float, low: float, high: float) -> str:
+        return "-" if np.isnan(value) else f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g}"
+
     rows = []
-    for criterion in map(str, chosen.data_vars):
-        trials = scores[criterion].notnull().any("k").sum("trial")
-        for dataset in scores["dataset"].values:
-            for n in scores["n"].values:
-                for model in scores["model"].values:
-                    at = {"dataset": dataset, "n": n, "model": model}
-                    if int(trials.sel(at)) == 0:
-                        continue
-                    k_hat = int(chosen[criterion].sel(at))
-                    has_k_hat = k_hat in scores["k"].values
-                    row = {
-                        "dataset": str(dataset), "n": int(n), "method": str(model), "criterion": criterion,
-                        "k_hat": k_hat,
-                        "k_hat_frequency": float(frequency[criterion].sel(at).sel(k=k_hat)) if has_k_hat else np.nan,
-                        "true_k": int(truth.sel(dataset=dataset)),
-                        "failure_rate": float(failures[criterion].sel(at)),
-                        "trials": int(trials.sel(at)),
-                    }
-                    if agreement is not None:  # the known classes matched by the solution at k̂
-                        row["agreement_at_k_hat"] = float(agreement.sel(at).sel(k=k_hat)) if has_k_hat else np.nan
-                    rows.append(row)
+    for row in table.itertuples():
+        shown = {"dataset": row.dataset, "n": row.n, "method": row.method, "criterion": row.criterion, "k̂": row.k_hat,
+                 f"share [{LEVEL:.0%}]": interval(row.k_hat_frequency, row.k_hat_frequency_low, row.k_hat_frequency_high),
+                 "score ± SE": "-" if np.isnan(row.score_at_k_hat) else f"{row.score_at_k_hat:.3g} ± {row.score_se:.2g}",
+                 "runner-up": row.runner_up if row.runner_up >= 0 else "-",
+                 f"difference [{LEVEL:.0%}]": interval(row.difference, row.difference_low, row.difference_high),
+                 "flags": ",".join(flag for flag in FLAGS if getattr(row, flag)) or "-",
+                 "true k": row.true_k if row.true_k >= 0 else "-",
+                 "failure": "-" if np.isnan(row.failure_rate) else f"{row.failure_rate:.2f}"}
+        if "agreement_at_k_hat" in table.columns:
+            shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
+        rows.append(shown)
     return pd.DataFrame(rows)
-
-
 def published_of(cube: xr.Dataset) -> dict[str, dict[str, int]]:
     """The paper's k̂ the config quoted under ``published`` (``{"rings3/kmeans": {"gap": 1}}``)."""
     return json.loads(cube.attrs.get("ordercube_config", "{}")).get("published") or {}
@@ -86,192 +199,209 @@ def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, 
     return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
 
 
-def panels(count: int) -> tuple[Figure, np.ndarray]:
-    from matplotlib.figure import Figure  # imported when drawing; never pyplot, never the global backend
-
-    columns = min(count, 3)
-    rows = int(np.ceil(count / columns))
-    figure = Figure(figsize=(4.5 * columns, 3.4 * rows))
-    axes = figure.subplots(rows, columns, squeeze=False)
-    for ax in axes.ravel()[count:]:
-        ax.set_visible(False)
-    return figure, axes.ravel()
+def label_of(criterion: str) -> str:
+    """The y label of a criterion's figures: what its value is and where it is defined."""
+    return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
 
 
-def plot_curves_vs_k(summary: xr.Dataset, criterion: str, path: Path) -> None:
-    """Mean score vs k for every (dataset, method), one line per n, quartiles shaded."""
-    pairs = [(d, m) for d in summary["dataset"].values for m in summary["model"].values
-             if summary[f"{criterion}_trials"].sel(dataset=d, model=m).sum() > 0]
+def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
+    """The (dataset, model) pairs with a value somewhere in ``data``."""
+    present = data.notnull().any([dim for dim in data.dims if dim not in ("dataset", "model")])
+    return [(str(d), str(m)) for d in data["dataset"].values for m in data["model"].values
+            if bool(present.sel(dataset=d, model=m))]
+
+
+def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None) -> Figure:
+    """Mean ± 1 SE against k for every (dataset, method), one line per n; k̂ starred.
+
+    Prediction Strength's threshold is drawn as a line; the Gap statistic gets bars of its mean s_k (the
+    spread its rule uses) instead of the band.
+    """
+    mean = summary[f"{criterion}_mean"]
+    trials = summary[f"{criterion}_trials"]
+    standard_error = summary[f"{criterion}_std"] / np.sqrt(trials.where(trials > 0))
+    pairs = _with_values(mean)
     figure, axes = panels(len(pairs))
     for ax, (dataset, model) in zip(axes, pairs):
         for n in summary["n"].values:
             at = {"dataset": dataset, "model": model, "n": n}
-            mean = summary[f"{criterion}_mean"].sel(at)
-            if mean.notnull().sum() == 0:
+            curve = mean.sel(at)
+            if int(curve.notnull().sum()) == 0:
                 continue
-            line, = ax.plot(mean["k"], mean, marker="o", ms=3, label=f"n={n}")
-            ax.fill_between(mean["k"], summary[f"{criterion}_q25"].sel(at), summary[f"{criterion}_q75"].sel(at),
-                            color=line.get_color(), alpha=0.15)
-        ax.set(title=f"{dataset} / {model}", xlabel="k", ylabel=f"{criterion} (mean, quartiles)")
-        ax.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
-def _pairs_with_values(data: xr.DataArray) -> list[tuple[str, str]]:
-    return [(d, m) for d in data["dataset"].values for m in data["model"].values
-            if data.sel(dataset=d, model=m).notnull().sum() > 0]
+            ks = curve["k"].values
+            line, = ax.plot(ks, curve, marker="o", ms=3, label=f"n = {n}")
+            if criterion == "gap" and "gap_sd_mean" in summary:
+                ax.errorbar(ks, curve, yerr=summary["gap_sd_mean"].sel(at), fmt="none", ecolor=line.get_color(), capsize=2)
+            else:
+                se = standard_error.sel(at)
+                ax.fill_between(ks, curve - se, curve + se, color=line.get_color(), alpha=0.2, lw=0)
+            k_hat = int(chosen.sel(at)) if chosen is not None else -1
+            if k_hat in ks and not np.isnan(float(curve.sel(k=k_hat))):
+                ax.plot([k_hat], [float(curve.sel(k=k_hat))], "*", ms=12, color=line.get_color(), mec="black", mew=0.7)
+        if decision is not None and decision.threshold is not None:
+            ax.axhline(float(decision.threshold), color="grey", ls="--", lw=0.9, label=f"threshold {decision.threshold:g}")
+        title(ax, f"{dataset} / {model}")
+        ax.set_xlabel("k (star: k̂)" if chosen is not None else "k")
+        ax.set_ylabel(label_of(criterion), fontsize=8)
+    if pairs:
+        axes[0].legend(fontsize=7)
+    return figure
 
 
 NO_TRUE_K = "no true k known for this dataset:\nfailure rates need labels or 'true_k: K'"
 
 
-def _say(ax: Axes, text: str, *, ylabel: str) -> None:
-    """A panel that states why it has no curve (a log axis over no data is an error in matplotlib)."""
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, transform=ax.transAxes)
-    ax.set(xlabel="n", ylabel=ylabel, xticks=[], yticks=[])
+def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
+    """One panel: ``curve`` against n (log axis with the grid's n as ticks), one line per k when it has k.
 
-
-def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None,
-               empty: str = NO_TRUE_K) -> None:
-    """One panel: ``curve`` against n (log axis), one line per k when it has a k dimension.
-
-    With ``errors`` the curve is a fraction: error bars of that size, y from 0 to at least 0.5 as in
-    seed 001's failure-rate panels, so a few failures do not fill the panel. A curve without any value
-    (the failure rate of a dataset whose true k is unknown) gives a panel saying ``empty``.
+    With ``errors`` the curve is a fraction drawn with ± error bars; the y range holds every bar (from 0,
+    and up to 0.5 at least, so that a few failures do not fill the panel).
     """
-    if int(curve.notnull().sum()) == 0:
-        _say(ax, empty, ylabel=ylabel)
-        return
+    ns = curve["n"].values
     per_k = "k" in curve.dims
     for k in (curve["k"].values if per_k else [None]):
         y = curve.sel(k=k) if per_k else curve
-        ax.plot(curve["n"], y, marker="o", ms=3, label=f"k={k}" if per_k else None)
+        if int(y.notnull().sum()):
+            ax.plot(ns, y, marker="o", ms=3, label=f"k = {k}" if per_k else None)
     if errors is not None:
-        ax.errorbar(curve["n"], curve, yerr=errors, fmt="none", capsize=2)
-        ax.set_ylim(0.0, max(0.5, 1.05 * float(curve.max())))
-    ax.set(xlabel="n", ylabel=ylabel, xscale="log")
+        ax.errorbar(ns, curve, yerr=errors, fmt="none", capsize=2, color="black", lw=0.8)
+        top = float((curve + errors.fillna(0)).max())
+        bottom = float((curve - errors.fillna(0)).min())
+        ax.set_ylim(min(0.0, bottom) - 0.02, max(0.5, top) * 1.05)
+    log_axis(ax, "x", ticks=ns)
     if log:
-        ax.set_yscale("log")
-    if per_k:
-        ax.legend(fontsize=7, ncol=2)
+        log_axis(ax, "y")
+    ax.set_xlabel("n")
+    ax.set_ylabel(ylabel, fontsize=8)
 
 
-def plot_vs_n(data: xr.DataArray, path: Path, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
-    """A quantity vs n, one panel per (dataset, method): one line per k if ``data`` has k, else one line."""
-    pairs = _pairs_with_values(data)
-    figure, axes = panels(max(len(pairs), 1))
-    if not pairs:  # e.g. failure rates of a cube whose datasets have no known true k
-        _say(axes[0], NO_TRUE_K.replace("this dataset", "any dataset"), ylabel=ylabel)
-    for ax, (dataset, model) in zip(axes, pairs):
-        at = {"dataset": dataset, "model": model}
-        _draw_vs_n(ax, data.sel(at), ylabel=ylabel, log=log, errors=None if errors is None else errors.sel(at))
-        ax.set_title(f"{dataset} / {model}")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
-def plot_scaling_study(mean: xr.DataArray, scaled: xr.DataArray, failures: xr.DataArray, errors: xr.DataArray,
-                       criterion: str, path: Path, *, log: bool = True) -> None:
-    """Seed 001's Figures 1 and 2 in one picture: a row per (dataset, method), three columns.
-
-    Mean score per k vs n (log-log); sqrt(n) x mean (flat where the score shrinks like 1/sqrt(n)); the
-    failure rate vs n with ± 1 binomial SE. Seed 001 plots against m = n/2 (the size of one half).
-    """
-    from matplotlib.figure import Figure
-
-    pairs = _pairs_with_values(mean)
-    figure = Figure(figsize=(13.5, 3.2 * max(len(pairs), 1)))
-    axes = figure.subplots(max(len(pairs), 1), 3, squeeze=False)
+def plot_scaling(mean: xr.DataArray, scaled: xr.DataArray | None, failures: xr.DataArray | None,
+                 errors: xr.DataArray | None, truth: xr.DataArray, criterion: str) -> Figure:
+    """Seed 001's Figures 1 and 2 as a row per (dataset, method): the mean per k against n (log-log where the
+    values are positive); sqrt(n) x the mean (``scaled``: flat where the score shrinks like 1/sqrt(n)); the
+    failure rate ± 1 binomial SE (``failures``, where some dataset has a true k)."""
+    pairs = _with_values(mean)
+    log = bool((mean.fillna(1.0) > 0).all())  # Gap and BIC values can be negative: linear axes then
+    columns = 1 + (scaled is not None) + (failures is not None)
+    figure, axes = grid(len(pairs), columns)
     for row, (dataset, model) in zip(axes, pairs):
         at = {"dataset": dataset, "model": model}
-        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean {criterion}", log=log)
-        _draw_vs_n(row[1], scaled.sel(at), ylabel=f"sqrt(n) * mean {criterion}", log=log)
-        _draw_vs_n(row[2], failures.sel(at), ylabel="failure rate ± 1 SE", log=False, errors=errors.sel(at))
+        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean of\n{label_of(criterion)}", log=log)
+        if scaled is not None:
+            _draw_vs_n(row[1], scaled.sel(at), ylabel="sqrt(n) x mean", log=log)
+        if failures is not None:
+            ax = row[-1]
+            if int(truth.sel(dataset=dataset)) < 0:
+                say(ax, NO_TRUE_K)
+            else:
+                _draw_vs_n(ax, failures.sel(at), ylabel="failure rate (true k not chosen)\n± 1 SE", log=False,
+                           errors=errors.sel(at) if errors is not None else None)
         for ax in row:
-            ax.set_title(f"{dataset} / {model}", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+            title(ax, f"{dataset} / {model}")
+    if len(mean["k"]) > 1:
+        axes[0][0].legend(fontsize=6, ncol=2, loc="best", framealpha=0.6)
+    return figure
 
 
-def plot_selection_frequency(frequency: xr.Dataset, chosen: xr.Dataset, criterion: str, path: Path,
-                             truth: xr.DataArray) -> None:
-    """How often trials chose each k, as a k x n heatmap for every (dataset, method); k̂ circled, true k dashed."""
-    data = frequency[criterion]
-    pairs = [(d, m) for d in data["dataset"].values for m in data["model"].values
-             if data.sel(dataset=d, model=m).notnull().sum() > 0]
-    figure, axes = panels(max(len(pairs), 1))
+def plot_selection_frequency(frequency: xr.DataArray, chosen: xr.DataArray, truth: xr.DataArray) -> Figure:
+    """How often trials chose each k, as a k x n heat map for every (dataset, method); k̂ circled, true k dashed."""
+    pairs = _with_values(frequency)
+    figure, axes = panels(len(pairs), right=COLOUR_BAR_MARGIN)
+    image = None
     for ax, (dataset, model) in zip(axes, pairs):
-        grid = data.sel(dataset=dataset, model=model).transpose("k", "n")
-        ns, ks = grid["n"].values, grid["k"].values
-        image = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
-        k_hat = chosen[criterion].sel(dataset=dataset, model=model).values
-        shown = k_hat > 0
+        shares = frequency.sel(dataset=dataset, model=model).transpose("k", "n")
+        ns, ks = shares["n"].values, shares["k"].values
+        image = ax.imshow(shares.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+        k_hat = chosen.sel(dataset=dataset, model=model).values
+        shown = np.isin(k_hat, ks)
         ax.plot(np.flatnonzero(shown), np.searchsorted(ks, k_hat[shown]), "o", mfc="none", mec="red", ms=9)
         if int(truth.sel(dataset=dataset)) in ks:
             ax.axhline(np.searchsorted(ks, int(truth.sel(dataset=dataset))), color="white", ls="--", lw=0.8)
         ax.set_xticks(range(len(ns)), [str(n) for n in ns], rotation=45, fontsize=7)
         ax.set_yticks(range(len(ks)), [str(k) for k in ks], fontsize=7)
-        ax.set(title=f"{dataset} / {model}", xlabel="n", ylabel="k chosen by the trial")
-        figure.colorbar(image, ax=ax, label="fraction of trials")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+        title(ax, f"{dataset} / {model}")
+        ax.set(xlabel="n (circle: k̂)", ylabel="k chosen by the trial")
+    if image is not None:
+        colour_bar(figure, image, "fraction of trials")
+    return figure
 
 
-def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """``selection.csv`` and the PNG figures of every criterion in ``out``; returns the table.
+def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> None:
+    summary, scores = reduced.summary, reduced.scores
+    deciding = criterion in reduced.chosen
+    decision = decisions(scores, reduced.decide)[criterion] if deciding else None
+    chosen = reduced.chosen[criterion] if deciding else None
+    names = [criterion, *(["gap_sd"] if criterion == "gap" else [])]
+    own = summary[[f"{name}_{stat}" for name in names for stat in ("mean", "std", "trials")]]
+    figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision)
+    if not deciding:  # a diagnostic (agreement): its curves only
+        return
+    # the curves against n need a (dataset, method) computed at two sample sizes at least; a classifier
+    # has no true k to fail: its per-trial choices are in the supervised tables
+    several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
+    if several_n and not (criterion in CRITERIA and CRITERIA[criterion].supervised):
+        failures = reduced.failures[criterion]
+        trials = scores[criterion].notnull().any("k").sum("trial")
+        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))
+        known = bool((reduced.truth >= 0).any())
+        scaling = criterion in CRITERIA and CRITERIA[criterion].sqrt_n_scaling
+        figures.draw(f"{criterion}_scaling", plot_scaling, summary[f"{criterion}_mean"],
+                     sqrt_n_scaled(own)[criterion] if scaling else None, failures if known else None,
+                     errors if known else None, reduced.truth, criterion)
+    figures.draw(f"{criterion}_selection_frequency", plot_selection_frequency, reduced.frequency[criterion],
+                 reduced.chosen[criterion], reduced.truth)
+
+
+def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
+                 fmt: str = "png") -> pd.DataFrame:
+    """``selection.csv`` and the figures (``fmt``: png, svg or pdf) of every criterion in ``out``; returns the
+    table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
+    ``["without_values"]`` (criteria with no value anywhere) and ``["missing_cells"]`` (:func:`missing_cells`,
+    also written as ``missing_cells.csv`` when there are any).
 
     ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``).
     """
     out.mkdir(parents=True, exist_ok=True)
-    table = selection_table(cube, decide)
+    reduced = Reduced.of(cube, decide)
+    table = table_of(reduced)
     table.to_csv(out / "selection.csv", index=False)
-    scores = criterion_scores(cube)
-    summary, failures = summarise(scores), failure_rate(scores, decide)
-    scaled = sqrt_n_scaled(summary)
-    chosen = select_k(scores, decide)
-    choices = choice_per_trial(scores, decide)
-    frequency = selection_frequency(choices, scores["k"])
-    for criterion in criteria_of(scores):
-        if not bool(scores[criterion].notnull().any()):  # a criterion added to the cube but not computed yet
-            continue
-        plot_curves_vs_k(summary, criterion, out / f"{criterion}_vs_k.png")
-        if criterion not in chosen:  # a diagnostic (agreement): its curves only
-            continue
-        mean = summary[f"{criterion}_mean"]
-        several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
-        # a classifier has no true k to fail: its per-trial choices are in the supervised tables
-        several_n = several_n and not (criterion in CRITERIA and CRITERIA[criterion].supervised)
-        if several_n:  # the curves against n need a (dataset, method) computed at two sample sizes at least
-            trials = scores[criterion].notnull().any("k").sum("trial")
-            standard_error = np.sqrt(failures[criterion] * (1 - failures[criterion]) / trials.where(trials > 0))
-            log = bool((mean.fillna(1.0) > 0).all())  # Gap and BIC values can be negative: linear axes then
-            plot_vs_n(mean, out / f"{criterion}_mean_vs_n.png", ylabel=f"mean {criterion}", log=log)
-            plot_vs_n(failures[criterion], out / f"{criterion}_failure_rate_vs_n.png",
-                      ylabel="failure rate (true k not chosen) ± 1 SE", log=False, errors=standard_error)
-            plot_vs_n(scaled[criterion], out / f"{criterion}_sqrt_n_scaled_vs_n.png",
-                      ylabel=f"sqrt(n) * mean {criterion}", log=log)
-            plot_scaling_study(mean, scaled[criterion], failures[criterion], standard_error, criterion,
-                               out / f"{criterion}_scaling.png", log=log)
-        plot_selection_frequency(frequency, chosen, criterion, out / f"{criterion}_selection_frequency.png",
-                                 true_k(scores))
+    figures = Figures(out, fmt)
+    without_values = []
+    for criterion in criteria_of(reduced.scores):
+        if bool(reduced.scores[criterion].notnull().any()):
+            _criterion_figures(figures, reduced, criterion)
+        else:  # added to the cube but not computed yet, or every one of its cells failed: no row, no figure
+            without_values.append(criterion)
+    table.attrs["without_values"] = without_values
+    missing = missing_cells(cube)
+    if not missing.empty:
+        missing.to_csv(out / "missing_cells.csv", index=False)
+    table.attrs["missing_cells"] = missing
+    _seed_specific(cube, reduced, table, figures)
+    figures.finish()
+    table.attrs["figures"] = (figures.drawn, figures.kept)
+    return table
+
+
+def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures) -> None:
+    """The sections of seeds 003 and 004: transfer costs, swept parameters, matrix orders, classifiers."""
     from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
 
-    if transfer_criteria(summary):  # seed 004: every mapping's cost curve, median and quartiles (Fig. 6)
-        plot_transfer_costs(summary, out)
+    scores = reduced.scores
+    if transfer_criteria(reduced.summary):  # seed 004: every mapping's cost curve, median and quartiles (Fig. 6)
+        plot_transfer_costs(reduced.summary, figures)
     sweeps = swept(json.loads(cube.attrs.get("ordercube_config", "{}")))
     if sweeps:  # a generator parameter as an axis: the choices against it, and where each criterion stops finding k
         from pipeline.report_sweep import write_sweeps
 
-        table.attrs["sweep_crossings"] = write_sweeps(frequency, true_k(scores), sweeps, out)
+        table.attrs["sweep_crossings"] = write_sweeps(reduced.frequency, reduced.truth, sweeps, figures)
     from pipeline.report_matrix import matrix_criteria
 
     if matrix_criteria(scores):  # seed 004's matrix models: each criterion's rank against the oracle's, the PSNR crest
         from pipeline.report_matrix import write_matrix_report
 
-        table.attrs["matrix_ranks"] = write_matrix_report(scores, chosen, choices, sweeps, out)
+        table.attrs["matrix_ranks"] = write_matrix_report(scores, reduced.chosen, reduced.choices, sweeps, figures)
     if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 
-        table.attrs["table_one"] = write_supervised(scores, out, published_of(cube), decide)
-    return table
+        table.attrs["table_one"] = write_supervised(scores, figures, published_of(cube), reduced.decide)

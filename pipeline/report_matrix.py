@@ -11,14 +11,18 @@ choices and the oracle's k* (Fig. 2).
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.figures import Figures
 from pipeline.sweeps import Swept
 from tasks.criteria import CRITERIA
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ORACLES = tuple(name for name, criterion in CRITERIA.items() if criterion.oracle)  # psnr, denoise_error
 
@@ -62,7 +66,7 @@ def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset) -> p
     return pd.DataFrame(rows)
 
 
-def plot_ranks(table: pd.DataFrame, path: Path) -> None:
+def plot_ranks(table: pd.DataFrame) -> Figure:
     """Each dataset's k̂ per criterion (markers) with the trials' range (bars), and the oracle's k* (a star)."""
     from matplotlib.figure import Figure
 
@@ -91,23 +95,23 @@ def plot_ranks(table: pd.DataFrame, path: Path) -> None:
     ax.set(ylabel="rank k", title="k̂ per criterion; bars: the trials' own choices")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    return figure
 
 
-def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept], base: str, model: str,
-                    path: Path) -> bool:
+def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept], base: str,
+                    model: str) -> Figure | None:
     """Fig. 2: noise x k, each noise level's median PSNR minus its best, with MTC's k̂ ± 3 sd and the oracle's k*."""
     from matplotlib.figure import Figure
 
     members = sorted(((sweep.value, dataset) for dataset, sweep in sweeps.items()
                       if sweep.base == base and dataset in scores["dataset"].values), key=lambda pair: pair[0])
     if len(members) < 2 or "psnr" not in scores:
-        return False
+        return None
     values, datasets = [value for value, _ in members], [dataset for _, dataset in members]
     at = {"model": model, "n": scores["n"].values[0]}
     psnr = scores["psnr"].sel(at).sel(dataset=datasets).median("trial")
     if not bool(psnr.notnull().any()):
-        return False
+        return None
     relative = psnr - psnr.max("k")
     ks = psnr["k"].values
     figure = Figure(figsize=(7, 4))
@@ -131,18 +135,18 @@ def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, S
            ylim=(ks[0] - 0.5, ks[-1] + 0.5), title=f"{base} ({model}): the PSNR crest")
     ax.legend(fontsize=7, loc="upper right")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    return True
+    return figure
 
 
 def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept],
-                        out: Path) -> pd.DataFrame:
+                        figures: Figures) -> pd.DataFrame:
     """``matrix_ranks.csv``, ``matrix_ranks.png`` and a PSNR crest per swept image entry; returns the table."""
     table = rank_table(scores, chosen, choices)
-    table.to_csv(out / "matrix_ranks.csv", index=False)
+    table.to_csv(figures.folder / "matrix_ranks.csv", index=False)
     if not table.empty:
-        plot_ranks(table, out / "matrix_ranks.png")
+        figures.draw("matrix_ranks", plot_ranks, table)
     for base in sorted({sweep.base for sweep in sweeps.values()}):
         for model in scores["model"].values:
-            plot_psnr_crest(scores, choices, sweeps, base, str(model), out / f"psnr_crest_{base}_{model}.png")
+            figures.draw(f"psnr_crest_{base}_{model}", plot_psnr_crest, scores[[name for name in ("psnr",) if name in scores]],
+                         choices, sweeps, base, str(model))
     return table

@@ -10,16 +10,18 @@ selectors side by side per setting (Fig. 3).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.figures import Figures, panels
 from pipeline.reduce import summarise
 from pipeline.reduce_supervised import gain_rows, selection_rows, settings_with_values
-from pipeline.report import panels
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 NAMES = {"test_error": "Oracle", "true_error": "Oracle", "swapping": "Swapping", "loo_cv": "Cross-Valid."}
 CURVES = ("resubstitution", "conditional_error", "true_error", "test_error", "swapping", "loo_cv")
@@ -43,22 +45,23 @@ def table_one(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) ->
                         columns=columns)
 
 
-def write_supervised(scores: xr.Dataset, out: Path, published: Mapping[str, Mapping[str, Any]],
+def write_supervised(scores: xr.Dataset, figures: Figures, published: Mapping[str, Mapping[str, Any]],
                      decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """The tables (CSV) and figures of a cube of classifiers in ``out``; returns Table 1's layout."""
+    """The tables (CSV) and figures of a cube of classifiers in the report's folder; returns Table 1's layout."""
+    out = figures.folder
     rows, gains = selection_rows(scores, decide), gain_rows(scores, decide)
     rows.to_csv(out / "supervised.csv", index=False)
     gains.to_csv(out / "supervised_gain.csv", index=False)
     summary = summarise(scores[[name for name in CURVES if name in scores]])
-    plot_error_curves(summary, out / "supervised_error_vs_k.png")
+    figures.draw("supervised_error_vs_k", plot_error_curves, summary)
     if "conditional_error" in scores and "swap_penalty" in scores:
-        plot_bias(scores, out / "supervised_bias_vs_k.png")
+        figures.draw("supervised_bias_vs_k", plot_bias, scores[["swap_penalty", "conditional_error", "resubstitution"]])
     if not rows.empty:
-        plot_selectors(rows, out / "supervised_selectors.png")
+        figures.draw("supervised_selectors", plot_selectors, rows)
     return table_one(rows, published) if not rows.empty else pd.DataFrame()
 
 
-def plot_error_curves(summary: xr.Dataset, path: Path) -> None:
+def plot_error_curves(summary: xr.Dataset) -> Figure:
     """Mean error rates and the swapping criterion against k, one panel per (dataset, n, method) (Fig. 2)."""
     present = [name for name in CURVES if f"{name}_mean" in summary]
     settings = settings_with_values(summary[f"{present[0]}_mean"])
@@ -69,11 +72,10 @@ def plot_error_curves(summary: xr.Dataset, path: Path) -> None:
             ax.plot(mean["k"], mean, marker="o", ms=2, label=name, ls="--" if name == "loo_cv" else "-")
         ax.set(title=f"{at['dataset']} / n={at['n']} / {at['model']}", xlabel="k", ylabel="mean error rate")
         ax.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    return figure
 
 
-def plot_bias(scores: xr.Dataset, path: Path) -> None:
+def plot_bias(scores: xr.Dataset) -> Figure:
     """The swapping penalty (the bias estimate) against the true bias CER - EER, means over trials (Fig. 1
     right: overestimated for small label noise, underestimated for large)."""
     estimate = scores["swap_penalty"].mean("trial")
@@ -86,11 +88,10 @@ def plot_bias(scores: xr.Dataset, path: Path) -> None:
         ax.axhline(0, color="grey", lw=0.5)
         ax.set(title=f"{at['dataset']} / n={at['n']} / {at['model']}", xlabel="k", ylabel="bias (mean over trials)")
         ax.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    return figure
 
 
-def plot_selectors(rows: pd.DataFrame, path: Path) -> None:
+def plot_selectors(rows: pd.DataFrame) -> Figure:
     """The selectors side by side per dataset, one column of panels per n (Fig. 3): mean k̂, the error at
     k̂ (the selector's own estimate dashed), the 95% quantile of the excess over the oracle."""
     sizes = sorted(rows["n"].unique())
@@ -108,5 +109,4 @@ def plot_selectors(rows: pd.DataFrame, path: Path) -> None:
             ax.set(title=f"n={n}", ylabel=ylabel, xticks=x)
             ax.set_xticklabels(labels, rotation=30, fontsize=7)
         row_axes[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    return figure

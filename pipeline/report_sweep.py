@@ -11,13 +11,17 @@ lists them, at which its modal per-trial choice falls below the true k (seed 004
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.figures import Figures
 from pipeline.sweeps import Swept
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TRUE_K_UNKNOWN = -1
 
@@ -57,8 +61,8 @@ def crossing_points(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_sweep(frequency: xr.Dataset, table: pd.DataFrame, crossings: pd.DataFrame, path: Path, *, base: str,
-               n: int, method: str) -> None:
+def plot_sweep(frequency: xr.Dataset, table: pd.DataFrame, crossings: pd.DataFrame, *, base: str, n: int,
+               method: str) -> Figure:
     """One panel per criterion (selection frequency, k x value) and one of every criterion's frequency of the true k."""
     from matplotlib.figure import Figure
 
@@ -96,11 +100,12 @@ def plot_sweep(frequency: xr.Dataset, table: pd.DataFrame, crossings: pd.DataFra
                 ylim=(-0.02, 1.02))
     summary.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    return figure
 
 
-def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[str, Swept], out: Path) -> pd.DataFrame:
+def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[str, Swept], figures: Figures) -> pd.DataFrame:
     """``sweep.csv``, ``sweep_crossings.csv`` and one figure per (swept entry, n, method); returns the crossings."""
+    out = figures.folder
     table = sweep_table(frequency, truth, datasets)
     if table.empty:
         return pd.DataFrame()
@@ -110,5 +115,5 @@ def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[s
         crossings = pd.DataFrame(columns=["sweep", "parameter", "n", "method", "criterion", "crossing"])
     crossings.to_csv(out / "sweep_crossings.csv", index=False)
     for (base, n, method), _ in table.groupby(["sweep", "n", "method"], sort=False):
-        plot_sweep(frequency, table, crossings, out / f"sweep_{base}_{method}_n{n}.png", base=base, n=int(n), method=method)
+        figures.draw(f"sweep_{base}_{method}_n{n}", plot_sweep, frequency, table, crossings, base=base, n=int(n), method=method)
     return crossings

@@ -7,10 +7,15 @@ lowest median (exact ties to the smallest k, as the criteria decide).
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
+
+from pipeline.figures import Figures
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 TRANSFER_COSTS = ("train_cost", "mtc", "mtc_nn_object", "mtc_nn_centroid", "mtc_generative", "mtc_soft", "mtc_matrix")
 
@@ -20,39 +25,39 @@ def transfer_criteria(summary: xr.Dataset) -> list[str]:
     return [name for name in (*TRANSFER_COSTS, "k_effective") if f"{name}_median" in summary]
 
 
-def plot_transfer_costs(summary: xr.Dataset, out: Path) -> list[Path]:
+def plot_transfer_costs(summary: xr.Dataset, figures: Figures) -> None:
     """One figure per (method, n) that has transfer costs: median (solid) and quartiles (dashed) against k."""
-    from matplotlib.figure import Figure
-
     names = transfer_criteria(summary)
-    written = []
     for model in summary["model"].values:
         for n in summary["n"].values:
             at = {"model": model, "n": n}
             present = [name for name in names if bool(summary[f"{name}_median"].sel(at).notnull().any())]
-            datasets = [d for d in summary["dataset"].values
+            datasets = [str(d) for d in summary["dataset"].values
                         if any(bool(summary[f"{name}_median"].sel({**at, "dataset": d}).notnull().any()) for name in present)]
-            if not [name for name in present if name != "k_effective"] or not datasets:
-                continue
-            figure = Figure(figsize=(3.6 * len(present), 2.8 * len(datasets)))
-            axes = figure.subplots(len(datasets), len(present), squeeze=False)
-            for row, dataset in zip(axes, datasets):
-                for ax, name in zip(row, present):
-                    where = {**at, "dataset": dataset}
-                    median = summary[f"{name}_median"].sel(where)
-                    ks = median["k"].values
-                    line, = ax.plot(ks, median, marker="o", ms=3, label="median")
-                    for quartile in ("q25", "q75"):
-                        ax.plot(ks, summary[f"{name}_{quartile}"].sel(where), ls="--", lw=0.8, color=line.get_color())
-                    if name != "k_effective" and bool(median.notnull().any()):
-                        best = int(np.nanargmin(median.values))  # the first (smallest k) of equal minima
-                        ax.plot(ks[best], median.values[best], "x", color="red", ms=9, mew=2, label=f"k = {ks[best]}")
-                        ax.legend(fontsize=7)
-                    ax.set(title=f"{dataset}: {name}", xlabel="k", ylabel="transfer cost" if name != "k_effective"
-                           else "non-empty clusters")
-            figure.suptitle(f"{model}, n = {n}: median (solid) and quartiles (dashed) over trials", fontsize=10)
-            figure.tight_layout()
-            path = out / f"transfer_costs_{model}_n{n}.png"
-            figure.savefig(path, dpi=100)
-            written.append(path)
-    return written
+            if [name for name in present if name != "k_effective"] and datasets:
+                own = summary[[f"{name}_{stat}" for name in present for stat in ("median", "q25", "q75")]].sel(at)
+                figures.draw(f"transfer_costs_{model}_n{n}", plot_costs, own, present, datasets, f"{model}, n = {n}")
+
+
+def plot_costs(summary: xr.Dataset, present: list[str], datasets: list[str], title: str) -> Figure:
+    """A row per dataset, a column per transfer cost (and k_effective), for one (method, n)."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(3.6 * len(present), 2.8 * len(datasets)))
+    axes = figure.subplots(len(datasets), len(present), squeeze=False)
+    for row, dataset in zip(axes, datasets):
+        for ax, name in zip(row, present):
+            median = summary[f"{name}_median"].sel(dataset=dataset)
+            ks = median["k"].values
+            line, = ax.plot(ks, median, marker="o", ms=3, label="median")
+            for quartile in ("q25", "q75"):
+                ax.plot(ks, summary[f"{name}_{quartile}"].sel(dataset=dataset), ls="--", lw=0.8, color=line.get_color())
+            if name != "k_effective" and bool(median.notnull().any()):
+                best = int(np.nanargmin(median.values))  # the first (smallest k) of equal minima
+                ax.plot(ks[best], median.values[best], "x", color="red", ms=9, mew=2, label=f"k = {ks[best]}")
+                ax.legend(fontsize=7)
+            ax.set(title=f"{dataset}: {name}", xlabel="k", ylabel="transfer cost" if name != "k_effective"
+                   else "non-empty clusters")
+    figure.suptitle(f"{title}: median (solid) and quartiles (dashed) over trials", fontsize=10)
+    figure.tight_layout()
+    return figure

@@ -82,7 +82,7 @@ def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_compu
     for row in table.itertuples():
         assert row.k_hat == int(chosen[row.criterion].sel(dataset=row.dataset, n=row.n, model=row.method))
     for criterion in ("lange", "pairwise"):
-        for figure in ("vs_k", "mean_vs_n", "failure_rate_vs_n", "sqrt_n_scaled_vs_n", "selection_frequency", "scaling"):
+        for figure in ("vs_k", "selection_frequency", "scaling"):
             assert (tmp_path / "report" / f"{criterion}_{figure}.png").stat().st_size > 10_000
 
 

@@ -293,6 +293,7 @@ def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
 
 
 def test_the_rank_table_reads_the_oracle_and_draws_a_choice_outside_the_trials_range(tmp_path):
+    from pipeline.figures import save
     from pipeline.report_matrix import plot_ranks, rank_table
 
     opcv = np.array([[2.0, 2, 2, 2], [1, 1, 9, 9], [9, 9, 1, 1]])  # trials choose 2, 2, 3, 3; the medians choose 1
@@ -301,7 +302,7 @@ def test_the_rank_table_reads_the_oracle_and_draws_a_choice_outside_the_trials_r
     table = rank_table(cube, select_k(cube), choice_per_trial(cube)).set_index("criterion")
     assert table.loc["opcv_half", ["k_hat", "k_low", "k_high", "k_star"]].tolist() == [1, 2, 3, 2]
     assert table.loc["opcv_half", "error_ratio"] == 3.0 and table.loc["denoise_error", "error_ratio"] == 1.0
-    plot_ranks(table.reset_index(), tmp_path / "ranks.png")
+    save(plot_ranks(table.reset_index()), tmp_path / "ranks.png")
     assert (tmp_path / "ranks.png").stat().st_size > 0
 
 

@@ -231,6 +231,11 @@ class Criterion:
     oracle : bool
         It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
         without the clean data could make; the report measures the other criteria's loss against it.
+    label : str
+        The y axis of its figures: what the value is and where it is defined (default: its name).
+    sqrt_n_scaling : bool
+        An instability that shrinks like 1/sqrt(n) at a stable k (seed 001, Thm. 3): the report draws
+        sqrt(n) x its mean against n, flat where that holds.
     """
 
     name: str
@@ -251,6 +256,8 @@ class Criterion:
     needs_paired_halves: bool = False
     matrix: bool = False
     oracle: bool = False
+    label: str = ""
+    sqrt_n_scaling: bool = False
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -98,6 +98,7 @@ CLEST = Criterion(
     description="Dudoit & Fridlyand's Clest: LDA transfer, Fowlkes-Mallows index, against the Gap statistic's baseline",
     evaluate_trial=clest,
     decision=Decision(rule="clest", p_max=0.05, d_min=0.05),
+    label="Clest t_k: Fowlkes-Mallows index\n(Dudoit & Fridlyand 2002)",
     outputs=("clest", "clest_null"),
     options={"splits": 20, "reference": "uniform"},
     ranges={"splits": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES)},

@@ -31,4 +31,6 @@ PAIRWISE = Criterion(
     min_k=2,
     needs_evaluation_sample=True,
     description="Shamir-Tishby pairwise co-membership instability on an independent sample",
+    label="pairwise instability theta_k\n(Shamir & Tishby 2007, Thm. 3)",
+    sqrt_n_scaling=True,
 )

@@ -48,4 +48,5 @@ PREDICTION_STRENGTH = Criterion(
     needs_evaluation_sample=False,
     description="Tibshirani & Walther's prediction strength: co-membership kept by the training solution",
     decision=Decision(rule="largest_above", threshold=0.9),
+    label="prediction strength ps(k)\n(Tibshirani & Walther 2005)",
 )

@@ -41,4 +41,6 @@ LANGE = Criterion(
     needs_evaluation_sample=False,
     description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
     normalised_by_random_labels=True,
+    label="normalised instability S / S(random)\n(Lange et al. 2004, eq. 5)",
+    sqrt_n_scaling=True,
 )

@@ -1,0 +1,182 @@
+"""Drawing the report's figures: fixed layouts, one save, and a record that redraws only what changed.
+
+Speed comes from what is not done: no ``tight_layout`` (it draws every figure twice to measure its text),
+no mathtext tick labels on log axes (``10^2`` is parsed by pyparsing), no minor ticks, one legend per
+figure, PNG written with light compression. Margins are fixed in inches, so a panel looks the same in
+every figure. A figure whose inputs, format and drawing code are unchanged since the last report into
+the same folder is kept as it is (``--decide`` on one criterion redraws that criterion's figures only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+FORMATS = ("png", "svg", "pdf")
+RECORD = ".ordercube-figures.json"
+DPI = 110
+# Margins in inches: room for a two-line y label on the left, a title above, tick labels and x label below.
+LEFT, RIGHT, TOP, BOTTOM, WSPACE, HSPACE = 1.0, 0.2, 0.4, 0.55, 1.1, 0.75
+COLOUR_BAR_MARGIN = 1.2
+
+
+def grid(rows: int, columns: int, *, width: float = 3.65, height: float = 2.45,
+         right: float = RIGHT) -> tuple[Figure, np.ndarray]:
+    """A figure of ``rows`` x ``columns`` axes of ``width`` x ``height`` inches each, margins fixed
+    (``right`` inches on the right: room for a colour bar)."""
+    from matplotlib.figure import Figure  # imported when drawing; never pyplot, never the global backend
+
+    total_width = LEFT + right + columns * width + (columns - 1) * WSPACE
+    total_height = TOP + BOTTOM + rows * height + (rows - 1) * HSPACE
+    figure = Figure(figsize=(total_width, total_height))
+    axes = figure.subplots(rows, columns, squeeze=False, gridspec_kw={
+        "left": LEFT / total_width, "right": 1 - right / total_width, "bottom": BOTTOM / total_height,
+        "top": 1 - TOP / total_height, "wspace": WSPACE / width, "hspace": HSPACE / height})
+    return figure, axes
+
+
+def panels(count: int, columns: int = 3, *, right: float = RIGHT) -> tuple[Figure, np.ndarray]:
+    """``count`` panels in rows of at most ``columns``; the unused ones hidden."""
+    count = max(count, 1)
+    columns = min(count, columns)
+    figure, axes = grid(int(np.ceil(count / columns)), columns, right=right)
+    for ax in axes.ravel()[count:]:
+        ax.set_visible(False)
+    return figure, axes.ravel()
+
+
+def colour_bar(figure: Figure, image: Any, label: str) -> None:
+    """A colour bar in the right margin of a figure drawn with ``right=COLOUR_BAR_MARGIN``."""
+    width, height = figure.get_size_inches()
+    bar = figure.add_axes((1 - (COLOUR_BAR_MARGIN - 0.15) / width, BOTTOM / height, 0.15 / width,
+                           1 - (TOP + BOTTOM) / height))
+    figure.colorbar(image, cax=bar, label=label)
+
+
+def log_axis(ax: Axes, axis: str, ticks: np.ndarray | None = None) -> None:
+    """A log scale with plain tick labels, no minor ticks: at ``ticks`` when given (the grid's n values),
+    else at 1, 2, 5 x 10^j when the data span less than a factor 30, at the powers of 10 otherwise."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    if ticks is None:
+        low, high = ax.dataLim.intervalx if axis == "x" else ax.dataLim.intervaly
+        narrow = np.isfinite(low) and low > 0 and high / low < 30
+        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+    else:
+        target.set_major_locator(FixedLocator(np.asarray(ticks, dtype=float)))
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_locator(NullLocator())
+
+
+def title(ax: Axes, text: str) -> None:
+    """A panel's title at a fixed height (matplotlib's automatic placement measures every tick label)."""
+    ax.set_title(text, fontsize=9, y=1.0, pad=4)
+
+
+def say(ax: Axes, text: str) -> None:
+    """A panel that states why it has no curve."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, transform=ax.transAxes, wrap=True)
+    ax.set(xticks=[], yticks=[])
+
+
+def save(figure: Figure, path: Path) -> None:
+    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression)."""
+    options: dict[str, Any] = {"pil_kwargs": {"compress_level": 1}} if path.suffix == ".png" else {}
+    figure.savefig(path, dpi=DPI, **options)
+
+
+def _feed(digest: Any, value: Any) -> None:
+    """Add ``value`` to ``digest`` by content: arrays by bytes, labelled data with its labels."""
+    if isinstance(value, xr.Dataset):
+        for name in sorted(map(str, value.data_vars)):
+            _feed(digest, (name, value[name]))
+    elif isinstance(value, xr.DataArray):
+        _feed(digest, (value.dims, {str(c): value[c].values for c in value.coords}, value.values))
+    elif isinstance(value, np.ndarray):
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else repr(value.tolist()).encode())
+    elif isinstance(value, pd.DataFrame):
+        digest.update(value.to_csv().encode())
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            _feed(digest, (str(key), value[key]))
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"[{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    elif is_dataclass(value) and not isinstance(value, type):
+        _feed(digest, (type(value).__name__, asdict(value)))
+    else:
+        digest.update(repr(value).encode())
+
+
+def _code_digest(draw: Callable[..., Any]) -> str:
+    """The drawing function's module and this one, by content: a changed figure code redraws."""
+    digest = hashlib.sha256()
+    for module in (sys.modules[draw.__module__], sys.modules[__name__]):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+class Figures:
+    """The figures of one report folder, in ``fmt``; each drawn only when its inputs changed.
+
+    ``draw(stem, function, *args, **kwargs)`` calls ``function(*args, **kwargs)`` (which returns a
+    matplotlib ``Figure``) unless ``stem.fmt`` exists and was drawn from the same inputs, format and code.
+    ``finish()`` writes the record and deletes the figures an earlier report drew that this one did not
+    (a criterion no longer in the cube, a figure that no longer applies); files it did not draw stay.
+    """
+
+    def __init__(self, folder: Path, fmt: str = "png") -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"figure format {fmt!r} is not one of {list(FORMATS)}")
+        self.folder, self.fmt = folder, fmt
+        self.drawn: list[str] = []
+        self.kept: list[str] = []
+        try:
+            self._before: dict[str, str] = json.loads((folder / RECORD).read_text())
+        except (OSError, ValueError):
+            self._before = {}
+        self._now: dict[str, str] = {}
+        self._code: dict[Callable[..., Any], str] = {}
+
+    def draw(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> Path | None:
+        """``folder/stem.fmt`` drawn by ``function`` (or kept); None when ``function`` has nothing to draw."""
+        path = self.folder / f"{stem}.{self.fmt}"
+        if function not in self._code:
+            self._code[function] = _code_digest(function)
+        digest = hashlib.sha256(f"{stem}|{self.fmt}|{function.__qualname__}|{self._code[function]}".encode())
+        _feed(digest, (args, kwargs))
+        key = digest.hexdigest()
+        self._now[path.name] = key
+        if self._before.get(path.name) == key and path.is_file():
+            self.kept.append(path.name)
+            return path
+        figure = function(*args, **kwargs)
+        if figure is None:
+            del self._now[path.name]
+            return None
+        save(figure, path)
+        self.drawn.append(path.name)
+        return path
+
+    def finish(self) -> None:
+        for name in set(self._before) - set(self._now):
+            if Path(name).name == name and Path(name).suffix[1:] in FORMATS:  # only a figure of this folder
+                (self.folder / name).unlink(missing_ok=True)
+        (self.folder / RECORD).write_text(json.dumps(self._now, indent=1, sort_keys=True))
