@@ -175,6 +175,11 @@ class Figures:
         self.drawn.append(path.name)
         return path
 
+    @property
+    def names(self) -> list[str]:
+        """The figures of this report (drawn or kept), in the order they were asked for."""
+        return list(self._now)
+
     def finish(self) -> None:
         for name in set(self._before) - set(self._now):
             if Path(name).name == name and Path(name).suffix[1:] in FORMATS:  # only a figure of this folder

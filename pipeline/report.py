@@ -354,7 +354,8 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> No
 
 def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
                  fmt: str = "png") -> pd.DataFrame:
-    """``selection.csv`` and the figures (``fmt``: png, svg or pdf) of every criterion in ``out``; returns the
+    """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion and ``index.html`` (the whole
+    report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns the
     table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
     ``["without_values"]`` (criteria with no value anywhere) and ``["missing_cells"]`` (:func:`missing_cells`,
     also written as ``missing_cells.csv`` when there are any).
@@ -380,6 +381,11 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     _seed_specific(cube, reduced, table, figures)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
+    from pipeline.report_html import write_html
+
+    write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
+               flag_notes=flag_notes(table) if not table.empty else [], missing=missing, figures=figures.names,
+               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube))
     return table
 
 

@@ -1,0 +1,154 @@
+"""``index.html``: the whole report in one self-contained page that opens from disk, with no server and no
+network (figures embedded as data URIs, styles inline, no external script).
+
+Sections: the k̂ table with its intervals and flags (the published k̂ beside ours where the config quotes
+one), what each raised flag means, the cells without a value, every figure, a drill-down per (dataset,
+method) with each n's per-k means ± SE and the share of trials choosing each k, and the config with the
+cube's provenance. A figure that fails to load says so in the page (the script that checks it also marks
+each image ``data-loaded``, which the browser test reads).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from pipeline.reduce_uncertainty import FLAGS, LEVEL
+
+PAGE = "index.html"
+MIME = {".png": "image/png", ".svg": "image/svg+xml"}
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+th { background: #f2f2f2; } td.text { text-align: left; }
+tr.flagged td { background: #fff5e0; } .flag { color: #a04000; font-weight: 600; }
+.differs { color: #b00020; font-weight: 600; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
+.missing-figure { color: #b00020; font-weight: 600; }
+details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
+pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
+"""
+# Marks each image loaded (with its natural width) or names the one that failed, in the page itself.
+SCRIPT = """
+for (const image of document.images) {
+  const mark = () => { image.dataset.loaded = image.naturalWidth > 0 ? "yes" : "no";
+                       image.dataset.width = image.naturalWidth; };
+  image.addEventListener("load", mark);
+  image.addEventListener("error", () => { image.dataset.loaded = "no";
+    image.insertAdjacentHTML("afterend", '<p class="missing-figure">this figure could not be shown</p>'); });
+  if (image.complete) mark();
+}
+"""
+
+
+def _cell(value: Any, *, text: bool = False, css: str = "") -> str:
+    classes = " ".join(c for c in ("text" if text else "", css) if c)
+    return f"<td{f' class={chr(34)}{classes}{chr(34)}' if classes else ''}>{html.escape(str(value))}</td>"
+
+
+def _table(frame: pd.DataFrame, *, table_id: str, text_columns: Sequence[str] = (), row_classes: Sequence[str] = (),
+           cell_classes: Mapping[tuple[int, str], str] | None = None) -> str:
+    """``frame`` as an HTML table; ``cell_classes[(row, column)]`` styles single cells."""
+    cell_classes = cell_classes or {}
+    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in frame.columns)
+    rows = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        css = row_classes[i] if i < len(row_classes) else ""
+        cells = "".join(_cell(value, text=column in text_columns, css=cell_classes.get((i, column), ""))
+                        for column, value in zip(frame.columns, row))
+        rows.append(f"<tr{f' class={chr(34)}{css}{chr(34)}' if css else ''}>{cells}</tr>")
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _selection(table: pd.DataFrame, shown: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) -> str:
+    """The k̂ table; with the paper's k̂ beside ours (in red where they differ) when the config quotes them."""
+    shown = shown.copy()
+    differs: dict[tuple[int, str], str] = {}
+    if published:
+        quoted = [published.get(f"{row.dataset}/{row.method}", {}).get(row.criterion) for row in table.itertuples()]
+        quoted = [q if isinstance(q, int) else None for q in quoted]  # a classifier's {N, R}: in Table 1's layout
+        shown.insert(shown.columns.get_loc("k̂") + 1, "published", ["" if q is None else q for q in quoted])
+        differs = {(i, "k̂"): "differs" for i, (q, k) in enumerate(zip(quoted, table["k_hat"])) if q is not None and q != k}
+    flagged = ["flagged" if any(bool(getattr(row, flag)) for flag in FLAGS) else "" for row in table.itertuples()]
+    return _table(shown, table_id="selection", text_columns=("dataset", "method", "criterion", "flags"),
+                  row_classes=flagged, cell_classes=differs)
+
+
+def _figure(path: Path) -> str:
+    if path.suffix not in MIME:  # PDF: not shown by an <img>; the file is beside the page
+        return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a> (PDF, beside this page)</p>'
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<h3 id="{html.escape(path.stem)}">{html.escape(path.stem)}</h3>'
+            f'<img alt="{html.escape(path.stem)}" src="data:{MIME[path.suffix]};base64,{data}">')
+
+
+def _drill_down(summary: xr.Dataset, frequency: xr.Dataset, criteria: Sequence[str]) -> str:
+    """Per (dataset, method): each n's per-k mean ± SE of every criterion and the share of trials choosing k."""
+    parts = []
+    for dataset in map(str, summary["dataset"].values):
+        for model in map(str, summary["model"].values):
+            tables = []
+            for n in summary["n"].values:
+                at = {"dataset": dataset, "model": model, "n": n}
+                columns: dict[str, list[str]] = {"k": [str(k) for k in summary["k"].values]}
+                for name in criteria:
+                    if f"{name}_mean" not in summary:
+                        continue
+                    mean, std = summary[f"{name}_mean"].sel(at).values, summary[f"{name}_std"].sel(at).values
+                    trials = summary[f"{name}_trials"].sel(at).values
+                    if not np.isfinite(mean).any():
+                        continue
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        se = std / np.sqrt(trials)
+                    columns[f"{name} mean ± SE"] = ["" if np.isnan(m) else f"{m:.4g} ± {s:.2g}" for m, s in zip(mean, se)]
+                    if name in frequency:
+                        share = frequency[name].sel(at).values
+                        columns[f"{name}: share choosing k"] = ["" if np.isnan(v) else f"{v:.2f}" for v in share]
+                if len(columns) > 1:
+                    tables.append(f"<p>n = {n}</p>" + _table(pd.DataFrame(columns), table_id=f"drill-{dataset}-{model}-{n}"))
+            if tables:
+                parts.append(f"<details><summary>{html.escape(dataset)} / {html.escape(model)}</summary>{''.join(tables)}"
+                             "</details>")
+    return "".join(parts)
+
+
+def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame, shown: pd.DataFrame,
+               flag_notes: Sequence[str], missing: pd.DataFrame, figures: Sequence[str], summary: xr.Dataset,
+               frequency: xr.Dataset, counts: Mapping[str, int]) -> Path:
+    """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order."""
+    config = json.loads(cube_attrs.get("ordercube_config", "{}"))
+    published = config.get("published") or {}
+    name = cube_attrs.get("ordercube_name", "cube")
+    sections = [f"<h1>ordercube report: {html.escape(str(name))}</h1>",
+                "<p>" + html.escape(", ".join(f"{key}: {value}" for key, value in counts.items())) + " planned cells</p>"]
+    if table.empty:
+        sections.append("<p>No k̂ to show: no model-order criterion has values in this cube.</p>")
+    else:
+        sections += [f"<h2>k̂ per group ({LEVEL:.0%} intervals)</h2>", _selection(table, shown, published)]
+        sections += ["<ul>" + "".join(f'<li class="flag">{html.escape(note)}</li>' for note in flag_notes) + "</ul>"]
+    if not missing.empty:
+        sections += [f"<h2>Cells without a value ({int(missing['cells'].sum())})</h2>",
+                     _table(missing, table_id="missing", text_columns=("dataset", "method", "status", "reason"))]
+    sections.append("<h2>Figures</h2>")
+    sections += [_figure(out / figure) for figure in figures]
+    criteria = list(dict.fromkeys(table["criterion"])) if not table.empty else []
+    sections += ["<h2>Per group</h2>", _drill_down(summary, frequency, criteria)]
+    provenance = {key: value for key, value in cube_attrs.items() if key not in ("ordercube_config", "ordercube_plan")}
+    sections += ["<h2>Config and provenance</h2>",
+                 f"<details><summary>config</summary><pre>{html.escape(json.dumps(config, indent=2))}</pre></details>",
+                 f"<details><summary>provenance</summary><pre>{html.escape(json.dumps(provenance, indent=2, default=str))}"
+                 "</pre></details>"]
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>ordercube report: {html.escape(str(name))}'
+            f"</title><style>{STYLE}</style></head><body>{''.join(sections)}<script>{SCRIPT}</script></body></html>")
+    path = out / PAGE
+    path.write_text(page, encoding="utf-8")
+    return path
