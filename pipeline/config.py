@@ -506,7 +506,7 @@ def _reads_nodes(criterion: Any, model: str | None) -> bool:
     """Whether ``criterion`` is computed from the halves' fits alone (labels, or a model of kind ``model``), as a
     graph's nodes allow: not from a whole sample, reference sets or an evaluation sample."""
     return (criterion.evaluate is not None and not criterion.needs_evaluation_sample and not criterion.supervised
-            and (criterion.models is None or model in criterion.models))
+            and not criterion.needs_coordinates and (criterion.models is None or model in criterion.models))
 
 
 def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
@@ -532,8 +532,8 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
                 if not _reads_nodes(get_criterion(name), algorithm.model):
                     readers = sorted(other for other, criterion in CRITERIA.items()
                                      if _reads_nodes(criterion, algorithm.model))
-                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (a whole sample, reference "
-                                      "sets or an evaluation sample), not the nodes of a graph",
+                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (their coordinates, a whole "
+                                      "sample, reference sets or an evaluation sample), not the nodes of a graph",
                                       f"use {', '.join(readers)} with {method.algorithm}")
     for i, dataset in enumerate(datasets):
         clusters = dataset.params.get("clusters", 0) if dataset.objects == "graph" else 0

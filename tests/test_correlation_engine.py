@@ -95,6 +95,7 @@ POINTS = {"name": "g", "kind": "lange_gaussians3"}
     ([GRAPH], [{**GIBBS, "predictor": "nearest_centroid"}], ["methods[0].predictor", "'nearest_centroid'", "graph_transfer"]),
     ([GRAPH], [{**GIBBS, "criteria": ["gap"]}], ["methods[0].criteria[0]", "gap", "nodes of a graph"]),
     ([GRAPH], [{**GIBBS, "criteria": ["k_effective", "pairwise"]}], ["methods[0].criteria[1]", "pairwise"]),
+    ([GRAPH], [{**GIBBS, "criteria": ["k_effective", "silhouette"]}], ["methods[0].criteria[1]", "silhouette", "coordinates"]),
     ([{**GRAPH, "params": {"clusters": 3, "q": 0.3, "p": 1.5}}], [GIBBS], ["datasets[0].params.p", "1.5"]),
     ([{**GRAPH, "params": {"clusters": 200}}], [GIBBS], ["datasets[0].n", "240", "200"]),
     ([GRAPH], [{**GIBBS, "params": {"restarts": 0}}], ["methods[0].params", "restarts"]),

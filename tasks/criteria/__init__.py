@@ -11,6 +11,7 @@ from tasks.criteria.agreement import AGREEMENT
 from tasks.criteria.base import ADJUSTABLE, AGGREGATES, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
 from tasks.criteria.clest import CLEST
 from tasks.criteria.gap import GAP
+from tasks.criteria.internal import INTERNAL_CRITERIA
 from tasks.criteria.likelihood import AIC, BIC
 from tasks.criteria.matrix import MATRIX_CRITERIA
 from tasks.criteria.pairwise import PAIRWISE
@@ -22,7 +23,7 @@ from tasks.criteria.transfer import TRANSFER_CRITERIA
 CRITERIA: dict[str, Criterion] = {
     criterion.name: criterion
     for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT, *SUPERVISED_CRITERIA,
-                      *TRANSFER_CRITERIA, *MATRIX_CRITERIA]
+                      *TRANSFER_CRITERIA, *MATRIX_CRITERIA, *INTERNAL_CRITERIA]
 }
 # Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap").
 VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.items() for variable in criterion.variables}

@@ -236,6 +236,9 @@ class Criterion:
     sqrt_n_scaling : bool
         An instability that shrinks like 1/sqrt(n) at a stable k (seed 001, Thm. 3): the report draws
         sqrt(n) x its mean against n, flat where that holds.
+    needs_coordinates : bool
+        It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes
+        do not have.
     """
 
     name: str
@@ -258,6 +261,7 @@ class Criterion:
     oracle: bool = False
     label: str = ""
     sqrt_n_scaling: bool = False
+    needs_coordinates: bool = False
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -1,0 +1,78 @@
+"""Internal validity indices on the halves' own fits: the silhouette (Rousseeuw 1987), Calinski-Harabasz
+(1974) and Davies-Bouldin (1979), by scikit-learn's metrics, as NbClust reports them beside resampling
+criteria.
+
+Each is computed on both halves with their own clustering (``labels_first`` on ``first``, ``labels_second``
+on ``second``) and the two values averaged: no refitting, no prediction, the fits every other criterion of the
+trial reads. The silhouette costs O(m^2) distances: on halves of more than ``max_points`` points it uses the
+first ``max_points`` of each (the halves are random splits, so these are a random sample, the same for
+every k of the trial). A half whose solution has fewer than two distinct labels, or one cluster per point,
+has no index (NaN), nor does the trial when neither half has one.
+
+Decisions: the silhouette and Calinski-Harabasz are largest at the best k (argmax of the mean over trials),
+Davies-Bouldin smallest (argmin). None is defined for k = 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tasks.criteria.base import Criterion, Decision, TrialFits
+from tasks.params import integer
+
+
+def _per_half(index: Callable[[NDArray[np.float64], NDArray[np.int64]], float], fits: TrialFits,
+              max_points: int | None = None) -> float:
+    values = []
+    for X, labels in ((fits.first, fits.labels_first), (fits.second, fits.labels_second)):
+        if max_points is not None:
+            X, labels = X[:max_points], labels[:max_points]
+        distinct = np.unique(labels).size
+        if 2 <= distinct <= labels.size - 1:
+            values.append(float(index(X, labels)))
+    return float(np.mean(values)) if values else float("nan")
+
+
+def silhouette(fits: TrialFits, *, max_points: int = 2000) -> float:
+    """The mean silhouette width of both halves' solutions (in [-1, 1], larger is better)."""
+    from sklearn.metrics import silhouette_score
+
+    return _per_half(silhouette_score, fits, max_points)
+
+
+def calinski_harabasz(fits: TrialFits) -> float:
+    """The Calinski-Harabasz variance ratio of both halves' solutions (larger is better)."""
+    from sklearn.metrics import calinski_harabasz_score
+
+    return _per_half(calinski_harabasz_score, fits)
+
+
+def davies_bouldin(fits: TrialFits) -> float:
+    """The Davies-Bouldin index of both halves' solutions (>= 0, smaller is better)."""
+    from sklearn.metrics import davies_bouldin_score
+
+    return _per_half(davies_bouldin_score, fits)
+
+
+SILHOUETTE = Criterion(
+    name="silhouette", evaluate=silhouette, min_k=2, decision=Decision(rule="largest"), needs_coordinates=True,
+    options={"max_points": 2000}, ranges={"max_points": integer(3)},
+    description="Rousseeuw's mean silhouette width of each half's own solution (scikit-learn), averaged over the halves",
+    label="mean silhouette width\n(Rousseeuw 1987)",
+)
+CALINSKI_HARABASZ = Criterion(
+    name="calinski_harabasz", evaluate=calinski_harabasz, min_k=2, decision=Decision(rule="largest"),
+    needs_coordinates=True,
+    description="Calinski-Harabasz variance ratio of each half's own solution (scikit-learn), averaged over the halves",
+    label="Calinski-Harabasz ratio\n(Calinski & Harabasz 1974)",
+)
+DAVIES_BOULDIN = Criterion(
+    name="davies_bouldin", evaluate=davies_bouldin, min_k=2, decision=Decision(rule="smallest", ties="smallest"),
+    needs_coordinates=True,
+    description="Davies-Bouldin index of each half's own solution (scikit-learn), averaged over the halves",
+    label="Davies-Bouldin index\n(Davies & Bouldin 1979)",
+)
+INTERNAL_CRITERIA = (SILHOUETTE, CALINSKI_HARABASZ, DAVIES_BOULDIN)
