@@ -23,7 +23,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from ordercube.api import open_cube, report, select_k, sweep, validate
+from ordercube.api import open_cube, partition, report, select_k, sweep, validate
 from ordercube.guard import MissingMainGuard
 from pipeline.errors import ConfigError, InputError
 
@@ -38,5 +38,5 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(_LAZY[name]), name)
 
 
-__all__ = ["ClusterLost", "ConfigError", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers", "open_cube",
+__all__ = ["ClusterLost", "ConfigError", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers", "open_cube", "partition",
            "report", "select_k", "sweep", "validate"]

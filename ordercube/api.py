@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import xarray as xr
     from distributed import Client
 
+    from pipeline.partition import Partition
     from pipeline.run import Plan
 
 log = logging.getLogger("ordercube")
@@ -162,6 +163,25 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     if status_counts(cube)["ok"] == 0:
         return pd.DataFrame()
     return write_report(cube, target, decide, fmt=fmt)
+
+
+def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, method: str, *, k: int | None = None,
+              criterion: str | None = None, config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+              data: Mapping[str, Any] | None = None) -> Partition:
+    """``method`` fitted on the whole ``dataset`` at k̂ (or ``k``) with the cube's seeds, as ``ordercube partition``.
+
+    Returns a :class:`pipeline.partition.Partition`: ``labels`` (cluster codes 0..k-1 of the rows), ``rows()``
+    (a DataFrame: row name, cluster from 1, known class), ``agreement`` and ``adjusted_rand`` (with known classes),
+    ``clusters()`` (each cluster's size and Hennig's clusterwise Jaccard over the cube's resamples). ``config`` and
+    ``data`` as for :func:`sweep`: needed when the cube was computed from arrays given in Python, or from files
+    whose relative paths do not resolve from the current folder.
+    """
+    from pipeline.partition import compute_partition
+    from pipeline.store import load_cube
+
+    cube = load_cube(cube_or_path) if isinstance(cube_or_path, (str, os.PathLike)) else cube_or_path.load()
+    given = None if config is None else read_config(config, data=data)
+    return compute_partition(cube, dataset, method, k=k, criterion=criterion, config=given)
 
 
 def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,

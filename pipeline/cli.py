@@ -80,6 +80,17 @@ def _parser() -> argparse.ArgumentParser:
                              "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V)")
     report.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
                         help="the figures' format (svg and pdf: vector, for a paper; default png)")
+    part = commands.add_parser("partition", help="fit a method on a whole dataset at k̂: its labels, their agreement "
+                               "with known classes and each cluster's stability over the cube's resamples")
+    part.add_argument("cube")
+    part.add_argument("--dataset", required=True)
+    part.add_argument("--method", required=True)
+    part.add_argument("--k", type=int, help="the number of clusters (default: k̂ of --criterion at the cube's largest n)")
+    part.add_argument("--criterion", help="whose k̂ (default: the first of the method's criteria that chose one)")
+    part.add_argument("--config", help="the config the cube was computed from (default: the cube's own, its file "
+                                       "paths read from the current folder)")
+    part.add_argument("--out", help="the labels' CSV (default: <cube>-partition-DATASET-METHOD-kK.csv beside the cube); "
+                                    "the clusters' table goes beside it as ...-clusters.csv")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
     validate.add_argument("--out", help="cube path to plan against")
@@ -326,6 +337,38 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _partition(args: argparse.Namespace) -> int:
+    from pipeline.partition import compute_partition
+    from pipeline.store import load_cube
+
+    if args.k is not None and args.k < 1:
+        raise InputError(f"--k: expected an integer >= 1, got {args.k}; e.g. --k 3")
+    place = _cube_location(args.cube, "CUBE")
+    cube = load_cube(place)
+    result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
+    # beside a local cube; in the working folder for a cube at a URL
+    cube_path = place.path if place.path is not None else Path(place.text.rstrip("/").rsplit("/", 1)[-1]).resolve()
+    out = Path(args.out) if args.out else cube_path.with_name(
+        f"{cube_path.stem}-partition-{result.dataset}-{result.method}-k{result.k}.csv")
+    if out.is_dir() or not out.parent.is_dir():
+        raise InputError(f"--out: {out} is a folder or its folder does not exist; give a CSV file's path")
+    clusters_path = out.with_name(out.stem + "-clusters.csv")
+    result.rows().to_csv(out, index=False)
+    clusters = result.clusters()
+    clusters.to_csv(clusters_path, index=False)
+    print(f"data {result.dataset}: {result.read}")
+    print(f"{result.method} at k = {result.k} ({result.chosen_by}), fitted on {result.labels.size} rows"
+          + (f"; {clusters.shape[0]} non-empty clusters" if clusters.shape[0] != result.k else ""))
+    if result.truth is not None:
+        print(f"agreement with the known classes: {result.agreement:.3f} matched (Hungarian), adjusted Rand "
+              f"{result.adjusted_rand:.3f}")
+    print(f"per-cluster stability over {result.jaccard.shape[1]} halves of the cube's resamples (Hennig's clusterwise "
+          "Jaccard: < 0.5 dissolves, >= 0.75 stable, >= 0.85 highly stable):")
+    print(clusters.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"labels written to {out}; clusters to {clusters_path}")
+    return EXIT_OK
+
+
 def _print_datasets(config: Config) -> None:
     """One line per dataset saying what was read (rows x features, header, row names, labels, true k)."""
     for dataset in config.datasets:
@@ -368,7 +411,7 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     print(f"warning: {message}", file=sys.stderr)
 
 
-COMMANDS = {"run": _run, "status": _status, "report": _report, "validate": _validate}
+COMMANDS = {"run": _run, "status": _status, "report": _report, "partition": _partition, "validate": _validate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,6 +105,7 @@ class DatasetSpec:
     learning: int = 0
     learning_per_class: tuple[int, ...] = ()
     objects: str = "points"  # or "graph": rows are nodes (a signed graph's weights)
+    row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
 
 
 @dataclass(frozen=True)

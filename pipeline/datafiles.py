@@ -41,6 +41,7 @@ class LoadedData:
     sha256: str
     read: str = ""  # "62 rows x 2000 features from PATH (header row; ...)"
     classes: LabelSet | None = None
+    row_names: tuple[str, ...] = ()  # each object's name (a row's, or a column's after a transpose), when known
 
 
 @dataclass(frozen=True)
@@ -282,4 +283,9 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
     read += f" ({'; '.join(note for note in notes if note)})" if any(notes) else ""
     if spec.preprocess:
         read += f" -> {X.shape[0]} x {X.shape[1]} after {', '.join(step for step, _ in spec.preprocess)}"
-    return LoadedData(X=np.ascontiguousarray(X), labels=codes, sha256=digest, read=read, classes=labels)
+    if rows is None:  # transposed: the objects are the table's feature columns
+        names = selected.column_labels if table.naming in ("header", "label") else ()
+    else:
+        names = tuple(selected.row_labels[i] for i in rows) if selected.row_labels else ()
+    return LoadedData(X=np.ascontiguousarray(X), labels=codes, sha256=digest, read=read, classes=labels,
+                      row_names=names)

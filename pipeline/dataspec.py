@@ -237,7 +237,7 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
     if reading.given():  # only then: a cube made before these options resumes under the same identity
         identity["reading"] = reading.given()
     return replace(spec, n=n, true_k=true_k, n_features=loaded.X.shape[1], data=loaded.X, labels=loaded.labels,
-                   identity=identity, read=loaded.read,
+                   identity=identity, read=loaded.read, row_names=loaded.row_names,
                    classes=loaded.classes.classes if loaded.classes is not None else ())
 
 

@@ -154,6 +154,8 @@ class Selected:
     row_names: str  # "" or "row names from column 'id'" ...
     label_values: pd.Series | None  # the labels column's cells, when the labels come from this table
     notes: tuple[str, ...] = ()
+    row_labels: tuple[str, ...] = ()  # the rows' names, when a column names them
+    column_labels: tuple[str, ...] = ()  # the feature columns' names, as the table has them
 
 
 def _resolve_all(table: Table, values: Sequence[Any] | None, key: str) -> list[int]:
@@ -181,9 +183,10 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
     roles: dict[int, str] = {}
     notes: list[str] = []
     row_names = ""
+    names_at = None
     if reading.row_names is not None:
         j = table.find(reading.row_names, f"{key}.row_names")
-        roles[j], row_names = "row names", f"row names from {table.shown(j)}"
+        roles[j], row_names, names_at = "row names", f"row names from {table.shown(j)}", j
     label_values = None
     if reading.label_column is not None:
         try:
@@ -211,7 +214,7 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
     else:
         inferred = None if reading.row_names is not None else _inferred_row_names(table, set(roles) | excluded)
         if inferred is not None:
-            roles[inferred] = "row names"
+            roles[inferred], names_at = "row names", inferred
             why = "its empty header cell" if table.naming == "header" and table.names[0] == "" else \
                 "its distinct text values"
             row_names = f"row names from {table.shown(inferred)}, inferred from {why}"
@@ -220,7 +223,9 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
         raise ConfigError(f"{key}.columns" if reading.columns is not None else f"{key}.exclude",
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
     X = _numbers(table, features, data_key)
-    return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes))
+    row_labels = () if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
+    return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes), row_labels,
+                    tuple(str(table.names[j]) for j in features))
 
 
 def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]:

@@ -24,6 +24,7 @@ class Purpose(IntEnum):
     BASELINE = 5  # random labelings for the normalisation of the Lange stability
     REFERENCE = 6  # reference data of the Gap statistic and Clest, and their splits: shared by every method
     SAMPLE_FIT = 7  # a method's fits on a trial's whole sample and on reference data
+    PARTITION = 8  # the partition at k̂ of a whole dataset (and a synthetic dataset's sample for it)
 
 
 def label_id(label: str) -> int:

@@ -65,6 +65,13 @@ class Source(Protocol):
     def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample: ...
 
 
+def halves_of_rows(order: NDArray[np.int64], n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The rows of a trial's two halves of n // 2, from its permutation ``order`` of the rows (the first n rows
+    of ``order`` are the trial's sample)."""
+    half = n // 2
+    return order[:half], order[half : 2 * half]
+
+
 def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
             truth: NDArray[np.int64] | None, *, paired: bool = False) -> TrialData:
     half = X.shape[0] // 2
@@ -132,8 +139,9 @@ class ArraySource:
         if self.objects == "graph":  # n of the nodes, halved as node sets (tasks.algorithms.correlation's layout)
             return _node_halves(self.X, order[:n], self.labels)
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
-        truth = None if self.labels is None else self.labels[order[:n]]
-        return _halves(self.X[order[:n]], evaluation, truth)
+        first, second = halves_of_rows(order, n)
+        truth = None if self.labels is None else self.labels[np.concatenate([first, second])]
+        return TrialData(first=self.X[first], second=self.X[second], evaluation=evaluation, truth=truth)
 
     def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample:
         if self.labels is None:
