@@ -23,7 +23,7 @@ from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
 from tasks.criteria import CRITERIA, get_criterion
-from tasks.predictors import GRAPH_PREDICTORS, PREDICTORS, get_predictor
+from tasks.predictors import DISSIMILARITY_PREDICTORS, GRAPH_PREDICTORS, PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
 
@@ -512,6 +512,11 @@ def _reads_nodes(criterion: Any, model: str | None) -> bool:
 
 def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
     """Points go to point algorithms and graphs to graph algorithms, with a predictor and criteria that read them."""
+    if any(dataset.objects == "dissimilarity" for dataset in datasets):
+        from pipeline.dissimilarity import check_methods
+
+        check_methods(datasets, methods)
+        return
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
         for dataset in datasets:
@@ -528,6 +533,10 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
                               f"{'nodes of a graph' if graph_predictor else 'points'}, and {method.algorithm!r} clusters "
                               f"{'graphs' if algorithm.objects == 'graph' else 'points'}",
                               "use predictor graph_transfer with correlation_gibbs, a point predictor otherwise")
+        if method.predictor in DISSIMILARITY_PREDICTORS:
+            raise ConfigError(f"methods[{i}].predictor", f"{method.predictor!r} reads dissimilarities, and the datasets "
+                              "give points", "use nearest_neighbor (or another point predictor); nearest_object is for "
+                              "kind: distances")
         if algorithm.objects == "graph":
             for j, name in enumerate(method.criteria):
                 if not _reads_nodes(get_criterion(name), algorithm.model):

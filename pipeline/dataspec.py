@@ -61,6 +61,10 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
         spec = _table_dataset(entry, key, name, kind, n_raw, base)
     elif kind == "edge_list":
         spec = _edge_list_dataset(entry, key, name, n_raw, base)
+    elif kind == "distances":
+        from pipeline.dissimilarity import distances_dataset
+
+        spec = distances_dataset(entry, key, name, n_raw, base)
     else:
         spec = _synthetic_dataset(entry, key, name, kind, n_raw)
     if "true_k" in entry:
@@ -89,7 +93,7 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
     if spec.kind in MATRIX_KINDS:
         noise = "Gaussian noise of sd" if spec.kind == "image" else "flip noise at rate"
         return f"{spec.read}; {noise} {spec.params['noise']:g} per trial, {spec.n_features} features per row"
-    if spec.kind in (*TABLE_KINDS, "edge_list"):
+    if spec.kind in (*TABLE_KINDS, "edge_list", "distances"):
         return f"{spec.read}; {truth}"
     if spec.objects == "graph":
         return f"synthetic {spec.kind}, a fresh signed graph of n nodes per trial, halved as node sets; {truth}"
@@ -143,7 +147,7 @@ def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_
 def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:
     if kind not in SYNTHETIC:
         raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
-                          f"expected one of {sorted([*SYNTHETIC, 'edge_list', 'file'])} (or 'data' from Python)")
+                          f"expected one of {sorted([*SYNTHETIC, 'distances', 'edge_list', 'file'])} (or 'data' from Python)")
     for extra in sorted(TABLE_KEYS):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")

@@ -151,6 +151,9 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     spec, m = _named(cfg.datasets, dataset, "--dataset"), _named(cfg.methods, method, "--method")
     _check_identity(cube, cfg, spec, m)
     algorithm = get_algorithm(m.algorithm)
+    if spec.objects != "points":
+        raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "
+                         "(points only)")
     if algorithm.objects != "points" or algorithm.classify is not None or algorithm.orders is not None:
         raise InputError(f"--method: {method!r} ({m.algorithm}) does not partition points; partition a method whose "
                          "algorithm clusters points (kmeans, gaussian_mixture, agglomerative, ...)")

@@ -197,6 +197,8 @@ def run_block(spec: BlockSpec, source: Source) -> BlockResult:
     fails the trial's cells.
     """
     algorithm = get_algorithm(spec.algorithm)
+    if getattr(source, "objects", "points") == "dissimilarity":  # a distances dataset: the method on dissimilarities
+        algorithm = algorithm.on_dissimilarities()
     if algorithm.classify is not None:  # a classifier: labels are the response, not halves to cluster
         from tasks.supervised import run_supervised_block
 

@@ -111,14 +111,25 @@ def graph_transfer(
     return transfer(X_train, labels, k, X_new)
 
 
+def nearest_object(
+    X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """For objects given by dissimilarities (:func:`tasks.datasets.sources.node_halves`' layout): the label of the
+    least dissimilar training object, read from the new half's columns of the training half's objects (ties to the
+    lowest index, as ``nearest_neighbor``). On Euclidean distances it is ``nearest_neighbor``."""
+    return labels[np.argmin(X_new[:, X_new.shape[0]:], axis=1)]
+
+
 PREDICTORS: dict[str, Predictor] = {
     "nearest_centroid": nearest_centroid,
     "nearest_neighbor": nearest_neighbor,
     "gaussian_posterior": gaussian_posterior,
     "linear_discriminant": linear_discriminant,
     "graph_transfer": graph_transfer,
+    "nearest_object": nearest_object,
 }
 GRAPH_PREDICTORS = ("graph_transfer",)  # they read a graph's edges, not points' coordinates
+DISSIMILARITY_PREDICTORS = ("nearest_object",)  # they read dissimilarities between objects
 
 
 def get_predictor(name: str) -> Predictor:

@@ -11,8 +11,9 @@ from pipeline.config import load_config
 from pipeline.errors import ConfigError
 from pipeline.reduce import criterion_scores, select_k
 from pipeline.store import open_cube
-from tasks.algorithms.correlation import correlation_cost, graph_halves, graph_transfer, own_graph, signed_graph
+from tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph, signed_graph
 from tasks.datasets import SyntheticSource
+from tasks.datasets.sources import node_halves as graph_halves
 
 GRAPH = {"name": "graph", "kind": "signed_graph", "params": {"clusters": 3, "q": 0.3, "p": 0.7}}
 GIBBS = {"name": "gibbs", "algorithm": "correlation_gibbs", "params": {"restarts": 3}, "predictor": "graph_transfer",

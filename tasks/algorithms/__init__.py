@@ -7,7 +7,7 @@ state between calls, so one registry entry serves every cell.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from importlib import import_module
 from typing import Any
@@ -92,6 +92,12 @@ class Algorithm:
         A classifier's k is feasible on a learning set of at least ``k + points_beyond_k`` points: kNN's
         leave-one-out needs k other points (1); at most k intervals on fewer than k points is the fit of
         k = n again (0).
+    dissimilarity_many : callable or None
+        The same method on objects given by dissimilarities (a ``distances`` dataset):
+        ``dissimilarity_many(half, ks, rng, **params)`` → ``{k: labels}``, ``half`` in
+        :func:`tasks.datasets.sources.node_halves`' layout (:mod:`tasks.algorithms.dissimilarity`).
+    dissimilarity_ranges : mapping
+        Narrower ranges of parameters on dissimilarities (agglomerative: no Ward linkage).
     """
 
     name: str
@@ -112,6 +118,14 @@ class Algorithm:
     objects: str = "points"  # or "graph": the rows of a half are nodes (tasks.algorithms.correlation's layout)
     orders: Callable[..., dict[str, NDArray[np.float64]]] | None = None
     matrix: str | None = None  # a matrix model's data: "real" or "boolean"
+    dissimilarity_many: Callable[..., dict[int, NDArray[np.int64]]] | None = None
+    dissimilarity_ranges: Mapping[str, Param] = field(default_factory=dict)
+
+    def on_dissimilarities(self) -> Algorithm:
+        """This algorithm as it runs on a ``distances`` dataset's halves (every k from ``dissimilarity_many``)."""
+        assert self.dissimilarity_many is not None  # the config admits only such algorithms for such data
+        return replace(self, cluster=partial(_one_k, self.dissimilarity_many), cluster_many=self.dissimilarity_many,
+                       fit=None, model=None, objects="dissimilarity")
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
@@ -132,6 +146,11 @@ class Algorithm:
         """``params`` over the defaults; ``ParamError`` naming an unknown parameter or a value out of range."""
         check_params(params, self.ranges, check=self.check)
         return {**self.defaults, **params}
+
+
+def _one_k(many: Callable[..., dict[int, NDArray[np.int64]]], X: NDArray[np.float64], k: int,
+           rng: np.random.Generator, **params: Any) -> NDArray[np.int64]:
+    return many(X, [k], rng, **params)[k]
 
 
 # Shared by k-means and the mixture: more restarts or iterations than this is a typo, not a study.
@@ -176,7 +195,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
     "spectral": Algorithm("spectral", Deferred("tasks.algorithms.spectral:spectral"), {"n_neighbors": 10},
                           cluster_many=Deferred("tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
-                          ranges={"n_neighbors": integer(1, 1_000_000)}),
+                          ranges={"n_neighbors": integer(1, 1_000_000)},
+                          dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:spectral_many")),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
     "gaussian_mixture": Algorithm("gaussian_mixture", Deferred("tasks.algorithms.mixture:gaussian_mixture"),
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
@@ -197,7 +217,9 @@ ALGORITHMS: dict[str, Algorithm] = {
     # distance matrix of a half (8 bytes per pair) and a copy.
     "agglomerative": Algorithm("agglomerative", Deferred("tasks.algorithms.hierarchical:agglomerative"), {"linkage": "ward"},
                                cluster_many=Deferred("tasks.algorithms.hierarchical:agglomerative_many"),
-                               seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0),
+                               seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0,
+                               dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:agglomerative_many"),
+                               dissimilarity_ranges={"linkage": choice("average", "complete", "single")}),
     # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002); use with nearest_centroid
     "deterministic_annealing": Algorithm("deterministic_annealing",
                                          Deferred("tasks.algorithms.annealing:deterministic_annealing"),
@@ -211,7 +233,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
     "path_based": Algorithm("path_based", Deferred("tasks.algorithms.hierarchical:path_based"), {},
                             cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
-                            seconds_per_point=2e-4, pair_bytes=24.0),
+                            seconds_per_point=2e-4, pair_bytes=24.0,
+                            dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:path_based_many")),
     # Correlation clustering of a signed graph by annealed Gibbs sampling (seed 004 section 3, spec §2.7): k is the
     # largest number of clusters, some may stay empty (criterion k_effective); use with graph_transfer
     "correlation_gibbs": Algorithm("correlation_gibbs", Deferred("tasks.algorithms.correlation:gibbs_on_half"),

@@ -459,14 +459,6 @@ def own_graph(half: NDArray[np.float64]) -> NDArray[np.float64]:
     return half[:, : half.shape[0]]
 
 
-def graph_halves(W: NDArray[np.float64], order: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The two halves of the nodes ``order[:m]`` and ``order[m:2m]`` (m = len(order) // 2) in the layout above."""
-    m = order.shape[0] // 2
-    first, second = order[:m], order[m : 2 * m]
-    return (W[np.ix_(first, np.concatenate([first, second]))],
-            W[np.ix_(second, np.concatenate([second, first]))])
-
-
 def planted_graph(n: int, rng: np.random.Generator, *, clusters: int = 3, q: float = 0.3,
                   p: float = 0.7) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """The synthetic dataset ``signed_graph``: :func:`signed_graph` on ``n`` nodes in ``clusters`` clusters of

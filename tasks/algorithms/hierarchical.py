@@ -58,7 +58,11 @@ def path_based_many(X: NDArray[np.float64], ks: Sequence[int], rng: np.random.Ge
     recorded whenever k of ``ks`` clusters remain. O(n^3) time, O(n^2) memory: meant for halves of a
     few thousand points at most.
     """
-    D = minimax_distances(X)
+    return path_based_on(minimax_distances(X), ks)
+
+
+def path_based_on(D: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDArray[np.int64]]:
+    """:func:`path_based_many` on the effective dissimilarities ``D`` (square) already computed."""
     n = D.shape[0]
     cross = D.copy()  # cross[a, b]: sum of D between clusters a and b (a != b); within sums on the diagonal
     np.fill_diagonal(cross, 0.0)

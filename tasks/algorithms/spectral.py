@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,13 +42,20 @@ def spectral_many(
     X: NDArray[np.float64], ks: Sequence[int], rng: np.random.Generator, *, n_neighbors: int = 10
 ) -> dict[int, NDArray[np.int64]]:
     """Labels of ``X`` (n_samples, n_features) in k clusters of the symmetrised kNN graph, for every k in ``ks``."""
-    from sklearn.manifold import spectral_embedding  # imported on use: scikit-learn is slow to import
-    from sklearn.neighbors import kneighbors_graph
+    from sklearn.neighbors import kneighbors_graph  # imported on use: scikit-learn is slow to import
+
+    with threadpool_limits(limits=1):
+        connectivity = kneighbors_graph(X, n_neighbors=min(n_neighbors, X.shape[0] - 1), include_self=True)
+    return spectral_of_graph(connectivity, ks, rng)
+
+
+def spectral_of_graph(connectivity: Any, ks: Sequence[int], rng: np.random.Generator) -> dict[int, NDArray[np.int64]]:
+    """:func:`spectral_many` from the kNN connectivity (a sparse (n, n) 0/1 matrix) already computed."""
+    from sklearn.manifold import spectral_embedding
 
     with threadpool_limits(limits=1), warnings.catch_warnings():
         # well-separated clusters give a disconnected kNN graph: that is the case the method is for
         warnings.filterwarnings("ignore", "Graph is not fully connected", UserWarning)
-        connectivity = kneighbors_graph(X, n_neighbors=min(n_neighbors, X.shape[0] - 1), include_self=True)
         affinity = 0.5 * (connectivity + connectivity.T)
         embedding = spectral_embedding(affinity, n_components=max(ks), drop_first=False,
                                        random_state=int(rng.integers(2**31 - 1)))

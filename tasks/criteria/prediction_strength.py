@@ -48,5 +48,6 @@ PREDICTION_STRENGTH = Criterion(
     needs_evaluation_sample=False,
     description="Tibshirani & Walther's prediction strength: co-membership kept by the training solution",
     decision=Decision(rule="largest_above", threshold=0.9),
+    needs_coordinates=True,  # it predicts by nearest centroids, whatever the method's predictor
     label="prediction strength ps(k)\n(Tibshirani & Walther 2005)",
 )

@@ -79,12 +79,21 @@ def _halves(X: NDArray[np.float64], evaluation: NDArray[np.float64] | None,
                      truth=None if truth is None else truth[: 2 * half], paired=paired)
 
 
-def _node_halves(W: NDArray[np.float64], order: NDArray[np.int64], labels: NDArray[np.int64] | None) -> TrialData:
-    """The nodes ``order`` of the graph ``W`` halved as node sets (:func:`tasks.algorithms.correlation.graph_halves`),
-    with their known classes."""
-    from tasks.algorithms.correlation import graph_halves  # numba: for graph datasets only
+def node_halves(W: NDArray[np.float64], order: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The objects ``order[:m]`` and ``order[m:2m]`` (m = len(order) // 2) of a square matrix ``W`` (a graph's edge
+    weights, a dissimilarity matrix) as two halves: each half's rows are its objects, its columns its own objects
+    first, then the other half's (``first[:, :m]`` is the first half's own block, ``second[:, m:]`` the second
+    half's entries with the first half's objects, in their order)."""
+    m = order.shape[0] // 2
+    first, second = order[:m], order[m : 2 * m]
+    return (W[np.ix_(first, np.concatenate([first, second]))],
+            W[np.ix_(second, np.concatenate([second, first]))])
 
-    first, second = graph_halves(W, order)
+
+def _node_halves(W: NDArray[np.float64], order: NDArray[np.int64], labels: NDArray[np.int64] | None) -> TrialData:
+    """The objects ``order`` of the square matrix ``W`` halved as object sets (:func:`node_halves`), with their known
+    classes."""
+    first, second = node_halves(W, order)
     truth = None if labels is None else labels[order[: 2 * (order.shape[0] // 2)]]
     return TrialData(first=first, second=second, evaluation=None, truth=truth)
 
@@ -130,13 +139,13 @@ class ArraySource:
 
     X: NDArray[np.float64]
     labels: NDArray[np.int64] | None = None
-    objects: str = "points"  # "graph": X is a graph's weight matrix, its rows and columns the nodes
+    objects: str = "points"  # "graph" / "dissimilarity": X is square, its rows and columns the objects
 
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
         order = draw_rng.permutation(self.X.shape[0])
-        if self.objects == "graph":  # n of the nodes, halved as node sets (tasks.algorithms.correlation's layout)
+        if self.objects != "points":  # n of the objects of a square matrix, halved as object sets (node_halves)
             return _node_halves(self.X, order[:n], self.labels)
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
         first, second = halves_of_rows(order, n)
