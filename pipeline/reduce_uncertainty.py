@@ -22,7 +22,10 @@ A reducer like the others (``pipeline.reduce``): from the per-trial scores and t
   percentile bootstrap of a proportion.)
 - flags: ``at_grid_edge`` (k̂ is the largest k with a value, or the smallest where the criterion is
   defined below it: the grid may have cut the curve), ``not_separated`` (the difference's interval
-  contains 0), ``few_trials`` (fewer than ``FEW_TRIALS`` trials with a value).
+  contains 0), ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
+  chose k̂ for another reason, e.g. the Gap statistic's standard-error rule; for a threshold rule, k̂ or the
+  runner-up is on the wrong side of the threshold beyond noise), ``few_trials`` (fewer than ``FEW_TRIALS``
+  trials with a value).
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ FEW_TRIALS = 10
 HIGHER_IS_BETTER = frozenset({"largest", "largest_above", "first_above", "gap", "clest"})
 THRESHOLD_RULES = frozenset({"largest_above", "first_above", "first_below"})
 FIELDS = ("frequency", "frequency_low", "frequency_high", "score", "score_se", "runner_up", "difference", "difference_low",
-          "difference_high", "at_grid_edge", "not_separated", "few_trials")
-FLAGS = ("at_grid_edge", "not_separated", "few_trials")
+          "difference_high", "at_grid_edge", "not_separated", "runner_up_better", "few_trials")
+FLAGS = ("at_grid_edge", "not_separated", "runner_up_better", "few_trials")
 
 
 def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.DataArray:
@@ -125,6 +128,7 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
     out: dict[str, float] = dict.fromkeys(FIELDS, np.nan)
     trials = int((~np.isnan(values)).any(axis=1).sum())
     out["few_trials"] = float(trials < FEW_TRIALS)
+    out["runner_up_better"] = 0.0
     chose = choices[choices >= 0]
     if chose.size and k_hat >= 0:
         hits = int((chose == k_hat).sum())
@@ -148,6 +152,7 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
         out["difference"], out["difference_low"], out["difference_high"] = _difference(values, at, runner, decision, level)
     low, high = out["difference_low"], out["difference_high"]
     out["not_separated"] = float(bool(low <= 0.0 <= high))
+    out["runner_up_better"] = float(bool(high < 0.0))
     return out
 
 

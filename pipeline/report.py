@@ -148,6 +148,8 @@ FLAG_MEANINGS = {
                     "below it): the curve may go on; widen k",
     "not_separated": f"the {LEVEL:.0%} interval of the difference to the runner-up contains 0: the data do not tell "
                      "k̂ from it; more resamples or a larger n",
+    "runner_up_better": "the runner-up scores better than k̂ beyond noise: the rule chose k̂ for another reason (the Gap "
+                        "statistic's standard-error rule, Clest's tests, a threshold)",
     "few_trials": "fewer than 10 trials with a value: every interval is rough",
 }
 

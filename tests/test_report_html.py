@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from conftest import cli_in_process, small_config, write_config
+from pipeline.reduce_uncertainty import FLAGS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
@@ -107,7 +108,7 @@ def test_the_page_loads_without_console_errors_and_its_table_is_selection_csv(re
                                             expected.k_hat)
         quoted = {"lange": "3", "prediction_strength": "2"}.get(expected.criterion, "") if expected.dataset == "gauss" else ""
         assert row[column["published"]] == quoted
-        raised = [flag for flag in ("at_grid_edge", "not_separated", "few_trials") if getattr(expected, flag)]
+        raised = [flag for flag in FLAGS if getattr(expected, flag)]
         assert row[column["flags"]] == (",".join(raised) or "-")
     # every figure of the folder is in the page, loaded by the browser with its own width
     figures = sorted(path.stem for path in report.glob("*.png"))

@@ -102,6 +102,17 @@ def test_clest_compares_d_k_against_the_mean_reference():
     assert field(uncertainty, "clest_difference") == pytest.approx((d[1] - d[0]).mean())
 
 
+def test_a_rule_that_does_not_take_the_best_score_says_so():
+    # the Gap statistic's rule takes k = 2 (Gap(2) >= Gap(3) - s_3) although Gap(4) is far larger
+    rng = np.random.default_rng(6)
+    gap = np.array([0.1, 0.5, 0.55, 0.9])[:, None] + rng.normal(0, 0.01, size=(4, 12))
+    scores = criterion_scores(cube_of("gap", gap, (1, 2, 3, 4), gap_sd=np.full((4, 12), 0.1)))
+    uncertainty = decision_uncertainty(scores)
+    assert int(select_k(scores)["gap"].squeeze()) == 2 and field(uncertainty, "gap_runner_up") == 4
+    assert field(uncertainty, "gap_difference") == pytest.approx(-(gap[3] - gap[1]).mean())
+    assert bool(uncertainty["gap_runner_up_better"].squeeze()) and not bool(uncertainty["gap_not_separated"].squeeze())
+
+
 @pytest.mark.parametrize("hits, trials", [(13, 20), (19, 20), (20, 20), (3, 40), (0, 7)])
 def test_the_exact_bootstrap_interval_matches_a_bootstrap_drawn_by_hand(hits, trials):
     rng = np.random.default_rng([17, hits, trials])
