@@ -29,6 +29,7 @@ from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from pipeline.config import Config
+    from pipeline.figures import Helper
     from pipeline.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -256,6 +257,17 @@ def _report_folder(cube_place: Location, given: str | None) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from pipeline.figures import Helper
+
+    helper = Helper.start()  # now, while this process has one thread: it imports matplotlib as the cube is read
+    try:
+        return _report_with(args, helper)
+    finally:
+        if helper is not None:
+            helper.stop()
+
+
+def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import (
         MISSING_MEANINGS, comparison_matrix, flag_notes, printable, published_of, status_counts, write_report,
@@ -293,7 +305,7 @@ def _report(args: argparse.Namespace) -> int:
     except OSError as error:
         raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
                          "choose a folder you can write to") from None
-    table = write_report(cube, out, decide, fmt=args.format)
+    table = write_report(cube, out, decide, fmt=args.format, helper=helper)
     if table.empty:  # e.g. only a diagnostic (agreement) was computed
         print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
     else:
@@ -331,8 +343,11 @@ def _report(args: argparse.Namespace) -> int:
         print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "
               "this cube / published")
         print(one.to_string())
+    for name, reason in table.attrs.get("figures_failed", []):
+        print(f"figure {name} could not be drawn ({reason}); the rest of the report is written", file=sys.stderr)
     drawn, kept = table.attrs["figures"]
-    print(f"report written to {out} ({len(drawn)} figures drawn"
+    shared = table.attrs.get("figures_by_helper", 0)
+    print(f"report written to {out} ({len(drawn)} figures drawn" + (f", {shared} of them by a second process" if shared else "")
           + (f", {len(kept)} unchanged since the last report there)" if kept else ")"))
     return EXIT_OK
 

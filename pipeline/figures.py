@@ -5,6 +5,7 @@ no mathtext tick labels on log axes (``10^2`` is parsed by pyparsing), no minor 
 figure, PNG written with light compression. Margins are fixed in inches, so a panel looks the same in
 every figure. A figure whose inputs, format and drawing code are unchanged since the last report into
 the same folder is kept as it is (``--decide`` on one criterion redraws that criterion's figures only).
+``ordercube report`` shares the drawing with a second process (:class:`Helper`) on a machine with two cores.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,54 +134,175 @@ def _code_digest(draw: Callable[..., Any]) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class Job:
+    """One figure to draw: ``function(*args, **kwargs)`` saved at ``path``."""
+
+    path: Path
+    function: Callable[..., Figure | None]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def run_job(job: Job) -> tuple[str, str]:
+    """Draw ``job``: ``("drawn" | "nothing" | "failed", reason)``. A figure that fails is a line in the report,
+    never a traceback that loses the rest of it."""
+    try:
+        figure = job.function(*job.args, **job.kwargs)
+        if figure is None:
+            return "nothing", ""
+        save(figure, job.path)
+        return "drawn", ""
+    except Exception as error:  # noqa: BLE001 - any drawing error is reported with the figure's name
+        job.path.unlink(missing_ok=True)
+        return "failed", f"{type(error).__name__}: {error}"
+
+
+def _warm_up() -> None:
+    """What a first figure pays: the data's libraries (a figure's inputs are labelled arrays; xarray's first
+    operation imports dask.array, 0.4 s), matplotlib, and a small figure drawn (fonts, text layout, PNG)."""
+    import io
+
+    _ = xr.DataArray(np.zeros(2), dims="k") + 1.0
+    figure, axes = panels(1)
+    axes[0].plot([1, 2], [1, 2], marker="o", label="k = 2")
+    axes[0].legend(fontsize=7)
+    title(axes[0], "warm-up")
+    figure.savefig(io.BytesIO(), format="png", dpi=DPI)
+
+
+def _serve(connection: Any) -> None:
+    """The helper process: warm up while the parent reads the cube, then draw what it is sent."""
+    _warm_up()
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        connection.send(run_job(job))
+
+
+class Helper:
+    """A second process that draws figures beside this one, on a machine with two cores or more.
+
+    Started by ``ordercube report`` before it reads the cube, while the process has one thread (forking a
+    process with threads can deadlock the child): it imports matplotlib meanwhile, then takes one figure at a
+    time. Where it cannot start (one core, another platform, threads already running), there is none.
+    """
+
+    def __init__(self, process: Any, connection: Any) -> None:
+        self.process, self.connection = process, connection
+
+    @classmethod
+    def start(cls) -> Helper | None:
+        import os
+        import threading
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if sys.platform != "linux" or cores < 2 or threading.active_count() > 1:
+            return None
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs,), daemon=True, name="ordercube-figures")
+        process.start()
+        theirs.close()
+        return cls(process, mine)
+
+    def stop(self) -> None:
+        try:
+            self.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=5)
+        self.connection.close()
+
+
 class Figures:
     """The figures of one report folder, in ``fmt``; each drawn only when its inputs changed.
 
-    ``draw(stem, function, *args, **kwargs)`` calls ``function(*args, **kwargs)`` (which returns a
-    matplotlib ``Figure``) unless ``stem.fmt`` exists and was drawn from the same inputs, format and code.
-    ``finish()`` writes the record and deletes the figures an earlier report drew that this one did not
-    (a criterion no longer in the cube, a figure that no longer applies); files it did not draw stay.
+    ``draw(stem, function, *args, **kwargs)`` asks for ``function(*args, **kwargs)`` (a matplotlib ``Figure``,
+    or None when there is nothing to draw) unless ``stem.fmt`` exists and was drawn from the same inputs, format
+    and code. ``finish()`` draws what was asked for (shared with ``helper``, a second process, when there is
+    one), writes the record, and deletes the figures an earlier report drew that this one did not (a criterion
+    no longer in the cube, a figure that no longer applies); files it did not draw stay. A figure that fails is
+    listed in ``failed`` with its reason.
     """
 
-    def __init__(self, folder: Path, fmt: str = "png") -> None:
+    def __init__(self, folder: Path, fmt: str = "png", helper: Helper | None = None) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"figure format {fmt!r} is not one of {list(FORMATS)}")
-        self.folder, self.fmt = folder, fmt
+        self.folder, self.fmt, self.helper = folder, fmt, helper
         self.drawn: list[str] = []
         self.kept: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.by_helper = 0  # figures the helper drew
         try:
             self._before: dict[str, str] = json.loads((folder / RECORD).read_text())
         except (OSError, ValueError):
             self._before = {}
         self._now: dict[str, str] = {}
         self._code: dict[Callable[..., Any], str] = {}
+        self._jobs: list[Job] = []
 
-    def draw(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> Path | None:
-        """``folder/stem.fmt`` drawn by ``function`` (or kept); None when ``function`` has nothing to draw."""
+    def draw(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> None:
+        """Ask for ``folder/stem.fmt`` drawn by ``function`` (kept when unchanged; drawn by ``finish``)."""
         path = self.folder / f"{stem}.{self.fmt}"
         if function not in self._code:
             self._code[function] = _code_digest(function)
         digest = hashlib.sha256(f"{stem}|{self.fmt}|{function.__qualname__}|{self._code[function]}".encode())
         _feed(digest, (args, kwargs))
-        key = digest.hexdigest()
-        self._now[path.name] = key
-        if self._before.get(path.name) == key and path.is_file():
+        self._now[path.name] = digest.hexdigest()
+        if self._before.get(path.name) == self._now[path.name] and path.is_file():
             self.kept.append(path.name)
-            return path
-        figure = function(*args, **kwargs)
-        if figure is None:
-            del self._now[path.name]
-            return None
-        save(figure, path)
-        self.drawn.append(path.name)
-        return path
+        else:
+            self._jobs.append(Job(path, function, args, kwargs))
 
     @property
     def names(self) -> list[str]:
         """The figures of this report (drawn or kept), in the order they were asked for."""
         return list(self._now)
 
+    def _done(self, job: Job, outcome: tuple[str, str]) -> None:
+        state, reason = outcome
+        if state == "drawn":
+            self.drawn.append(job.path.name)
+            return
+        del self._now[job.path.name]
+        if state == "failed":
+            self.failed.append((job.path.name, reason))
+
+    def _draw_all(self) -> None:
+        """The asked-for figures, the helper taking the next one whenever it is free."""
+        queue, lent = list(self._jobs), None
+        while queue or lent is not None:
+            if self.helper is not None and lent is None and queue:
+                lent = queue.pop(0)
+                try:
+                    self.helper.connection.send(lent)
+                except (OSError, ValueError):  # the helper is gone: draw its share here
+                    queue.insert(0, lent)
+                    self.helper, lent = None, None
+            if queue:
+                job = queue.pop(0)
+                self._done(job, run_job(job))
+            if lent is not None and (not queue or self.helper.connection.poll()):
+                try:
+                    self._done(lent, self.helper.connection.recv())
+                    self.by_helper += 1
+                except (EOFError, OSError):
+                    queue.insert(0, lent)
+                    self.helper = None
+                lent = None
+
     def finish(self) -> None:
+        self._draw_all()
         for name in set(self._before) - set(self._now):
             if Path(name).name == name and Path(name).suffix[1:] in FORMATS:  # only a figure of this folder
                 (self.folder / name).unlink(missing_ok=True)

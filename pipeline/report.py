@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pipeline.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, panels, say, title
+from pipeline.figures import COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.reduce import (
     DECISION_DIMS, choice_per_trial, criteria_of, criterion_scores, decisions, failure_rate, select_k,
@@ -355,20 +355,22 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> No
 
 
 def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
-                 fmt: str = "png") -> pd.DataFrame:
+                 fmt: str = "png", helper: Helper | None = None) -> pd.DataFrame:
     """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion and ``index.html`` (the whole
     report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns the
     table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
     ``["without_values"]`` (criteria with no value anywhere) and ``["missing_cells"]`` (:func:`missing_cells`,
     also written as ``missing_cells.csv`` when there are any).
 
-    ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``).
+    ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
+    (:class:`pipeline.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
+    is named in ``table.attrs["figures_failed"]`` with its reason, and the rest of the report is written.
     """
     out.mkdir(parents=True, exist_ok=True)
     reduced = Reduced.of(cube, decide)
     table = table_of(reduced)
     table.to_csv(out / "selection.csv", index=False)
-    figures = Figures(out, fmt)
+    figures = Figures(out, fmt, helper)
     without_values = []
     for criterion in criteria_of(reduced.scores):
         if bool(reduced.scores[criterion].notnull().any()):
@@ -383,6 +385,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     _seed_specific(cube, reduced, table, figures)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
+    table.attrs["figures_failed"] = figures.failed
+    table.attrs["figures_by_helper"] = figures.by_helper
     from pipeline.report_html import write_html
 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,

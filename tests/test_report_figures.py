@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -164,3 +165,34 @@ def test_failed_infeasible_cells_and_an_empty_criterion_are_named_in_the_report(
     assert table.attrs["without_values"] == ["pairwise"] and set(table["criterion"]) == {"lange"}
     assert not list((tmp_path / "nan-r").glob("pairwise*"))
     assert criterion_scores(cube)["pairwise"].isnull().all()
+
+
+def test_a_figure_that_fails_is_named_and_the_rest_of_the_report_is_written(cube_path, tmp_path, monkeypatch):
+    import pipeline.report
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no room on the canvas")
+
+    monkeypatch.setattr(pipeline.report, "plot_scaling", broken)
+    table = write_report(open_cube(cube_path).load(), tmp_path)
+    failed = dict(table.attrs["figures_failed"])
+    assert set(failed) == {f"{c}_scaling.png" for c in CRITERIA if c != "gap"} | {"gap_scaling.png"}
+    assert all(reason == "RuntimeError: no room on the canvas" for reason in failed.values())
+    assert (tmp_path / "index.html").exists() and (tmp_path / "selection.csv").exists()
+    assert len(list(tmp_path.glob("*_vs_k.png"))) == len(CRITERIA) and not list(tmp_path.glob("*_scaling.png"))
+    monkeypatch.undo()
+    again = write_report(open_cube(cube_path).load(), tmp_path)  # not recorded as drawn: drawn now
+    assert set(again.attrs["figures"][0]) == set(failed) and again.attrs["figures_failed"] == []
+
+
+def test_the_command_draws_in_two_processes_the_same_bytes_as_one(cube_path, tmp_path):
+    from conftest import cli
+
+    result = cli("report", str(cube_path), "--out", str(tmp_path / "two"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert re.search(r"\(12 figures drawn, [1-9]\d* of them by a second process\)", result.stdout), result.stdout
+    write_report(open_cube(cube_path).load(), tmp_path / "one")  # in this process, no helper
+    names = sorted(path.name for path in (tmp_path / "one").glob("*.png"))
+    assert names == sorted(path.name for path in (tmp_path / "two").glob("*.png")) and len(names) == 12
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
