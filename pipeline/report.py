@@ -163,7 +163,11 @@ def flag_notes(table: pd.DataFrame) -> list[str]:
 def printable(table: pd.DataFrame) -> pd.DataFrame:
     """``selection_table``'s rows as the CLI prints them: intervals in brackets, the flags by name."""
     def interval(value: float, low: float, high: float) -> str:
-        return "-" if np.isnan(value) else f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g}"
+        if np.isnan(value):
+            return "-"
+        if np.isfinite(low) and abs(value) < 1e-9 * max(abs(low), abs(high)):
+            value = 0.0  # a mean of paired differences that cancel, up to rounding (6.9e-19)
+        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g}"
 
     rows = []
     for row in table.itertuples():
