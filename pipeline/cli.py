@@ -92,6 +92,15 @@ def _parser() -> argparse.ArgumentParser:
                                        "paths read from the current folder)")
     part.add_argument("--out", help="the labels' CSV (default: <cube>-partition-DATASET-METHOD-kK.csv beside the cube); "
                                     "the clusters' table goes beside it as ...-clusters.csv")
+    again = commands.add_parser("replay", help="replay the adaptive rule (PSE-t) on a stored cube: k̂ and cells against "
+                                "the fixed budget, and its calibration on null races; nothing is computed")
+    again.add_argument("cube")
+    again.add_argument("--delta", type=float, default=0.05, help="error probability, in (0, 1) (default 0.05)")
+    again.add_argument("--epsilon", type=float, default=0.0, help="indifference zone in criterion units, >= 0 (default 0)")
+    again.add_argument("--r-min", type=int, default=20, help="the first look; then doubling up to the cube's trials")
+    again.add_argument("--permutations", type=int, default=200, help="random trial orders replayed per group")
+    again.add_argument("--criterion", action="append", help="only these criteria (default: all decided by 'smallest')")
+    again.add_argument("--out", help="the table's CSV (default: <cube>-replay.csv beside the cube)")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
     validate.add_argument("--out", help="cube path to plan against")
@@ -384,6 +393,45 @@ def _partition(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _replay(args: argparse.Namespace) -> int:
+    import json
+
+    from pipeline.reduce import criterion_scores
+    from pipeline.replay import Setting, replay
+    from pipeline.store import load_cube
+
+    for key, value, ok, fix in (("--delta", args.delta, 0 < args.delta < 1, "e.g. --delta 0.05"),
+                                ("--epsilon", args.epsilon, args.epsilon >= 0 and math.isfinite(args.epsilon), "e.g. 0.005"),
+                                ("--r-min", args.r_min, args.r_min >= 2, "at least 2 trials at the first look"),
+                                ("--permutations", args.permutations, args.permutations >= 0, "e.g. 200")):
+        if not ok:
+            raise InputError(f"{key}: {value} is out of range; {fix}")
+    place = _cube_location(args.cube, "CUBE")
+    cube = load_cube(place)
+    scores = criterion_scores(cube)
+    unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))
+    if unknown:
+        raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {sorted(map(str, scores.data_vars))}")
+    setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations)
+    table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion)
+    if table.empty:
+        print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
+              "transfer costs, bic, aic), with two complete trials at least")
+        return EXIT_OK
+    cube_path = place.path if place.path is not None else Path(place.text.rstrip("/").rsplit("/", 1)[-1]).resolve()
+    out = Path(args.out) if args.out else cube_path.with_name(f"{cube_path.stem}-replay.csv")
+    table.to_csv(out, index=False)
+    shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "agreement", "cells_median", "decided",
+                   "settled", "unsettled", "in_play", "null_false_rate", "null_false_upper"]]
+    print(f"PSE-t replayed in index order and {args.permutations} random orders per group (delta {args.delta:g}, "
+          f"epsilon {args.epsilon:g}, looks from {args.r_min} doubling); agreement: share of replays ending on the "
+          "fixed budget's k̂; cells: used / fixed budget; null races: an arm against a permuted copy of itself "
+          "(decided = false), with the 95% Clopper-Pearson upper bound")
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"written to {out}")
+    return EXIT_OK
+
+
 def _print_datasets(config: Config) -> None:
     """One line per dataset saying what was read (rows x features, header, row names, labels, true k)."""
     for dataset in config.datasets:
@@ -426,7 +474,8 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     print(f"warning: {message}", file=sys.stderr)
 
 
-COMMANDS = {"run": _run, "status": _status, "report": _report, "partition": _partition, "validate": _validate}
+COMMANDS = {"run": _run, "status": _status, "report": _report, "partition": _partition, "replay": _replay,
+            "validate": _validate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ class Purpose(IntEnum):
     REFERENCE = 6  # reference data of the Gap statistic and Clest, and their splits: shared by every method
     SAMPLE_FIT = 7  # a method's fits on a trial's whole sample and on reference data
     PARTITION = 8  # the partition at k̂ of a whole dataset (and a synthetic dataset's sample for it)
+    REPLAY = 9  # the trial orders of an adaptive rule's replay on a stored cube
 
 
 def label_id(label: str) -> int:

@@ -1,0 +1,96 @@
+"""The adaptive rule PSE-t (spec §5.2) and its replay on a stored cube (issue 18, deliverable 5, a first part):
+looks on trial-index prefixes, eliminations by paired t intervals, decided / settled / unsettled stops, and the
+calibration on null races."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from conftest import cli_in_process, small_config, write_config
+from pipeline.replay import clopper_pearson_upper
+from tasks.adaptive import doubling_looks, race
+
+
+def test_looks_double_from_r_min_to_the_budget():
+    assert doubling_looks(20, 200) == (20, 40, 80, 160, 200)
+    assert doubling_looks(20, 20) == (20,) and doubling_looks(10, 35) == (10, 20, 35)
+
+
+def test_a_clearly_worse_arm_leaves_at_the_first_look_and_the_race_is_decided():
+    rng = np.random.default_rng(0)
+    shared = rng.normal(0, 1, size=(100, 1))  # paired: every arm moves with the trial
+    values = shared + np.array([0.5, 0.0, 0.8]) + rng.normal(0, 0.05, size=(100, 3))
+    outcome = race(values, (20, 40, 100))
+    assert outcome.choice == 1 and outcome.reason == "decided" and outcome.stop == 20
+    assert outcome.eliminated == ((0, 2),) and outcome.trials == (20, 20, 20) and outcome.cells == 60
+
+
+def test_the_radius_is_the_bonferroni_t_interval():
+    rng = np.random.default_rng(1)
+    values = rng.normal(0, 1, size=(30, 2))
+    values[:, 1] = values[:, 0] + 0.3 + rng.normal(0, 0.5, size=30)
+    difference = values[:, 1] - values[:, 0]
+    radius = stats.t.ppf(1 - 0.05 / (1 * 1) / 2, 29) * difference.std(ddof=1) / np.sqrt(30)
+    decided = difference.mean() - radius > 0
+    outcome = race(values, (30,))
+    assert (outcome.reason == "decided") == decided and outcome.choice == (0 if decided else outcome.choice)
+
+
+def test_only_the_prefix_up_to_the_stop_is_read():
+    rng = np.random.default_rng(2)
+    values = rng.normal(0, 1, size=(80, 1)) + np.array([0.0, 1.0]) + rng.normal(0, 0.05, size=(80, 2))
+    first = race(values, (20, 40, 80))
+    changed = values.copy()
+    changed[first.stop:] = rng.normal(size=changed[first.stop:].shape) * 100
+    assert race(changed, (20, 40, 80)) == first and first.stop == 20
+
+
+def test_ties_end_unsettled_without_epsilon_and_settled_with_it():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.1, 0.01, size=(60, 1))
+    values = np.hstack([base, base + rng.normal(0, 0.001, size=(60, 1))])
+    unsettled = race(values, (20, 60))
+    assert unsettled.reason == "unsettled" and unsettled.active == (0, 1) and unsettled.cells == 120
+    settled = race(values, (20, 60), epsilon=0.005, ties="largest")
+    assert settled.reason == "settled" and settled.choice == 1 and settled.stop == 20
+    assert race(values, (20, 60), epsilon=0.005, ties="smallest").choice == 0
+
+
+def test_null_races_decide_at_most_delta_of_the_time():
+    rng = np.random.default_rng(4)
+    decided = 0
+    for _ in range(400):
+        skewed = rng.exponential(0.05, size=(160, 2))  # two copies of one arm: any decided stop is false
+        decided += race(skewed, (20, 40, 80, 160), delta=0.05).reason == "decided"
+    assert decided / 400 <= 0.05 and clopper_pearson_upper(decided, 400) <= 0.1
+
+
+def test_clopper_pearson_against_scipy():
+    for failures, trials in ((0, 50), (3, 200), (10, 10)):
+        expected = 1.0 if failures == trials else stats.beta.ppf(0.95, failures + 1, trials - failures)
+        assert clopper_pearson_upper(failures, trials) == pytest.approx(expected)
+
+
+def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
+    config = small_config(n=[150], k=[2, 3, 4, 5], resamples=80, seed=11,
+                          datasets=[{"name": "gauss", "kind": "lange_gaussians3"}],
+                          execution={"trials_per_chunk": 40, "task_seconds": 0.01})
+    path = write_config(tmp_path / "c.yaml", **config)
+    assert cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0",
+                          "--no-progress").returncode == 0
+    result = cli_in_process("replay", str(tmp_path / "c.zarr"), "--permutations", "40", "--out", str(tmp_path / "r.csv"))
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(tmp_path / "r.csv").set_index("criterion")
+    for criterion in ("lange", "pairwise"):
+        row = table.loc[criterion]
+        assert row.fixed_k_hat == 3 and row.agreement >= 0.95 and row.cells_median <= 0.5
+        assert row.decided + row.settled + row.unsettled == 41 and row.null_false_rate <= 0.1
+    again = cli_in_process("replay", str(tmp_path / "c.zarr"), "--permutations", "40", "--out", str(tmp_path / "s.csv"))
+    assert again.returncode == 0 and (tmp_path / "r.csv").read_text() == (tmp_path / "s.csv").read_text()
+    for args, word in ((["--delta", "1.5"], "--delta"), (["--epsilon", "-1"], "--epsilon"), (["--r-min", "1"], "--r-min"),
+                       (["--criterion", "gap"], "'gap'")):
+        bad = cli_in_process("replay", str(tmp_path / "c.zarr"), *args)
+        assert bad.returncode == 2 and word in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
