@@ -58,8 +58,6 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
                  ties: str) -> dict[str, float]:
     """The replay's summary for one group; ``values`` of shape (trials, len(ks)), smaller is better."""
-    present = ~np.isnan(values).all(axis=0)
-    values, ks = values[:, present], ks[present]
     size = values.shape[0]
     looks = doubling_looks(min(setting.r_min, size), size)
     outcomes = [race(values, looks, delta=setting.delta, epsilon=setting.epsilon, ties=ties)]
@@ -92,12 +90,15 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
             for n in map(int, scores["n"].values):
                 for model in map(str, scores["model"].values):
                     group = values.sel(dataset=dataset, n=n, model=model).values
+                    defined = ~np.isnan(group).all(axis=0)  # the k's the criterion has values at (lange: k >= 2)
+                    group = group[:, defined]
                     complete = ~np.isnan(group).any(axis=1)
-                    if complete.sum() < 2:
+                    if complete.sum() < 2 or group.shape[1] < 2:
                         continue
                     rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
-                    summary = replay_group(group[complete], ks, int(chosen[name].sel(dataset=dataset, n=n, model=model)),
-                                           setting, rng, rule.ties)
+                    summary = replay_group(group[complete], ks[defined],
+                                           int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
+                                           rule.ties)
                     rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
                                  "trials": int(complete.sum()), **summary})
     return pd.DataFrame(rows)

@@ -75,15 +75,18 @@ def test_clopper_pearson_against_scipy():
 
 
 def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
-    config = small_config(n=[150], k=[2, 3, 4, 5], resamples=80, seed=11,
+    # k from 1: Prediction Strength is defined there, the instabilities are not (their k = 1 column is left out)
+    config = small_config(n=[150], k=[1, 2, 3, 4, 5], resamples=80, seed=11,
                           datasets=[{"name": "gauss", "kind": "lange_gaussians3"}],
                           execution={"trials_per_chunk": 40, "task_seconds": 0.01})
+    config["methods"][0]["criteria"] = ["lange", "pairwise", "prediction_strength"]
     path = write_config(tmp_path / "c.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0",
                           "--no-progress").returncode == 0
     result = cli_in_process("replay", str(tmp_path / "c.zarr"), "--permutations", "40", "--out", str(tmp_path / "r.csv"))
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "r.csv").set_index("criterion")
+    assert sorted(table.index) == ["lange", "pairwise"]  # Prediction Strength's threshold rule: not this rule
     for criterion in ("lange", "pairwise"):
         row = table.loc[criterion]
         assert row.fixed_k_hat == 3 and row.agreement >= 0.95 and row.cells_median <= 0.5
