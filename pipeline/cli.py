@@ -239,6 +239,14 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
+def _beside_cube(place: Location, suffix: str) -> Path:
+    """``<cube's stem><suffix>`` beside a local cube, or in the working folder for a cube on object storage."""
+    if place.is_local:
+        cube = place.local().resolve()
+        return cube.with_name(cube.stem + suffix)
+    return Path(Path(place.name).stem + suffix).resolve()
+
+
 def _report_folder(cube_place: Location, given: str | None) -> Path:
     """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
     on object storage); never the cube itself or a file."""
@@ -249,7 +257,7 @@ def _report_folder(cube_place: Location, given: str | None) -> Path:
             raise InputError(f"--out: {given!r} is a URL, but the report is written to a local folder; give a path")
         out = place.local().resolve()
     else:
-        out = cube.with_name(cube.stem + "-report") if cube else Path(Path(cube_place.name).stem + "-report").resolve()
+        out = _beside_cube(cube_place, "-report")
     if cube is not None and (out == cube or cube in out.parents):
         raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
                          "choose a folder outside it")
@@ -370,10 +378,7 @@ def _partition(args: argparse.Namespace) -> int:
     place = _cube_location(args.cube, "CUBE")
     cube = load_cube(place)
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
-    # beside a local cube; in the working folder for a cube at a URL
-    cube_path = place.path if place.path is not None else Path(place.text.rstrip("/").rsplit("/", 1)[-1]).resolve()
-    out = Path(args.out) if args.out else cube_path.with_name(
-        f"{cube_path.stem}-partition-{result.dataset}-{result.method}-k{result.k}.csv")
+    out = Path(args.out) if args.out else _beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv")
     if out.is_dir() or not out.parent.is_dir():
         raise InputError(f"--out: {out} is a folder or its folder does not exist; give a CSV file's path")
     clusters_path = out.with_name(out.stem + "-clusters.csv")
@@ -418,8 +423,7 @@ def _replay(args: argparse.Namespace) -> int:
         print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
               "transfer costs, bic, aic), with two complete trials at least")
         return EXIT_OK
-    cube_path = place.path if place.path is not None else Path(place.text.rstrip("/").rsplit("/", 1)[-1]).resolve()
-    out = Path(args.out) if args.out else cube_path.with_name(f"{cube_path.stem}-replay.csv")
+    out = Path(args.out) if args.out else _beside_cube(place, "-replay.csv")
     table.to_csv(out, index=False)
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "agreement", "cells_median", "decided",
                    "settled", "unsettled", "in_play", "null_false_rate", "null_false_upper"]]
@@ -440,7 +444,8 @@ def _print_datasets(config: Config) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
-    from pipeline.run import preview_plan, usable_cores, where_to_compute
+    from pipeline.cores import usable_cores
+    from pipeline.run import preview_plan, where_to_compute
 
     config = load_config(args.config, out=args.out)
     _cube_location(config.out, "--out" if args.out else "out")

@@ -503,13 +503,6 @@ def _check_paired(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, 
                                       f"(every method runs on every dataset: put {name} in a config of paired data)")
 
 
-def _reads_nodes(criterion: Any, model: str | None) -> bool:
-    """Whether ``criterion`` is computed from the halves' fits alone (labels, or a model of kind ``model``), as a
-    graph's nodes allow: not from a whole sample, reference sets or an evaluation sample."""
-    return (criterion.evaluate is not None and not criterion.needs_evaluation_sample and not criterion.supervised
-            and not criterion.needs_coordinates and (criterion.models is None or model in criterion.models))
-
-
 def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
     """Points go to point algorithms and graphs to graph algorithms, with a predictor and criteria that read them."""
     if any(dataset.objects == "dissimilarity" for dataset in datasets):
@@ -539,9 +532,9 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
                               "kind: distances")
         if algorithm.objects == "graph":
             for j, name in enumerate(method.criteria):
-                if not _reads_nodes(get_criterion(name), algorithm.model):
+                if not get_criterion(name).reads_halves_only(algorithm.model):
                     readers = sorted(other for other, criterion in CRITERIA.items()
-                                     if _reads_nodes(criterion, algorithm.model))
+                                     if criterion.reads_halves_only(algorithm.model))
                     raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (their coordinates, a whole "
                                       "sample, reference sets or an evaluation sample), not the nodes of a graph",
                                       f"use {', '.join(readers)} with {method.algorithm}")

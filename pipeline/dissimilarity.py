@@ -92,13 +92,8 @@ def check_methods(datasets: tuple[Any, ...], methods: tuple[Any, ...]) -> None:
                 raise ConfigError(f"methods[{i}].params.{parameter}", f"{params[parameter]!r} (given, or the default) "
                                   "is not defined on dissimilarities", f"give {parameter}: {allowed.describe()}")
         for j, name in enumerate(method.criteria):
-            criterion = get_criterion(name)
-            if not _reads_labels_only(criterion):
-                readers = sorted(other for other, c in CRITERIA.items() if _reads_labels_only(c))
+            if not get_criterion(name).reads_halves_only():
+                readers = sorted(other for other, criterion in CRITERIA.items() if criterion.reads_halves_only())
                 raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (coordinates, a whole sample, "
                                   "reference sets or an evaluation sample), not dissimilarities", f"use {', '.join(readers)}")
 
-
-def _reads_labels_only(criterion: Any) -> bool:
-    return (criterion.evaluate is not None and not criterion.needs_evaluation_sample and not criterion.supervised
-            and not criterion.needs_coordinates and criterion.models is None and not criterion.needs_paired_halves)

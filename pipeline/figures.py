@@ -197,11 +197,11 @@ class Helper:
 
     @classmethod
     def start(cls) -> Helper | None:
-        import os
         import threading
 
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        if sys.platform != "linux" or cores < 2 or threading.active_count() > 1:
+        from pipeline.cores import usable_cores
+
+        if sys.platform != "linux" or usable_cores() < 2 or threading.active_count() > 1:
             return None
         import multiprocessing
 

@@ -73,7 +73,8 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
 
 
 def summarise(scores: xr.Dataset) -> xr.Dataset:
-    """Mean, standard deviation, median, quartiles and number of trials of every score over ``trial``."""
+    """Mean, standard deviation, standard error of the mean, median, quartiles and number of trials of every
+    score over ``trial`` (``{name}_mean``, ``_std``, ``_se``, ``_median``, ``_q25``, ``_q75``, ``_trials``)."""
     out = {}
     with warnings.catch_warnings():
         # cells that are not planned or not ok are NaN by design: an all-NaN slice is a normal case
@@ -86,6 +87,7 @@ def summarise(scores: xr.Dataset) -> xr.Dataset:
             out[f"{name}_q25"] = values.quantile(0.25, "trial").drop_vars("quantile")
             out[f"{name}_q75"] = values.quantile(0.75, "trial").drop_vars("quantile")
             out[f"{name}_trials"] = values.notnull().sum("trial")
+            out[f"{name}_se"] = out[f"{name}_std"] / np.sqrt(out[f"{name}_trials"].where(out[f"{name}_trials"] > 0))
     return xr.Dataset(out, attrs=scores.attrs)
 
 

@@ -38,6 +38,7 @@ import xarray as xr
 from numpy.typing import NDArray
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, choice_per_trial, select_k
+from tasks.adaptive import t_quantile
 from tasks.criteria import CRITERIA, Decision
 
 LEVEL = 0.95
@@ -57,12 +58,6 @@ def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.Dat
     return scores[name]
 
 
-def _t_quantile(df: int, level: float) -> float:
-    from scipy.special import stdtrit  # only here: the report's other imports need no scipy
-
-    return float(stdtrit(df, 0.5 + level / 2))
-
-
 def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, float, float]:
     """Mean of ``values`` and its t interval (NaN bounds for fewer than two values)."""
     values = values[~np.isnan(values)]
@@ -71,7 +66,7 @@ def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, fl
     mean = float(values.mean())
     if values.size < 2:
         return mean, np.nan, np.nan
-    half = _t_quantile(values.size - 1, level) * float(values.std(ddof=1)) / np.sqrt(values.size)
+    half = float(t_quantile(0.5 + level / 2, values.size - 1)) * float(values.std(ddof=1)) / np.sqrt(values.size)
     return mean, mean - half, mean + half
 
 

@@ -36,10 +36,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+def _planned(cube: xr.Dataset) -> np.ndarray:
+    """Which cells of the cube its plan holds (the rest of the cube's box is never computed)."""
+    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
+    return planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
+
+
 def status_counts(cube: xr.Dataset) -> dict[str, int]:
     """Planned cells by status: the integer keys ``total, ok, failed, infeasible, crashed, pending``."""
-    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
-    return count_planned(cube["status"].values, planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords))
+    return count_planned(cube["status"].values, _planned(cube))
 
 
 # What each status other than ok means for the report: why the cell holds no value.
@@ -58,10 +63,8 @@ def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
     """
     from tasks.cell import Status
 
-    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
-    planned = planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
     status = cube["status"].values
-    missing = planned & (status != Status.OK)
+    missing = _planned(cube) & (status != Status.OK)
     if not missing.any():
         return pd.DataFrame(columns=["dataset", "n", "method", "k", "status", "cells", "reason"])
     dims = cube["status"].dims
@@ -90,6 +93,7 @@ class Reduced:
     failures: xr.Dataset
     uncertainty: xr.Dataset
     truth: xr.DataArray
+    rules: dict[str, Decision]  # every criterion's decision rule, ``decide`` applied
 
     @classmethod
     def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> Reduced:
@@ -98,7 +102,7 @@ class Reduced:
         return cls(scores=scores, decide=decide, summary=summarise(scores), chosen=chosen, choices=choices,
                    frequency=selection_frequency(choices, scores["k"]), failures=failure_rate(scores, decide),
                    uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices),
-                   truth=true_k(scores))
+                   truth=true_k(scores), rules=decisions(scores, decide))
 
 
 # selection.csv's columns after (dataset, n, method, criterion, k_hat): reduce_uncertainty's fields renamed
@@ -223,9 +227,7 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray |
     Prediction Strength's threshold is drawn as a line; the Gap statistic gets bars of its mean s_k (the
     spread its rule uses) instead of the band.
     """
-    mean = summary[f"{criterion}_mean"]
-    trials = summary[f"{criterion}_trials"]
-    standard_error = summary[f"{criterion}_std"] / np.sqrt(trials.where(trials > 0))
+    mean, standard_error = summary[f"{criterion}_mean"], summary[f"{criterion}_se"]
     pairs = _with_values(mean)
     figure, axes = panels(len(pairs))
     for ax, (dataset, model) in zip(axes, pairs):
@@ -335,10 +337,10 @@ def plot_selection_frequency(frequency: xr.DataArray, chosen: xr.DataArray, trut
 def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> None:
     summary, scores = reduced.summary, reduced.scores
     deciding = criterion in reduced.chosen
-    decision = decisions(scores, reduced.decide)[criterion] if deciding else None
+    decision = reduced.rules[criterion] if deciding else None
     chosen = reduced.chosen[criterion] if deciding else None
     names = [criterion, *(["gap_sd"] if criterion == "gap" else [])]
-    own = summary[[f"{name}_{stat}" for name in names for stat in ("mean", "std", "trials")]]
+    own = summary[[f"{name}_{stat}" for name in names for stat in ("mean", "se")]]
     figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision)
     if not deciding:  # a diagnostic (agreement): its curves only
         return

@@ -103,12 +103,9 @@ def _drill_down(summary: xr.Dataset, frequency: xr.Dataset, criteria: Sequence[s
                 for name in criteria:
                     if f"{name}_mean" not in summary:
                         continue
-                    mean, std = summary[f"{name}_mean"].sel(at).values, summary[f"{name}_std"].sel(at).values
-                    trials = summary[f"{name}_trials"].sel(at).values
+                    mean, se = summary[f"{name}_mean"].sel(at).values, summary[f"{name}_se"].sel(at).values
                     if not np.isfinite(mean).any():
                         continue
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        se = std / np.sqrt(trials)
                     columns[f"{name} mean ± SE"] = ["" if np.isnan(m) else f"{m:.4g} ± {s:.2g}" for m, s in zip(mean, se)]
                     if name in frequency:
                         share = frequency[name].sel(at).values

@@ -7,7 +7,6 @@ Dask cluster (:mod:`pipeline.on_cluster`: a LocalCluster started for the run, or
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from pipeline.cluster import (
     CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
 )
 from pipeline.config import Config, MethodSpec
+from pipeline.cores import usable_cores
 from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
 from pipeline.graph import Task, build_tasks
 from pipeline.grid import (
@@ -83,14 +83,6 @@ class Placement:
     here: bool
     reason: str
     threads: int = 1
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as a batch system's cgroup sets it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
 
 
 # A second thread pays for its hand-offs (the GIL between kernels, the single writer) only with this much estimated

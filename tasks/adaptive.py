@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,7 +55,8 @@ def doubling_looks(r_min: int, r_max: int) -> tuple[int, ...]:
     return (*looks, r_max)
 
 
-def _t_quantile(q: float, df: NDArray[np.float64]) -> NDArray[np.float64]:
+def t_quantile(q: float, df: Any) -> Any:
+    """Student's t quantile ``q`` with ``df`` degrees of freedom (scipy.special, imported on use)."""
     from scipy.special import stdtrit
 
     return stdtrit(df, q)
@@ -69,7 +71,7 @@ def _intervals(values: NDArray[np.float64], delta_pair: float) -> tuple[NDArray[
         mean = np.where(present, diff, 0.0).sum(axis=0) / count
         spread = np.where(present, diff - mean, 0.0)
         sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
-        radius = _t_quantile(1 - delta_pair / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
+        radius = t_quantile(1 - delta_pair / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
     radius = np.where(count >= 2, radius, np.inf)
     return mean, radius
 

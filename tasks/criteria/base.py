@@ -273,6 +273,13 @@ class Criterion:
             raise TypeError(f"criterion {self.name!r}: option(s) {missing} lack a declared range that holds "
                             "their default")
 
+    def reads_halves_only(self, model: str | None = None) -> bool:
+        """Whether it is computed from the halves' fits alone (their labels, or a fitted model of kind ``model``),
+        as objects known only by their edges or dissimilarities allow: not from coordinates, a whole sample,
+        reference sets or an evaluation sample."""
+        return (self.evaluate is not None and not self.needs_evaluation_sample and not self.supervised
+                and not self.needs_coordinates and (self.models is None or model in self.models))
+
     def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """``options`` over the defaults; ``ParamError`` naming an unknown option or a value out of range."""
         check_params(options, self.ranges)
