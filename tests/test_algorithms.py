@@ -101,10 +101,11 @@ def test_deterministic_annealing_finds_three_clouds_and_is_reproducible_per_stre
     np.testing.assert_array_equal(labels, get_algorithm("deterministic_annealing").cluster(X, 3, np.random.default_rng(1)))
 
 
-def test_deterministic_annealing_gets_closer_to_the_optimum_than_one_lloyd_start():
-    """On 1-D mixtures the exact optimum is known (kmeans_1d_exact): annealing usually reaches it.
+def test_pure_annealing_gets_closer_to_the_optimum_than_one_lloyd_start():
+    """On 1-D mixtures the exact optimum is known (kmeans_1d_exact): pure annealing (no restarts beside it)
+    usually reaches it.
 
-    Measured over these 60 fits: median excess cost 5e-5, mean 0.028; one k-means++ start of Lloyd:
+    Measured over these 60 fits: median excess cost 0.0015, mean 0.039; one k-means++ start of Lloyd:
     median 0.022, mean 0.105. Annealing is a heuristic (it follows the data's split hierarchy, which
     can lead past the optimum), so the check is on the median and on the mean against Lloyd.
     """
@@ -114,12 +115,45 @@ def test_deterministic_annealing_gets_closer_to_the_optimum_than_one_lloyd_start
         exact = kmeans_1d_exact(x, [4, 5, 6])
         for k in (4, 5, 6):
             best = within_cluster_sum_of_squares(x.ravel(), exact[k])
-            annealed_labels = deterministic_annealing(x, k, np.random.default_rng(seed))
+            annealed_labels = deterministic_annealing(x, k, np.random.default_rng(seed), n_init=0)
             annealed.append(within_cluster_sum_of_squares(x.ravel(), annealed_labels) / best - 1)
             lloyd_labels = get_algorithm("kmeans").cluster(x, k, np.random.default_rng(seed), n_init=1)
             one_start.append(within_cluster_sum_of_squares(x.ravel(), lloyd_labels) / best - 1)
     assert min(annealed) > -1e-9  # nothing beats the exact optimum
-    assert np.median(annealed) < 1e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)
+    assert np.median(annealed) < 5e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)
+
+
+def _objective(X, labels):
+    return sum(((X[labels == c] - X[labels == c].mean(axis=0)) ** 2).sum() for c in np.unique(labels))
+
+
+def test_annealing_is_never_worse_than_ten_restarts_of_kmeans_and_sometimes_better():
+    """Data the repo does not ship (random Gaussians and uniform data, d = 1 to 100): on every fit the objective
+    is at most that of ``kmeans`` (10 restarts) with the same seed; in d = 1 never below the exact optimum; and
+    annealing's own candidate is strictly better than the restarts on some fits (else it would be k-means)."""
+    strictly_better = 0
+    for seed, (d, n) in enumerate([(1, 200), (2, 150), (10, 200), (100, 120)]):
+        rng = np.random.default_rng([seed, 17])
+        centres = rng.normal(scale=2.0, size=(8, d))
+        for X in (centres[rng.integers(8, size=n)] + rng.standard_normal((n, d)), rng.random((n, d))):
+            for k in (3, 5, 8):
+                restarts = get_algorithm("kmeans").cluster(X, k, np.random.default_rng(k))
+                annealed = deterministic_annealing(X, k, np.random.default_rng(k))
+                assert _objective(X, annealed) <= _objective(X, restarts) * (1 + 1e-12), (d, n, k)
+                strictly_better += _objective(X, annealed) < _objective(X, restarts) * (1 - 1e-9)
+                if d == 1:
+                    exact = kmeans_1d_exact(X, [k])[k]
+                    assert _objective(X, annealed) >= _objective(X, exact) * (1 - 1e-12)
+    assert strictly_better >= 2
+
+
+def test_annealing_splits_uniform_data_in_100_dimensions_evenly():
+    """The held-out Golub check found annealing splitting such data 375/12/7/4/2; the annealing path alone
+    (no restarts) now gives clusters of at least a quarter of the even share."""
+    X = np.random.default_rng(2024).random((400, 100))
+    for k in (3, 5):
+        sizes = np.bincount(deterministic_annealing(X, k, np.random.default_rng(k), n_init=0), minlength=k)
+        assert sizes.min() >= 400 / k / 4, sizes
 
 
 def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():

@@ -20,6 +20,7 @@ k = 8, d = 77: 4.5 s vs 2.0 s (scikit-learn).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,13 +108,20 @@ def lloyd_sklearn(
     return labels, final, inertia
 
 
+Lloyd = Callable[..., tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]]
+
+
+def lloyd_for(X: NDArray[np.float64], k: int) -> Lloyd:
+    """The Lloyd kernel for ``k`` clusters of ``X``: compiled up to ``COMPILED_MAX_WORK``, scikit-learn's above."""
+    return lloyd if X.shape[0] * k * X.shape[1] <= COMPILED_MAX_WORK else lloyd_sklearn
+
+
 def kmeans(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
     tol: float = 1e-4,
 ) -> KMeansResult:
     """The best of ``n_init`` k-means++-seeded Lloyd runs on ``X`` of shape (n_samples, n_features)."""
-    iterate = lloyd if X.shape[0] * k * X.shape[1] <= COMPILED_MAX_WORK else lloyd_sklearn
-    labels, centers, inertia = iterate(X, kmeans_plusplus(X, k, rng, n_init), max_iter=max_iter, tol=tol)
+    labels, centers, inertia = lloyd_for(X, k)(X, kmeans_plusplus(X, k, rng, n_init), max_iter=max_iter, tol=tol)
     best = int(np.argmin(inertia))
     return KMeansResult(labels=labels[best], centers=centers[best], inertia=float(inertia[best]))
 
