@@ -14,12 +14,14 @@ cdef Py_ssize_t fixed_point(const double[:, ::1] X, double* centers, double* mas
     """Iterate p(c|x) ∝ p_c exp(-||x - y_c||² / T), y_c = E[x | c], p_c = E[p(c|x)] at one temperature until no
     centre coordinate moves by more than ``tol``; returns the number of iterations."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, c, f, iteration
-    cdef double largest, total, diff, distance, p, shift, updated
+    cdef double largest, total, diff, distance, p, shift, updated, inverse = 1.0 / temperature
+    cdef double* log_masses = logits + m  # the caller's logits hold 2m doubles: m for the point, m for the log masses
     for iteration in range(max_iter):
         for c in range(m * d):
             sums[c] = 0.0
         for c in range(m):
             weight[c] = 0.0
+            log_masses[c] = log(masses[c])
         for i in range(n):
             largest = -1e308
             for c in range(m):
@@ -27,7 +29,7 @@ cdef Py_ssize_t fixed_point(const double[:, ::1] X, double* centers, double* mas
                 for f in range(d):
                     diff = X[i, f] - centers[c * d + f]
                     distance += diff * diff
-                logits[c] = log(masses[c]) - distance / temperature
+                logits[c] = log_masses[c] - distance * inverse
                 if logits[c] > largest:
                     largest = logits[c]
             total = 0.0
@@ -66,7 +68,7 @@ def anneal(const double[:, ::1] X, Py_ssize_t k, const double[:, ::1] noise, dou
     cdef double temperature = start, gap, diff, merged_mass
     cdef double* centers = <double*> malloc(2 * k * d * sizeof(double))
     cdef double* masses = <double*> malloc(2 * k * sizeof(double))
-    cdef double* logits = <double*> malloc(2 * k * sizeof(double))
+    cdef double* logits = <double*> malloc(4 * k * sizeof(double))
     cdef double* sums = <double*> malloc(2 * k * d * sizeof(double))
     cdef double* weight = <double*> malloc(2 * k * sizeof(double))
     cdef double* gaps = <double*> malloc(k * sizeof(double))

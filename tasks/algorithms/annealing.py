@@ -22,8 +22,8 @@ deeper minimum. ``n_init = 0`` gives pure annealing.
 Measured (``benchmarks/bench_annealing.py``, 96 fits: three and eight Gaussians and uniform data, d = 1,
 2, 10, 100, n = 100, 400, k = 2, 3, 5, 8), against 10-restart k-means with the same seed: pure annealing
 better in 24 fits, worse in 41 (by up to +133%: a path that splits a cluster off early and never
-recovers); the shipped combination better in 23 and never worse, at a median 5.7x the time of 10-restart
-k-means (90th percentile 11.7x; the numpy annealing it replaces: 23-460x). The defaults (cooling 0.8, 20
+recovers); the shipped combination better in 23 and never worse, at a median 5.2x the time of 10-restart
+k-means (90th percentile 9.8x, largest 14.7x; the numpy annealing it replaces: 23-460x). The defaults (cooling 0.8, 20
 fixed-point iterations per temperature, tolerance 1e-4) were chosen on that benchmark over the former
 (0.9, 100, 1e-6: pure annealing better in 11 and worse in 57, 24x the time): fewer, rougher steps.
 """
