@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-REASONS = ("decided", "settled", "unsettled")
+REASONS = ("decided", "settled", "unsettled")  # and "running": a race given only its first looks
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,13 @@ def _intervals(values: NDArray[np.float64], delta_pair: float) -> tuple[NDArray[
 
 
 def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.05, epsilon: float = 0.0,
-         ties: str = "largest") -> Race:
+         ties: str = "largest", upto: int | None = None) -> Race:
     """PSE-t on ``values`` of shape (trials, arms), arms in increasing k; ``ties``: the arm picked among equals
-    (``largest`` or ``smallest`` index, the criterion's convention). Only ``values[:looks[-1]]`` is read."""
+    (``largest`` or ``smallest`` index, the criterion's convention). Only ``values[:looks[-1]]`` is read.
+
+    ``upto``: only the looks at most ``upto`` are taken (a race still being run: the trials after are not
+    computed yet); if none of them stops the race, it is returned ``running`` after the last of them, with the
+    arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first)."""
     arms = values.shape[1]
     pairs = arms * (arms - 1) // 2
     delta_pair = delta / (max(pairs, 1) * len(looks))
@@ -90,7 +94,11 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
     def pick(candidates: list[int]) -> int:
         return max(candidates) if ties == "largest" else min(candidates)
 
+    taken = 0
     for look, r in enumerate(looks):
+        if upto is not None and r > upto:
+            return Race(active[0], "running", taken, tuple(active), tuple(trials), tuple(eliminated))
+        taken = r
         mean, radius = _intervals(values[:r][:, active], delta_pair)
         worse = ((mean - radius) > 0).any(axis=1)
         gone = tuple(arm for arm, out in zip(active, worse) if out)

@@ -102,11 +102,13 @@ def test_deterministic_annealing_finds_three_clouds_and_is_reproducible_per_stre
 
 
 def test_pure_annealing_gets_closer_to_the_optimum_than_one_lloyd_start():
-    """On 1-D mixtures the exact optimum is known (kmeans_1d_exact): pure annealing (no restarts beside it)
+    """On 1-D mixtures the exact optimum is known (kmeans_1d_exact): pure annealing (no restarts beside it) on a
+    slow schedule (cooling 0.9, 100 iterations per temperature, tolerance 1e-6, down to the final temperature)
     usually reaches it.
 
-    Measured over these 60 fits: median excess cost 0.0015, mean 0.039; one k-means++ start of Lloyd:
-    median 0.022, mean 0.105. Annealing is a heuristic (it follows the data's split hierarchy, which
+    Measured over these 60 fits: median excess cost 5e-5, mean 0.017; one k-means++ start of Lloyd:
+    median 0.022, mean 0.105 (the fast default schedule: median 0.005, mean 0.095; the restarts beside it
+    cover the difference). Annealing is a heuristic (it follows the data's split hierarchy, which
     can lead past the optimum), so the check is on the median and on the mean against Lloyd.
     """
     annealed, one_start = [], []
@@ -115,12 +117,13 @@ def test_pure_annealing_gets_closer_to_the_optimum_than_one_lloyd_start():
         exact = kmeans_1d_exact(x, [4, 5, 6])
         for k in (4, 5, 6):
             best = within_cluster_sum_of_squares(x.ravel(), exact[k])
-            annealed_labels = deterministic_annealing(x, k, np.random.default_rng(seed), n_init=0)
+            annealed_labels = deterministic_annealing(x, k, np.random.default_rng(seed), n_init=0, cooling=0.9,
+                                                      max_iter=100, tol=1e-6, settle=1000)
             annealed.append(within_cluster_sum_of_squares(x.ravel(), annealed_labels) / best - 1)
             lloyd_labels = get_algorithm("kmeans").cluster(x, k, np.random.default_rng(seed), n_init=1)
             one_start.append(within_cluster_sum_of_squares(x.ravel(), lloyd_labels) / best - 1)
     assert min(annealed) > -1e-9  # nothing beats the exact optimum
-    assert np.median(annealed) < 5e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)
+    assert np.median(annealed) < 1e-3 and np.mean(annealed) < 0.5 * np.mean(one_start)
 
 
 def _objective(X, labels):

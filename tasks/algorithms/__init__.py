@@ -161,7 +161,7 @@ MAX_TEMPERATURES = 10_000
 def _annealing_schedule(params: Mapping[str, Any]) -> None:
     """The number of temperatures, log(final_temperature) / log(cooling), stays finite and affordable:
     ``cooling`` close to 1 would anneal (almost) forever."""
-    cooling = params.get("cooling", 0.8)
+    cooling = params.get("cooling", 0.7)
     final = params.get("final_temperature", 1e-3)
     steps = np.log(final) / np.log(cooling)
     if steps > MAX_TEMPERATURES:
@@ -224,8 +224,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     # lower objective wins: never worse than kmeans with the same seed); use with nearest_centroid
     "deterministic_annealing": Algorithm("deterministic_annealing",
                                          Deferred("tasks.algorithms.annealing:deterministic_annealing"),
-                                         {"cooling": 0.8, "final_temperature": 1e-3, "settle": 5, "max_iter": 20,
-                                          "tol": 1e-4, "n_init": 10},
+                                         {"cooling": 0.7, "final_temperature": 1e-3, "settle": 5, "max_iter": 10,
+                                          "tol": 1e-3, "n_init": 10},
                                          seconds_per_point=4e-6, releases_gil=True,
                                          ranges={"cooling": number(0.0, 1.0, low_open=True, high_open=True),
                                                  "final_temperature": number(0.0, 1.0, low_open=True, high_open=True),
