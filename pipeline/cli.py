@@ -342,6 +342,12 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
             print(f"... {len(missing) - MISSING_SHOWN} more rows in missing_cells.csv")
         for status in dict.fromkeys(missing["status"]):
             print(f"  {status}: {MISSING_MEANINGS[status]}")
+    adaptive = table.attrs.get("adaptive")
+    if adaptive is not None and not adaptive.empty:
+        groups = adaptive.drop_duplicates(["dataset", "n", "method"])
+        print(f"\nadaptive resampling: {int(groups['cells'].sum())} of {int(groups['budget'].sum())} cells of the fixed "
+              "budget (adaptive.csv); per-trial figures use the trials in which every k was computed")
+        print(adaptive.to_string(index=False, float_format=lambda v: f"{v:.0%}"))
     published = published_of(cube)
     if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")

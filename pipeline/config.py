@@ -22,14 +22,15 @@ from pipeline.limits import check_size
 from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.estimators import is_import_path
+from pipeline.adaptive import AdaptiveSpec, parse_adaptive
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.predictors import DISSIMILARITY_PREDICTORS, GRAPH_PREDICTORS, PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
-            "published"}
-METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria"}
+            "published", "adaptive"}
+METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria", "adaptive"}
 MIN_N = 4
 # Words a reader of the cube may write for a config key: the cube's dimension 'trial' indexes the
 # config's 'resamples' (not renamed: xarray's Dataset.resample is a method). Refused with the key to write.
@@ -155,6 +156,8 @@ class Config:
     execution: Execution
     raw: Mapping[str, Any] = field(repr=False, compare=False)
     published: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
+    # the adaptive rule of each method that has one (pipeline.adaptive), by method name; not the cube's identity
+    adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -481,10 +484,12 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     out_path = out or raw.get("out") or f"results/{name}.zarr"
     if not isinstance(out_path, str):
         raise ConfigError("out", f"expected a path, got {show(out_path)}", "give a string")
+    execution = _execution(raw.get("execution"))
     config = Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
-                    baseline_draws=baseline_draws, execution=_execution(raw.get("execution")),
+                    baseline_draws=baseline_draws, execution=execution,
                     raw={**raw, "datasets": [plain_entry(entry) for entry in datasets_raw]},
-                    published=_published(raw.get("published"), datasets, methods))
+                    published=_published(raw.get("published"), datasets, methods),
+                    adaptive=parse_adaptive(raw, methods, resamples, execution.trials_per_chunk))
     check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
     return config
 

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 import zarr
@@ -26,6 +25,7 @@ from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
 from pipeline.matrixfiles import matrix_source
 from pipeline.progress import SweepProgress
+from pipeline.rounds import Feed
 from pipeline.store import merge_blocks, writable_arrays, write_block
 from tasks.cell import BlockResult, Status, describe
 from tasks.datasets import SyntheticSource
@@ -63,6 +63,7 @@ class Summary:
     seconds: float
     crashed: int = 0
     isolated_tasks: int = 0
+    skipped: int = 0
 
 
 class Tally:
@@ -71,6 +72,7 @@ class Tally:
     def __init__(self, progress: SweepProgress) -> None:
         self.progress = progress
         self.counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
+        self.skipped = 0
         self.isolated_tasks = 0
         self.started = time.perf_counter()
         self._lock = threading.Lock()  # compute threads count the tasks they cut up
@@ -88,11 +90,16 @@ class Tally:
             broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
             self.progress.advance(chunk.cells, failed=int(broken.sum()))
 
+    def skip(self, cells: int) -> None:
+        """Cells the adaptive rule stored as skipped (pipeline.rounds): done, without computing."""
+        self.skipped += cells
+        self.progress.advance(cells, failed=0)
+
     def summary(self) -> Summary:
         counts = self.counts
         return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
                        infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - self.started,
-                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks)
+                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks, skipped=self.skipped)
 
 
 def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
@@ -125,9 +132,10 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSourc
     return sources
 
 
-def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group], *,
+def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], zarr.Group], *,
                  show_progress: bool, threads: int = 1) -> Summary:
-    """Run every task in this process on ``threads`` threads, writing each result as it finishes.
+    """Run every task of ``feed`` in this process on ``threads`` threads, writing each result as it finishes
+    (an adaptive feed hands out a group's next round once its results are stored: pipeline.rounds).
 
     The compiled kernels release the GIL (numba ``nogil``, scikit-learn's and numpy's loops), so threads
     use the cores without a cluster's start, stop and warm-up; the driver's thread alone writes the cube.
@@ -146,19 +154,22 @@ def compute_here(config: Config, tasks: list[Task], open_cube_for_writing: Calla
         dataset = datasets[task.dataset]
         return _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels, tally)
 
-    with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress, \
+    with SweepProgress(feed.total, enabled=show_progress) as progress, \
             threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
         # BLAS held to one thread, as Dask's nanny does for a worker: the same BLAS, the same bits
         tally = Tally(progress)
-        pending, running = iter(tasks), set()
+        running: set = set()
         try:
-            running = {pool.submit(compute, task, tally) for task in islice(pending, 2 * threads)}
+            running = {pool.submit(compute, task, tally) for task in feed.take(2 * threads)}
             cube_arrays = writable_arrays(open_cube_for_writing())  # while the first tasks compute
+            tally.skip(feed.stored([]))
             while running:
                 interrupts.check()
                 finished, running = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-                tally.store(cube_arrays, [result for future in finished for result in future.result()])
-                running |= {pool.submit(compute, task, tally) for task in islice(pending, len(finished))}
+                done = [result for future in finished for result in future.result()]
+                tally.store(cube_arrays, done)
+                tally.skip(feed.stored(done))
+                running |= {pool.submit(compute, task, tally) for task in feed.take(2 * threads - len(running))}
         except KeyboardInterrupt:
             for future in running:
                 future.cancel()

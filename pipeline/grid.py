@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.adaptive import chunk_trials
 from pipeline.config import Config
 
 DIMS = ("dataset", "n", "model", "k", "trial")
@@ -57,8 +58,10 @@ def merge_coords(old: Coords, wanted: Coords) -> Coords:
 
 
 def default_chunks(config: Config) -> dict[str, int]:
-    """One chunk per (dataset, n, model) holding every k and up to 100 trials."""
-    trials = config.execution.trials_per_chunk or min(config.resamples, MAX_TRIALS_PER_CHUNK)
+    """One chunk per (dataset, n, model) holding every k and up to 100 trials (with an adaptive rule: the trials
+    between two looks, their greatest common divisor)."""
+    trials = (config.execution.trials_per_chunk or chunk_trials(config.adaptive)
+              or min(config.resamples, MAX_TRIALS_PER_CHUNK))
     return {"dataset": 1, "n": 1, "model": 1, "k": len(config.k), "trial": trials}
 
 
@@ -147,10 +150,11 @@ def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_poi
     """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
 
     Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n a chunk cut into several
-    tasks; a small grid is cut finer, so that every worker gets about three tasks.
+    tasks; a small grid is cut finer, so that every worker gets about three tasks (``workers = 0``: not cut
+    finer, for a round of an adaptive group, which shares the workers with the other groups' rounds).
     """
     costs = [estimated_seconds(chunk, coords, seconds_per_point) for chunk in chunks]
-    target = max(min(task_seconds, sum(costs) / (3 * max(workers, 1))), 1e-6)
+    target = max(min(task_seconds, sum(costs) / (3 * workers)) if workers else task_seconds, 1e-6)
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []
     cost = 0.0

@@ -25,6 +25,7 @@ from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summ
 from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
 from pipeline.progress import SweepProgress
+from pipeline.rounds import Feed
 from pipeline.store import writable_arrays
 from tasks.cell import describe
 
@@ -53,30 +54,35 @@ def _allowed_failures(dask_scheduler) -> int:
     return int(dask_scheduler.allowed_failures)
 
 
-def compute_on_cluster(client: Client, config: Config, tasks: list[Task], open_cube_for_writing: Callable[[], zarr.Group],
+def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for_writing: Callable[[], zarr.Group],
                        *, threads: int, show_progress: bool, watch: WorkerWatch) -> Summary:
-    """Submit through the window and write results as they arrive.
+    """Submit ``feed``'s tasks through the window and write results as they arrive (an adaptive feed hands out
+    a group's next round once its results are stored: pipeline.rounds).
 
     The cube is opened (a new one created) after the first window is submitted, so that creating it
     overlaps the first tasks: for a small sweep, creation costs as much as the computation.
     """
     window = config.execution.max_tasks_in_flight or 4 * threads
-    needed = {task.dataset for task in tasks}
+    first = feed.take(window)
+    needed = {task.dataset for task in first} if feed.total == sum(task.cells for task in first) else {
+        d.name for d in config.datasets}  # all tasks at hand: scatter only their datasets
     arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
               if d.data is not None and d.name in needed}
     labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
               if d.labels is not None and d.name in needed}
     synthetic = synthetic_sources(config)
-    pending = iter(tasks)
+    pending = deque(first)
     isolated: deque[Task] = deque()  # cells of a task that failed as a whole, resubmitted one by one first
     futures = as_completed()
     in_flight: dict = {}
 
     isolating: set = set()  # the isolated cell in flight: they run one at a time, so no two crashers meet
 
-    def submit_next() -> None:
+    def submit_next() -> bool:
         alone = bool(isolated) and not isolating
-        task = isolated.popleft() if alone else next(pending, None)
+        if not alone and not pending:
+            pending.extend(feed.take(1))
+        task = isolated.popleft() if alone else (pending.popleft() if pending else None)
         if task is not None:
             future = client.submit(execute_task, task, synthetic.get(task.dataset), arrays.get(task.dataset),
                                    labels.get(task.dataset), pure=False)
@@ -84,17 +90,19 @@ def compute_on_cluster(client: Client, config: Config, tasks: list[Task], open_c
             futures.add(future)
             if alone:
                 isolating.add(future)
+        return task is not None
 
     struck: set[Chunk] = set()
     # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
     # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
     second_chance = client.run_on_scheduler(_allowed_failures) == 0
-    with SweepProgress(sum(task.cells for task in tasks), enabled=show_progress) as progress:
+    with SweepProgress(feed.total, enabled=show_progress) as progress:
         tally = Tally(progress)
         try:
             for _ in range(window):
                 submit_next()
             cube_arrays = writable_arrays(open_cube_for_writing())
+            tally.skip(feed.stored([]))
             # Whatever has finished while the driver was writing arrives as one batch, written together.
             for batch in _batches(futures, watch):
                 done = []
@@ -117,9 +125,11 @@ def compute_on_cluster(client: Client, config: Config, tasks: list[Task], open_c
                     else:
                         done.extend(failed_results(task, failure))
                 tally.store(cube_arrays, done)
+                tally.skip(feed.stored(done))
                 for future in batch:
                     future.release()
-                    submit_next()
+                while len(in_flight) < window and submit_next():  # a decided look may release a whole round
+                    pass
         except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
             raise ClusterLost(describe(error)) from None
         except (KeyboardInterrupt, NoWorkers, OSError) as error:

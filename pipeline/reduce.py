@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from pipeline.store import BASELINE
+from tasks.cell import Status
 from tasks.criteria import ADJUSTABLE, AGGREGATES, CRITERIA, GAP_METHODS, VARIABLES, Decision
 from tasks.criteria.clest import clest_choice
 from tasks.criteria.gap import max_se
@@ -69,7 +70,21 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
         normalised = name in CRITERIA and CRITERIA[name].normalised_by_random_labels
         scores[name] = values / cube[BASELINE] if normalised else values
     # The true k travels as the cube's coordinate; a cube built in memory without one may give it as JSON.
-    return xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
+    out = xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
+    skipped = cube["status"] == Status.SKIPPED
+    if bool(skipped.any()):  # an adaptive cube: the trials in which no k was skipped, for the per-trial reducers
+        out = out.assign_coords(complete_trial=~skipped.any("k"))
+    return out
+
+
+def common_prefix(scores: xr.Dataset) -> xr.Dataset:
+    """``scores`` on the trials that hold every k of their group: all of them, except in an adaptive cube (the
+    adaptive rule stops some k's before others, pipeline.rounds), where it is the prefix of trials before the
+    first elimination. A per-trial reducer (each trial's choice of k, the failure rate) compares the k's of
+    one trial, so it reads only these; the means and their k̂ use every trial of each k."""
+    if "complete_trial" not in scores.coords:
+        return scores
+    return scores.where(scores["complete_trial"])
 
 
 def summarise(scores: xr.Dataset) -> xr.Dataset:
@@ -243,6 +258,7 @@ def select_k(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None 
 
 def choice_per_trial(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
     """Each trial's own choice of k (same rule as :func:`select_k`), -1 for a trial without a choice."""
+    scores = common_prefix(scores)
     return xr.Dataset({name: _choose(scores, name, rule, per_trial=True)
                        for name, rule in deciding_rules(scores, decide).items()}, attrs=scores.attrs)
 
@@ -277,9 +293,11 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     that trial. Without exact ties this is the trial's own choice differing from the true k; with a tie
     at the minimum the true k is among the smallest and the trial does not count as a failure,
     whichever k the tie rule picks. For the other rules, a trial fails when its choice is not the true
-    k. Trials without any value are left out.
+    k. Trials without any value are left out, and in an adaptive cube those after its common prefix
+    (:func:`common_prefix`).
     """
     truth = true_k(scores)
+    scores = common_prefix(scores)
     out = {}
     for name, rule in deciding_rules(scores, decide).items():
         # a classifier's order has no "true k" to miss (its oracle is the least test or true error): NaN

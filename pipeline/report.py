@@ -53,6 +53,8 @@ MISSING_MEANINGS = {
     "infeasible": "k too large for the half (fewer than two points per cluster, or a rank above the matrix's)",
     "crashed": "its worker process died on it, every time (reason stored; --retry-failed recomputes)",
     "pending": "not computed yet (an interrupted or extended run: resume it)",
+    "skipped": "not needed by the adaptive rule (the reason names the look; a run with adaptive off or more resamples "
+               "fills it)",
 }
 
 
@@ -64,7 +66,7 @@ def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
     from tasks.cell import Status
 
     status = cube["status"].values
-    missing = _planned(cube) & (status != Status.OK)
+    missing = _planned(cube) & (status != Status.OK) & (status != Status.SKIPPED)  # skipped: adaptive_groups
     if not missing.any():
         return pd.DataFrame(columns=["dataset", "n", "method", "k", "status", "cells", "reason"])
     dims = cube["status"].dims
@@ -78,6 +80,23 @@ def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
     table = pd.DataFrame([{"dataset": d, "n": n, "method": m, "k": k, "status": st, **row}
                           for (d, n, m, k, st), row in rows.items()])
     return table.sort_values(["dataset", "n", "method", "k", "status"], ignore_index=True)
+
+
+ADAPTIVE_COLUMNS = ["dataset", "n", "method", "criterion", "reason", "k_hat", "in_play", "r_stop", "cells", "budget",
+                    "share"]
+
+
+def adaptive_groups(cube: xr.Dataset) -> pd.DataFrame:
+    """The decision record of every adaptive group (pipeline.rounds), one row per criterion: its stop reason, k̂,
+    the k's it could not tell apart, the look it stopped at, and the group's cells against the fixed budget."""
+    records = json.loads(str(cube.attrs.get("ordercube_adaptive", "{}")))
+    rows = [{"dataset": record["dataset"], "n": record["n"], "method": record["method"], "criterion": name,
+             "reason": race["reason"], "k_hat": race["k_hat"], "in_play": " ".join(map(str, race["in_play"])),
+             "r_stop": race["r_stop"], "cells": record["cells"], "budget": record["budget"],
+             "share": record["cells"] / record["budget"]}
+            for record in records.values() for name, race in record["criteria"].items()]
+    table = pd.DataFrame(rows, columns=ADAPTIVE_COLUMNS)
+    return table.sort_values(["dataset", "n", "method", "criterion"], ignore_index=True)
 
 
 @dataclass
@@ -388,6 +407,10 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     if not missing.empty:
         missing.to_csv(out / "missing_cells.csv", index=False)
     table.attrs["missing_cells"] = missing
+    adaptive = adaptive_groups(cube)
+    if not adaptive.empty:
+        adaptive.to_csv(out / "adaptive.csv", index=False)
+    table.attrs["adaptive"] = adaptive
     _seed_specific(cube, reduced, table, figures)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
@@ -396,7 +419,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     from pipeline.report_html import write_html
 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
-               flag_notes=flag_notes(table) if not table.empty else [], missing=missing, figures=figures.names,
+               flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
+               figures=figures.names,
                summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube))
     return table
 

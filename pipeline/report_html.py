@@ -120,6 +120,7 @@ def _drill_down(summary: xr.Dataset, frequency: xr.Dataset, criteria: Sequence[s
 
 def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame, shown: pd.DataFrame,
                flag_notes: Sequence[str], missing: pd.DataFrame, figures: Sequence[str], summary: xr.Dataset,
+               adaptive: pd.DataFrame | None = None,
                frequency: xr.Dataset, counts: Mapping[str, int]) -> Path:
     """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order."""
     config = json.loads(cube_attrs.get("ordercube_config", "{}"))
@@ -135,6 +136,14 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
     if not missing.empty:
         sections += [f"<h2>Cells without a value ({int(missing['cells'].sum())})</h2>",
                      _table(missing, table_id="missing", text_columns=("dataset", "method", "status", "reason"))]
+    if adaptive is not None and not adaptive.empty:
+        sections += [f"<h2>Adaptive resampling: {int(adaptive.drop_duplicates(['dataset', 'n', 'method'])['cells'].sum())}"
+                     f" of {int(adaptive.drop_duplicates(['dataset', 'n', 'method'])['budget'].sum())} cells</h2>",
+                     "<p>Per group and criterion: the rule's stop (decided, settled, or unsettled at the budget), k̂, "
+                     "the k's still in play, the look it stopped at, the group's cells against the fixed budget. "
+                     "Per-trial figures use the trials in which every k was computed.</p>",
+                     _table(adaptive, table_id="adaptive", text_columns=("dataset", "method", "criterion", "reason",
+                                                                         "in_play"))]
     sections.append("<h2>Figures</h2>")
     sections += [_figure(out / figure) for figure in figures]
     criteria = list(dict.fromkeys(table["criterion"])) if not table.empty else []

@@ -17,6 +17,7 @@ import zarr
 from pipeline.cluster import (
     CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
 )
+from pipeline.adaptive import check_looks
 from pipeline.config import Config, MethodSpec
 from pipeline.cores import usable_cores
 from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
@@ -29,6 +30,7 @@ from pipeline.integrity import record_unrecorded
 from pipeline.kernel_cache import use_writable_cache
 from pipeline.location import location
 from pipeline.lock import CubeLock, describe_stale
+from pipeline.rounds import AdaptiveFeed, Feed, FixedFeed
 from pipeline.store import (
     BASELINE, array, check_new_cube_path, create, is_cube, open_existing, open_for_run, status_for_planning,
     stored_chunk_shape, stored_coords,
@@ -123,12 +125,23 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
                             f"= {threshold:g}")
 
 
-def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
-              retry_failed: bool = False) -> Plan:
-    mask = planned_mask(plan_of(config), coords)
-    todo = status == Status.PENDING
+def cells_to_do(config: Config, coords: Coords, status: np.ndarray, *, retry_failed: bool = False) -> np.ndarray:
+    """The cells a run may compute: pending ones, skipped ones (a method without an adaptive rule now, or whose
+    rule wants them, fills them: pipeline.rounds), and with ``retry_failed`` failed and crashed ones."""
+    todo = (status == Status.PENDING) | (status == Status.SKIPPED)
     if retry_failed:
         todo |= (status == Status.FAILED) | (status == Status.CRASHED)
+    return todo
+
+
+def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
+              retry_failed: bool = False) -> Plan:
+    """The chunks a run computes. An adaptive method's cells are planned by its rounds (pipeline.rounds) and
+    counted here as their budget; its skipped cells are left alone (its rule decided it does not need them)."""
+    mask = planned_mask(plan_of(config), coords)
+    todo = cells_to_do(config, coords, status, retry_failed=retry_failed)
+    adaptive = np.array([name in config.adaptive for name in coords.model])[None, None, :, None, None]
+    todo &= ~(adaptive & (status == Status.SKIPPED))
     return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
                 chunks=list(chunks_to_compute(mask, todo, chunk_shape)))
 
@@ -218,6 +231,8 @@ def _sweep_locked(
     script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
     sweep too runs on a LocalCluster (the only place a dashboard is served)."""
     path = location(config.out)
+    if is_cube(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
+        check_looks(config, stored_chunk_shape(open_existing(path, config))["trial"])
     if is_cube(path):
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:
@@ -244,11 +259,21 @@ def _sweep_locked(
 
     placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
                                  dashboard_asked=dashboard_asked)
+    if config.adaptive:  # the rounds read the cube from the start (a resumed run replays its decisions)
+        cube = open_cube_for_writing()
+        open_cube_for_writing = lambda: cube  # noqa: E731
+        status = np.asarray(array(cube, "status")[:])
+
+    def feed_for(threads: int) -> Feed:
+        if not config.adaptive:
+            return FixedFeed(plan.tasks(workers=threads))
+        return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed, echo=echo)
+
     if placement.here:
         echo(placement.reason)
-        tasks = plan.tasks(workers=placement.threads)
-        echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
-        return compute_here(config, tasks, open_cube_for_writing, show_progress=show_progress,
+        feed = feed_for(placement.threads)
+        echo(_computing(plan, feed, path))
+        return compute_here(config, feed, open_cube_for_writing, show_progress=show_progress,
                             threads=placement.threads)
     if placement.reason:
         echo(placement.reason)
@@ -261,12 +286,37 @@ def _sweep_locked(
                  connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
         watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
-        tasks = plan.tasks(workers=threads)
-        echo(f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {len(tasks)} tasks -> {path}")
+        feed = feed_for(threads)
+        echo(_computing(plan, feed, path))
         if line := dashboard_line(connected, dashboard_address):
             echo(line)
-        return compute_on_cluster(connected, config, tasks, open_cube_for_writing, threads=threads,
+        return compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
                                   show_progress=show_progress, watch=watch)
+
+
+def _computing(plan: Plan, feed: Feed, path: Any) -> str:
+    if isinstance(feed, FixedFeed):
+        return f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {feed.tasks} tasks -> {path}"
+    return (f"computing up to {feed.total} of {plan.planned_cells} planned cells, adaptive methods in rounds "
+            f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
+
+
+def adaptive_feed(plan: Plan, cube: zarr.Group, status: np.ndarray, threads: int, *, retry_failed: bool,
+                  echo: Callable[[str], None]) -> AdaptiveFeed:
+    """The rounds of the adaptive methods, and the plan's other chunks as tasks (pipeline.rounds)."""
+    config, coords = plan.config, plan.coords
+    adaptive = {j for j, name in enumerate(coords.model) if name in config.adaptive}
+    per_point = plan.seconds_per_point
+
+    def make_tasks(chunks: list[Chunk]) -> list[Task]:
+        groups = group_into_tasks(chunks, coords, seconds_per_point=per_point,
+                                  task_seconds=config.execution.task_seconds, workers=0)
+        return build_tasks(config, coords, groups)
+
+    fixed = make_tasks([chunk for chunk in plan.chunks if chunk.model not in adaptive]) if any(
+        chunk.model not in adaptive for chunk in plan.chunks) else []
+    todo = cells_to_do(config, coords, status, retry_failed=retry_failed)
+    return AdaptiveFeed(config, coords, plan.chunk_shape, todo, cube, make_tasks, fixed)
 
 
 def fit_work(method: MethodSpec) -> float:

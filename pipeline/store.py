@@ -496,7 +496,8 @@ def count_planned(status: np.ndarray, planned: np.ndarray) -> dict[str, int]:
     chosen = status[planned]
     counts = {s.name.lower(): int((chosen == s).sum()) for s in Status}
     return {"total": int(planned.sum()), "ok": counts["ok"], "failed": counts["failed"],
-            "infeasible": counts["infeasible"], "crashed": counts["crashed"], "pending": counts["pending"]}
+            "infeasible": counts["infeasible"], "crashed": counts["crashed"], "pending": counts["pending"],
+            "skipped": counts["skipped"]}
 
 
 def _before_growth(group: zarr.Group, record: Mapping[str, Any]) -> xr.Dataset:

@@ -31,6 +31,7 @@ class Status(IntEnum):
     FAILED = 2
     INFEASIBLE = 3
     CRASHED = 4  # its worker process died computing it, every time (isolated by the driver)
+    SKIPPED = 5  # not needed by the adaptive rule (pipeline.rounds): the reason names the look; a later run may fill it
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_compu
     status = cli("status", str(tmp_path / "two.zarr"), "--json")
     counts = json.loads(status.stdout)
     assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0,
-                      "pending": 0}
+                      "pending": 0, "skipped": 0}
 
     report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
@@ -143,7 +143,7 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     assert cube["lange"].sel(model="stub", n=40, k=[2, 3]).notnull().all()
     counts = json.loads(cli("status", str(tmp_path / "f.zarr"), "--json").stdout)
     assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "crashed": 0,
-                      "pending": 0}
+                      "pending": 0, "skipped": 0}
 
     again = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1", env=env)
     assert again.returncode == 1 and "nothing to compute" in again.stdout and "--retry-failed" in again.stderr
@@ -228,7 +228,7 @@ def test_a_cell_that_kills_its_worker_every_time_is_isolated_and_recorded_as_cra
     assert (crash["status"].sel(k=5) == 4).all()  # crashed
     assert all(reason.startswith("crashed: KilledWorker") for reason in crash["reason"].sel(k=5).values.ravel())
     counts = json.loads(cli("status", str(tmp_path / "c.zarr"), "--json").stdout)
-    assert counts == {"total": 16, "ok": 12, "failed": 0, "infeasible": 0, "crashed": 4, "pending": 0}
+    assert counts == {"total": 16, "ok": 12, "failed": 0, "infeasible": 0, "crashed": 4, "pending": 0, "skipped": 0}
     without_crashes = write_config(tmp_path / "k2.yaml", **{**config, "k": [2]})  # the same cells, no crash anywhere
     undisturbed = cli("run", str(without_crashes), "--out", str(tmp_path / "u.zarr"), "--workers", "1", "--no-progress",
                       env={"ORDERCUBE_PLUGINS": "ordercube_test_stubs"})

@@ -1,0 +1,80 @@
+"""The live adaptive run against the fixed budget: the quickstart at 200 resamples, same machine, same run.
+
+Issue 18's target: the adaptive run should take less wall time than the fixed run by the factor of the cells it
+saves, within 20%. Each round runs ``ordercube run`` as a user does (a fresh cube, the whole process timed) on
+configs/quickstart.yaml with ``resamples: 200``, once as it is and once with ``adaptive: {delta: 0.05, r_min: 20}``,
+in this process's threads (``--workers 0``) and on a LocalCluster of two workers (``--workers 2``), alternating.
+Printed per setting: the median wall time, the cells computed and the compute seconds the cube records (its
+``seconds`` variable), and the ratios fixed / adaptive of all three.
+
+    python benchmarks/bench_adaptive.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ORDERCUBE = str(Path(sys.executable).with_name("ordercube"))
+
+
+def configs(folder: Path) -> dict[str, Path]:
+    raw = yaml.safe_load((REPO / "configs" / "quickstart.yaml").read_text())
+    raw["resamples"] = 200
+    paths = {}
+    for name, extra in (("fixed", {}), ("adaptive", {"adaptive": {"delta": 0.05, "r_min": 20}})):
+        paths[name] = folder / f"{name}.yaml"
+        paths[name].write_text(yaml.safe_dump({**raw, "name": f"bench_{name}", **extra}, sort_keys=False))
+    return paths
+
+
+def one_run(config: Path, out: Path, workers: str) -> tuple[float, int, float]:
+    started = time.perf_counter()
+    subprocess.run([ORDERCUBE, "run", str(config), "--out", str(out), "--workers", workers, "--no-progress"],
+                   check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    import xarray as xr
+
+    cube = xr.open_zarr(out, consolidated=False)
+    computed = int((cube["status"] == 1).sum())
+    return wall, computed, float(np.nansum(cube["seconds"].values))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        paths = configs(Path(folder))
+        results: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
+        for round_ in range(args.rounds):
+            for workers in ("0", "2"):
+                for name in ("fixed", "adaptive"):
+                    out = Path(folder) / f"{name}-{workers}-{round_}.zarr"
+                    results.setdefault((workers, name), []).append(one_run(paths[name], out, workers))
+        print(f"quickstart at 200 resamples; median of {args.rounds} rounds; whole `ordercube run` process")
+        print(f"{'where':<22} {'run':<9} {'wall s':>7} {'cells':>6} {'compute s':>9}")
+        for workers in ("0", "2"):
+            where = "this process (threads)" if workers == "0" else "LocalCluster, 2 workers"
+            medians = {}
+            for name in ("fixed", "adaptive"):
+                runs = results[(workers, name)]
+                medians[name] = [statistics.median(r[i] for r in runs) for i in range(3)]
+                wall, cells, seconds = medians[name]
+                print(f"{where:<22} {name:<9} {wall:>7.2f} {cells:>6.0f} {seconds:>9.1f}")
+            (fw, fc, fs), (aw, ac, as_) = medians["fixed"], medians["adaptive"]
+            print(f"{'':<22} {'fixed/adaptive':<9} wall {fw / aw:.2f}x, cells {fc / ac:.2f}x, compute {fs / as_:.2f}x "
+                  f"(wall factor / cells factor {fw / aw / (fc / ac):.2f}; the target: >= 0.8)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Adaptive sweeps on the engine (issue 18.1-18.3, 18.7): rounds decided on stored trial-index prefixes.
+
+Every check runs the real engine on a real zarr cube: in this process (threads), on a real LocalCluster, cut
+into other tasks, interrupted and resumed; the decisions are checked against tasks.adaptive.race run
+independently on the stored values, and the computed cells against a fixed-budget cube of the same config.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import cli_in_process, write_config
+from pipeline import interrupts
+from pipeline.config import parse_config
+from pipeline.reduce import criterion_scores
+from pipeline.rounds import ADAPTIVE_ATTRIBUTE, AdaptiveFeed
+from pipeline.run import Interrupted, run_sweep
+from pipeline.store import count_cells, open_cube
+from tasks.adaptive import race
+from tasks.cell import Status
+
+QUIET = {"show_progress": False, "echo": lambda line: None}
+
+
+def adaptive_config(**overrides) -> dict:
+    """Three groups that decide early (three Gaussians) and one that should not (rings), 60 trials, looks 20, 40, 60."""
+    config = {
+        "name": "adaptive", "seed": 11, "n": [60, 120], "k": [2, 3, 4, 5], "resamples": 60,
+        "datasets": [{"name": "gauss", "kind": "lange_gaussians3"}, {"name": "rings", "kind": "rings3"}],
+        "methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
+                     "criteria": ["lange", "pairwise"]}],
+        "adaptive": {"delta": 0.05, "looks": [20, 40, 60]},
+        "execution": {"task_seconds": 0.05},
+    }
+    config.update(overrides)
+    return config
+
+
+def run(tmp_path, name: str, raw: dict, **options) -> xr.Dataset:
+    config = parse_config(raw, base=tmp_path, out=str(tmp_path / name))
+    run_sweep(config, **{**QUIET, **options})
+    return open_cube(tmp_path / name)
+
+
+def records(cube: xr.Dataset) -> dict:
+    return json.loads(cube.attrs[ADAPTIVE_ATTRIBUTE])
+
+
+def same_cube(a: xr.Dataset, b: xr.Dataset) -> None:
+    for name in ("status", "lange", "pairwise", "reason"):
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    assert records(a) == records(b)
+
+
+def test_decisions_are_the_race_on_the_stored_prefix_and_computed_cells_equal_the_fixed_budgets(tmp_path):
+    adaptive = run(tmp_path, "a.zarr", adaptive_config(), workers=0)
+    fixed = run(tmp_path, "f.zarr", {key: value for key, value in adaptive_config().items() if key != "adaptive"},
+                workers=0)
+    status = adaptive["status"].values
+    assert (status == Status.OK).sum() + (status == Status.SKIPPED).sum() == status.size
+    assert (status == Status.SKIPPED).sum() > 0.3 * status.size  # the Gaussians decided early
+    computed = status == Status.OK  # the same cells, the same bits: a cell depends on its coordinates only
+    for name in ("lange", "pairwise"):
+        np.testing.assert_array_equal(adaptive[name].values[computed], fixed[name].values[computed])
+    assert (adaptive["seconds"].values[~computed] == 0).all()
+    scores = criterion_scores(adaptive)
+    looks = (20, 40, 60)
+    decided = records(adaptive)
+    assert len(decided) == 4
+    for key, record in decided.items():
+        dataset, n, model = key.split("|")
+        assert (record["dataset"], record["n"], record["method"], record["looks"]) == (dataset, int(n), model, [20, 40, 60])
+        group = status[list(adaptive["dataset"].values).index(dataset), list(adaptive["n"].values).index(int(n)), 0]
+        r_stop = record["r_stop"]
+        assert (group[:, r_stop:] == Status.SKIPPED).all()  # nothing after the stop
+        assert record["cells"] == int((group == Status.OK).sum()) and record["budget"] == group.size
+        kept = set()
+        for name, outcome in record["criteria"].items():
+            values = scores[name].sel(dataset=dataset, n=int(n), model=model).transpose("trial", "k").values
+            ks = [k for k, column in zip(adaptive["k"].values, values.T) if not np.isnan(column[:20]).all()]
+            values = values[:, [list(adaptive["k"].values).index(k) for k in ks]]
+            expected = race(values, looks, delta=0.05, ties="largest", upto=r_stop)
+            assert outcome["reason"] == expected.reason and outcome["r_stop"] == expected.stop
+            assert outcome["k_hat"] == ks[expected.choice]
+            assert outcome["in_play"] == [ks[a] for a in expected.active]
+            for look, gone in zip(looks, outcome["eliminated"]):
+                for k in gone:  # an eliminated k got no trials after its look, unless another criterion kept it
+                    if all(k not in other["in_play"] and any(k in g for g in other["eliminated"])
+                           for other in record["criteria"].values()):
+                        assert (group[list(adaptive["k"].values).index(k), look:] == Status.SKIPPED).all()
+            kept |= set(outcome["in_play"])
+        for k in kept:  # the k's still in play at the stop have every trial up to it
+            assert (group[list(adaptive["k"].values).index(k), :r_stop] == Status.OK).all()
+    gauss = decided["gauss|120|km"]["criteria"]
+    assert gauss["lange"]["reason"] == "decided" and gauss["lange"]["k_hat"] == 3
+    assert gauss["pairwise"]["reason"] == "decided" and gauss["pairwise"]["k_hat"] == 3
+
+
+def test_the_same_cube_for_threads_another_task_cut_a_local_cluster_and_an_interrupted_run(tmp_path, monkeypatch):
+    reference = run(tmp_path, "one.zarr", adaptive_config(), workers=0)
+    cut = adaptive_config(execution={"task_seconds": 5.0})  # whole rounds per task instead of slices
+    same_cube(reference, run(tmp_path, "cut.zarr", cut, workers=0))
+    same_cube(reference, run(tmp_path, "cluster.zarr", adaptive_config(), workers=2, dashboard_address=None))
+
+    calls = []
+    original = AdaptiveFeed.stored
+
+    def stop_after_a_few_writes(self, done):
+        calls.append(1)
+        if len(calls) == 4:  # a Ctrl-C mid-sweep: some rounds stored, others not
+            interrupts.on_signal(signal.SIGINT, None)
+        return original(self, done)
+
+    monkeypatch.setattr(AdaptiveFeed, "stored", stop_after_a_few_writes)
+    config = parse_config(adaptive_config(), base=tmp_path, out=str(tmp_path / "stopped.zarr"))
+    try:
+        with pytest.raises(Interrupted):
+            run_sweep(config, workers=0, **QUIET)
+    finally:
+        interrupts.REQUESTED.clear()
+    counts = count_cells(tmp_path / "stopped.zarr")
+    assert counts["pending"] > 0
+    monkeypatch.setattr(AdaptiveFeed, "stored", original)
+    run_sweep(config, workers=0, **QUIET)
+    same_cube(reference, open_cube(tmp_path / "stopped.zarr"))
+
+
+def test_a_run_without_adaptive_fills_the_skipped_cells_and_gives_the_fixed_budgets_cube(tmp_path):
+    raw = adaptive_config()
+    run(tmp_path, "grow.zarr", raw, workers=0)
+    counts = count_cells(tmp_path / "grow.zarr")
+    assert counts["skipped"] > 0 and counts["pending"] == 0
+    again = cli_in_process("run", str(write_config(tmp_path / "again.yaml", **raw)), "--out", str(tmp_path / "grow.zarr"),
+                           "--workers", "0")
+    assert again.returncode == 0 and "nothing to compute" in again.stdout  # skipped cells are done for the rule
+    plain = {key: value for key, value in raw.items() if key != "adaptive"}
+    filled = run(tmp_path, "grow.zarr", plain, workers=0)
+    fixed = run(tmp_path, "fixed.zarr", plain, workers=0)
+    assert (filled["status"].values == Status.OK).all()
+    for name in ("lange", "pairwise"):
+        np.testing.assert_array_equal(filled[name].values, fixed[name].values)
+
+
+def test_status_counts_skipped_cells_with_their_reason(tmp_path):
+    cube = run(tmp_path, "s.zarr", adaptive_config(), workers=0)
+    shown = cli_in_process("status", str(tmp_path / "s.zarr"))
+    assert shown.returncode == 0 and f"skipped: {int((cube['status'] == Status.SKIPPED).sum())}" in shown.stdout
+    reasons = set(cube["reason"].values[cube["status"].values == Status.SKIPPED])
+    assert reasons and all(reason.startswith("adaptive: ") for reason in reasons)
+    assert any("eliminated at r = 20" in reason or "stopped at r = 20" in reason for reason in reasons)
+
+
+BAD = {
+    "delta 0": ({"adaptive": {"delta": 0}}, ["adaptive.delta", "got 0", "> 0 and < 1"]),
+    "delta above 1": ({"adaptive": {"delta": 1.5}}, ["adaptive.delta", "got 1.5"]),
+    "epsilon negative": ({"adaptive": {"epsilon": -0.01}}, ["adaptive.epsilon", "got -0.01", ">= 0"]),
+    "looks not increasing": ({"adaptive": {"looks": [40, 20, 60]}}, ["adaptive.looks", "increasing"]),
+    "last look not the budget": ({"adaptive": {"looks": [20, 40]}}, ["adaptive.looks", "resamples = 60"]),
+    "looks and r_min": ({"adaptive": {"looks": [20, 60], "r_min": 20}}, ["adaptive.looks", "keep one"]),
+    "looks not multiples of the chunk": ({"adaptive": {"looks": [30, 60]}, "execution": {"trials_per_chunk": 20}},
+                                         ["adaptive.looks", "multiples of execution.trials_per_chunk = 20"]),
+    "criterion without a sequential rule": (
+        {"methods": [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange", "gap"]}]},
+        ["methods[0].criteria[1]", "'gap'", "no sequential rule", "adaptive: off"]),
+    "strict mode": ({"adaptive": {"mode": "strict"}}, ["adaptive.mode", "got 'strict'", "use mode: t"]),
+    "unknown key": ({"adaptive": {"alpha": 0.05}}, ["adaptive.alpha", "unknown key", "delta"]),
+    "method block not a mapping": (
+        {"methods": [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"],
+                      "adaptive": 3}]}, ["methods[0].adaptive", "got 3"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_adaptive_blocks_exit_2_naming_the_key_and_write_nothing(tmp_path, case):
+    overrides, expected = BAD[case]
+    path = write_config(tmp_path / "bad.yaml", **adaptive_config(**overrides))
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "bad.zarr"), "--workers", "0")
+    assert result.returncode == 2, result.stderr
+    for text in expected:
+        assert text in result.stderr, (text, result.stderr)
+    assert "Traceback" not in result.stderr and not (tmp_path / "bad.zarr").exists()
+
+
+def test_a_method_may_turn_the_rule_off_or_change_it(tmp_path):
+    raw = adaptive_config(methods=[
+        {"name": "km", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
+         "criteria": ["lange"], "adaptive": {"delta": 0.01}},
+        {"name": "gapped", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
+         "criteria": ["gap"], "adaptive": "off"}])
+    config = parse_config(raw, base=tmp_path)
+    assert set(config.adaptive) == {"km"} and config.adaptive["km"].delta == 0.01
+    assert config.adaptive["km"].looks == (20, 40, 60)
+    cube = run(tmp_path, "m.zarr", raw, workers=0)
+    assert (cube["status"].sel(model="gapped").values == Status.OK).all()
+    assert (cube["status"].sel(model="km").values == Status.SKIPPED).any()
+
+
+def test_an_existing_cube_whose_chunks_do_not_fit_the_looks_is_refused_before_it_changes(tmp_path):
+    plain = {key: value for key, value in adaptive_config().items() if key != "adaptive"}
+    plain["execution"] = {"trials_per_chunk": 30}
+    run(tmp_path, "c.zarr", {**plain, "resamples": 30}, workers=0)
+    before = count_cells(tmp_path / "c.zarr")
+    path = write_config(tmp_path / "more.yaml", **{**plain, "execution": {}, "adaptive": {"looks": [20, 40, 60]}})
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0")
+    assert result.returncode == 2 and "adaptive.looks" in result.stderr and "30 trials per chunk" in result.stderr
+    assert count_cells(tmp_path / "c.zarr") == before
