@@ -70,7 +70,8 @@ def test_sweep_on_a_callers_local_cluster_equals_the_cli_and_leaves_the_cluster_
     out = tmp_path / "api.zarr"
     cube = ordercube.sweep(small_config(), client=client, out=out)
     assert isinstance(cube, xr.Dataset)
-    assert status_counts(cube) == {"total": TOTAL, "ok": TOTAL, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0, "skipped": 0}
+    assert status_counts(cube) == {"total": TOTAL, "ok": TOTAL, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0,
+                                   "skipped": 0}
     assert_same_cells(out, cli_cube)
     assert_still_usable(client)
     chosen = ordercube.select_k(cube)

@@ -76,5 +76,6 @@ def test_documented_values_still_run(tmp_path):
     result = cli("run", str(config), "--out", str(cube), "--workers", "1", "--no-progress", timeout=300)
     assert result.returncode == 0, result.stderr
     status = cli("status", str(cube), "--json", timeout=120)
-    assert json.loads(status.stdout) == {"total": 4, "ok": 4, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0, "skipped": 0}
+    assert json.loads(status.stdout) == {"total": 4, "ok": 4, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0,
+                                         "skipped": 0}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cube.zarr", "ok.yaml"]

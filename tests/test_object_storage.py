@@ -88,7 +88,8 @@ def test_a_run_on_s3_gives_the_cells_of_a_local_run_extends_and_reports(s3, tmp_
 
     status = cli("status", url, "--json", "--verify", env=s3, timeout=120)
     assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout) == {"total": 72, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0, "skipped": 0}
+    assert json.loads(status.stdout) == {"total": 72, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0,
+                                         "skipped": 0}
     assert "verified:" in status.stderr and "match their checksums" in status.stderr
     validate = cli("validate", str(config), "--out", url, env=s3, timeout=120)
     assert validate.returncode == 0, validate.stderr

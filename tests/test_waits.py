@@ -249,7 +249,8 @@ def test_a_cell_that_kills_its_worker_under_a_load_of_4_on_2_cores(tmp_path):
             process.wait(timeout=30)
     print(f"crashing cells at load {load:.1f}: exit {code} after {run.seconds:.0f} s\n{run.stdout}\n{run.stderr}")
     assert code == 1, (run.stdout, run.stderr)
-    assert _counts(tmp_path / "c.zarr") == {"total": 2, "ok": 1, "failed": 0, "infeasible": 0, "crashed": 1, "pending": 0, "skipped": 0}
+    assert _counts(tmp_path / "c.zarr") == {"total": 2, "ok": 1, "failed": 0, "infeasible": 0, "crashed": 1, "pending": 0,
+                                            "skipped": 0}
     assert "Traceback" not in "\n".join(run.stderr)
 
 
