@@ -26,8 +26,9 @@ percentile 4.8x, largest 7.0x; the numpy annealing it replaces: 23-460x); pure a
 and worse in 46 (by up to +32%: a path that splits a cluster off early and never recovers). The defaults
 (cooling 0.7, 10 fixed-point iterations per temperature, tolerance 1e-3) were chosen on that benchmark:
 slower schedules make pure annealing better on its own (0.9, 100, 1e-6, annealed to the end: within 5e-5
-of the exact 1-D optimum in the median fit, tests/test_algorithms.py) but not the combination (0.8, 20, 1e-4: better in 23 fits, 5.2x;
-0.9, 100, 1e-6: better in 12, 26x), because the restarts already cover the fits where it is better.
+of the exact 1-D optimum in the median fit, tests/test_algorithms.py) but not the combination (0.8, 20,
+1e-4: better in 23 fits, 5.2x; 0.9, 100, 1e-6: better in 12, 26x), because the restarts already cover
+the fits where it is better.
 """
 
 from __future__ import annotations
