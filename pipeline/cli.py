@@ -431,6 +431,9 @@ def _replay(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = Path(args.out) if args.out else _beside_cube(place, "-replay.csv")
     table.to_csv(out, index=False)
+    from pipeline.replay import plot_replay
+
+    plot_replay(table, out.with_suffix(".png"))
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "agreement", "cells_median", "decided",
                    "settled", "unsettled", "in_play", "null_false_rate", "null_false_upper"]]
     print(f"PSE-t replayed in index order and {args.permutations} random orders per group (delta {args.delta:g}, "
@@ -438,6 +441,7 @@ def _replay(args: argparse.Namespace) -> int:
           "fixed budget's k̂; cells: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"table: {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")
     print(f"written to {out}")
     return EXIT_OK
 

@@ -13,6 +13,8 @@ The permutations come from the cube's seed (``Purpose.REPLAY``): the same table 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,17 +57,38 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
     return false, races
 
 
+FIXED_BUDGETS = (5, 10, 20, 50, 100, 200, 500, 1000)  # the spec's R grid for the fixed-budget curve (E3)
+
+
+def argmin_of_mean(values: np.ndarray, ties: str) -> int:
+    """The column with the smallest mean over its trials with a value (exact ties by the criterion's convention)."""
+    with np.errstate(invalid="ignore"):
+        means = np.nanmean(values, axis=0) if values.size else np.full(values.shape[1], np.nan)
+    best = np.flatnonzero(means == np.nanmin(means))
+    return int(best.max() if ties == "largest" else best.min())
+
+
+def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: int, ties: str) -> dict[int, float]:
+    """For each fixed budget R of ``FIXED_BUDGETS`` below the group's trials (and the whole), the share of the trial
+    orders whose first R trials choose column ``reference`` (the rule's target: the full budget's choice)."""
+    size = values.shape[0]
+    budgets = [r for r in FIXED_BUDGETS if r < size] + [size]
+    return {r: float(np.mean([argmin_of_mean(values[order[:r]], ties) == reference for order in orders]))
+            for r in budgets}
+
+
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
-                 ties: str) -> dict[str, float]:
-    """The replay's summary for one group; ``values`` of shape (trials, len(ks)), smaller is better."""
+                 ties: str) -> dict[str, Any]:
+    """The replay's summary for one group; ``values`` of shape (trials, len(ks)), smaller is better. ``curve``: the
+    fixed-budget accuracy against the share of cells (:func:`fixed_budget_curve`), over the same orders."""
     size = values.shape[0]
     looks = doubling_looks(min(setting.r_min, size), size)
-    outcomes = [race(values, looks, delta=setting.delta, epsilon=setting.epsilon, ties=ties)]
-    outcomes += [race(values[rng.permutation(size)], looks, delta=setting.delta, epsilon=setting.epsilon, ties=ties)
-                 for _ in range(setting.permutations)]
+    orders = [np.arange(size)] + [rng.permutation(size) for _ in range(setting.permutations)]
+    outcomes = [race(values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ties=ties) for order in orders]
     budget = size * len(ks)
     cells = np.array([outcome.cells for outcome in outcomes]) / budget
     agree = np.mean([ks[outcome.choice] == fixed_k for outcome in outcomes])
+    curve = fixed_budget_curve(values, orders, int(np.flatnonzero(ks == fixed_k)[0]), ties)
     reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
     false, races = _null_rate(values, looks, setting, rng)
     in_order = outcomes[0]
@@ -74,7 +97,8 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
             "agreement": float(agree), "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
             **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
             "null_races": races, "null_false_rate": false / races if races else np.nan,
-            "null_false_upper": clopper_pearson_upper(false, races) if races else np.nan}
+            "null_false_upper": clopper_pearson_upper(false, races) if races else np.nan,
+            "fixed_curve": " ".join(f"{r}:{share:.4g}" for r, share in curve.items())}
 
 
 def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None) -> pd.DataFrame:
@@ -102,3 +126,35 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
                                  "trials": int(complete.sum()), **summary})
     return pd.DataFrame(rows)
+
+
+def plot_replay(table: pd.DataFrame, path: Path) -> None:
+    """Accuracy against cells (spec §5.3, E3), one panel per (criterion, dataset): for every n, the fixed budget's
+    curve (the share of trial orders whose first R trials choose the full budget's k̂, against R / the budget) and
+    the adaptive rule's point (its agreement against its mean share of cells). A point on or above its curve: the
+    same accuracy for fewer cells."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pipeline.figures import grid, log_axis, save, title
+
+    keys = list(dict.fromkeys(zip(table["criterion"], table["dataset"])))
+    columns = min(3, len(keys))
+    figure, axes = grid((len(keys) + columns - 1) // columns, columns)
+    for ax, (criterion, dataset) in zip(axes.ravel(), keys):
+        rows = table[(table["criterion"] == criterion) & (table["dataset"] == dataset)]
+        for (_, row), colour in zip(rows.iterrows(), matplotlib.colormaps["viridis"](np.linspace(0, 0.85, len(rows)))):
+            points = [tuple(map(float, item.split(":"))) for item in row["fixed_curve"].split()]
+            trials = np.array([r for r, _ in points]) / row["trials"]
+            ax.plot(trials, [share for _, share in points], "-o", color=colour, markersize=3, label=f"n = {row['n']}")
+            ax.plot(row["cells_mean"], row["agreement"], "*", color=colour, markersize=11, markeredgecolor="black",
+                    markeredgewidth=0.5)
+        log_axis(ax, "x")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("cells / fixed budget")
+        ax.set_ylabel("same k̂ as the full budget")
+        title(ax, f"{criterion}: {dataset} (star: adaptive)")
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in axes.ravel()[len(keys):]:
+        ax.set_visible(False)
+    save(figure, path)

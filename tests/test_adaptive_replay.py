@@ -91,9 +91,27 @@ def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
         row = table.loc[criterion]
         assert row.fixed_k_hat == 3 and row.agreement >= 0.95 and row.cells_median <= 0.5
         assert row.decided + row.settled + row.unsettled == 41 and row.null_false_rate <= 0.1
+        curve = dict(tuple(map(float, item.split(":"))) for item in row.fixed_curve.split())
+        assert list(curve) == [5, 10, 20, 50, 80] and curve[80] == 1.0  # the whole budget is its own reference
+    from matplotlib.image import imread
+
+    image = imread(tmp_path / "r.png")
+    assert image.shape[0] > 200 and image[..., :3].std() > 0.05  # drawn, not blank
     again = cli_in_process("replay", str(tmp_path / "c.zarr"), "--permutations", "40", "--out", str(tmp_path / "s.csv"))
     assert again.returncode == 0 and (tmp_path / "r.csv").read_text() == (tmp_path / "s.csv").read_text()
     for args, word in ((["--delta", "1.5"], "--delta"), (["--epsilon", "-1"], "--epsilon"), (["--r-min", "1"], "--r-min"),
                        (["--criterion", "gap"], "'gap'")):
         bad = cli_in_process("replay", str(tmp_path / "c.zarr"), *args)
         assert bad.returncode == 2 and word in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_reference(monkeypatch):
+    """By hand: column 1 is smaller in trials 0-2, column 0 in trials 3-5 by more; the whole budget picks 0. Order
+    (0..5): the first 2 trials pick 1; reversed: the first 2 pick 0. So at R = 2 one of the two orders agrees."""
+    import pipeline.replay as replay_module
+
+    monkeypatch.setattr(replay_module, "FIXED_BUDGETS", (2, 4))
+    values = np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 0.5], [0.0, 2.0], [0.0, 2.0], [0.0, 2.0]])
+    curve = replay_module.fixed_budget_curve(values, [np.arange(6), np.arange(6)[::-1]], reference=0, ties="largest")
+    # R = 4, order 0..5: means (0.75, 0.875) -> 0; reversed: (0.25, 1.625) -> 0
+    assert curve == {2: 0.5, 4: 1.0, 6: 1.0}
