@@ -3,8 +3,9 @@
 Opt-in, for the whole sweep (top level) or per method (``methods[i].adaptive``: its keys replace the top
 level's, ``adaptive: off`` turns it off for that method). Every criterion of an adaptive method must have a
 sequential rule: those decided by the smallest mean over the trials (Lange, pairwise, the transfer costs,
-BIC/AIC, the supervised errors). The rule is PSE-t (:mod:`tasks.adaptive`) at fixed looks, trial-index
-prefixes that are multiples of the cube's trials per chunk, the last the config's ``resamples``.
+BIC/AIC, the supervised errors: PSE-t) and Prediction Strength (the largest k above its threshold: each k
+classified above or below with the same t intervals), all in :mod:`tasks.adaptive`, at fixed looks:
+trial-index prefixes that are multiples of the cube's trials per chunk, the last the config's ``resamples``.
 
     adaptive:
       delta: 0.05      # error probability of the decision (0 < delta < 1)
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import ConfigError
-from tasks.adaptive import doubling_looks
+from tasks.adaptive import SEQUENTIAL_RULES, doubling_looks
 from tasks.criteria import get_criterion
 from tasks.params import show
 
@@ -48,9 +49,10 @@ class AdaptiveSpec:
 
 
 def sequential(criterion: str) -> bool:
-    """Whether ``criterion`` has a sequential rule here: decided by the smallest mean over the trials."""
+    """Whether ``criterion`` has a sequential rule here: decided by the smallest mean over the trials, or by the
+    largest k whose mean is above a threshold (Prediction Strength): tasks.adaptive.race_by."""
     decision = get_criterion(criterion).decision
-    return decision.rule == "smallest" and decision.aggregate == "mean"
+    return decision.rule in SEQUENTIAL_RULES and decision.aggregate == "mean"
 
 
 def _number(block: Mapping[str, Any], name: str, key: str, default: float, *, low: float, high: float | None,

@@ -1,9 +1,9 @@
 """Replaying the adaptive rule on a stored cube (spec §5.3, E1 and E4b): no recomputation.
 
-For every group (dataset, n, method, criterion decided by "smallest") of a complete cube, PSE-t
-(:mod:`tasks.adaptive`) is raced over the trials in index order and over ``permutations`` random orders (the
-trials are exchangeable, so every order is a valid replay), and compared with the fixed budget's k̂ (the
-argmin of the mean over all trials, the cube's own rule). Reported per group: the share of replays that end
+For every group (dataset, n, method, criterion decided by "smallest", or Prediction Strength's threshold) of a
+complete cube, the rule (:func:`tasks.adaptive.race_by`) is raced over the trials in index order and over
+``permutations`` random orders (the trials are exchangeable, so every order is a valid replay), and compared
+with the fixed budget's k̂ (the cube's own rule on the means over all trials). Reported per group: the share of replays that end
 on the fixed budget's k̂, the cells used against the fixed budget (mean and median), the stop reasons, and
 the calibration on null races: each arm raced against an independently permuted copy of itself (a true tie,
 so every *decided* stop is a false decision), with a one-sided 95% Clopper-Pearson upper bound on the rate.
@@ -21,7 +21,8 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, select_k
-from tasks.adaptive import doubling_looks, race
+from tasks.adaptive import SEQUENTIAL_RULES, choice_on_means, doubling_looks, race, race_by
+from tasks.criteria import Decision
 from tasks.seeding import Purpose, label_id, stream
 
 
@@ -60,39 +61,36 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
 FIXED_BUDGETS = (5, 10, 20, 50, 100, 200, 500, 1000)  # the spec's R grid for the fixed-budget curve (E3)
 
 
-def argmin_of_mean(values: np.ndarray, ties: str) -> int:
-    """The column with the smallest mean over its trials with a value (exact ties by the criterion's convention)."""
-    with np.errstate(invalid="ignore"):
-        means = np.nanmean(values, axis=0) if values.size else np.full(values.shape[1], np.nan)
-    best = np.flatnonzero(means == np.nanmin(means))
-    return int(best.max() if ties == "largest" else best.min())
-
-
-def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: int, ties: str) -> dict[int, float]:
+def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: int, rule: Decision) -> dict[int, float]:
     """For each fixed budget R of ``FIXED_BUDGETS`` below the group's trials (and the whole), the share of the trial
-    orders whose first R trials choose column ``reference`` (the rule's target: the full budget's choice)."""
+    orders whose first R trials choose column ``reference`` by ``rule`` on their means (the target: the full
+    budget's choice; -1 where it chooses none)."""
     size = values.shape[0]
     budgets = [r for r in FIXED_BUDGETS if r < size] + [size]
-    return {r: float(np.mean([argmin_of_mean(values[order[:r]], ties) == reference for order in orders]))
+    return {r: float(np.mean([choice_on_means(rule, values[order[:r]]) == reference for order in orders]))
             for r in budgets}
 
 
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
-                 ties: str) -> dict[str, Any]:
-    """The replay's summary for one group; ``values`` of shape (trials, len(ks)), smaller is better. ``curve``: the
-    fixed-budget accuracy against the share of cells (:func:`fixed_budget_curve`), over the same orders."""
+                 rule: Decision) -> dict[str, Any]:
+    """The replay's summary for one group; ``values`` of shape (trials, len(ks)), decided by ``rule`` (smallest
+    mean, or Prediction Strength's largest k above its threshold). ``fixed_curve``: the fixed budget's accuracy
+    against the share of cells (:func:`fixed_budget_curve`), over the same orders. Null races (an arm against a
+    copy of itself) only for the smallest-mean rule: a threshold rule compares no two arms."""
     size = values.shape[0]
     looks = doubling_looks(min(setting.r_min, size), size)
     orders = [np.arange(size)] + [rng.permutation(size) for _ in range(setting.permutations)]
-    outcomes = [race(values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ties=ties) for order in orders]
+    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon) for order in orders]
     budget = size * len(ks)
     cells = np.array([outcome.cells for outcome in outcomes]) / budget
-    agree = np.mean([ks[outcome.choice] == fixed_k for outcome in outcomes])
-    curve = fixed_budget_curve(values, orders, int(np.flatnonzero(ks == fixed_k)[0]), ties)
+    chosen = [int(ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
+    agree = np.mean([k == fixed_k for k in chosen])
+    reference = int(np.flatnonzero(ks == fixed_k)[0]) if fixed_k in ks else -1
+    curve = fixed_budget_curve(values, orders, reference, rule)
     reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
-    false, races = _null_rate(values, looks, setting, rng)
+    false, races = _null_rate(values, looks, setting, rng) if rule.rule == "smallest" else (0, 0)
     in_order = outcomes[0]
-    return {"fixed_k_hat": fixed_k, "in_order_k": int(ks[in_order.choice]), "in_order_reason": in_order.reason,
+    return {"fixed_k_hat": fixed_k, "in_order_k": chosen[0], "in_order_reason": in_order.reason,
             "in_order_stop": in_order.stop, "in_play": " ".join(str(ks[i]) for i in in_order.active),
             "agreement": float(agree), "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
             **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
@@ -102,9 +100,9 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
 
 
 def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None) -> pd.DataFrame:
-    """The replay of every group of the criteria decided by "smallest" (``criteria``: a subset)."""
+    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset)."""
     rules = {name: rule for name, rule in deciding_rules(scores, None).items()
-             if rule.rule == "smallest" and rule.aggregate == "mean" and (criteria is None or name in criteria)}
+             if rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean" and (criteria is None or name in criteria)}
     chosen = select_k(scores)
     ks = scores["k"].values
     rows = []
@@ -122,7 +120,7 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
                     summary = replay_group(group[complete], ks[defined],
                                            int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
-                                           rule.ties)
+                                           rule)
                     rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
                                  "trials": int(complete.sum()), **summary})
     return pd.DataFrame(rows)

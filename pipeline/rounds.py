@@ -2,10 +2,11 @@
 
 :class:`FixedFeed` hands out a plan's tasks. :class:`AdaptiveFeed` (issue 18, spec §5.2) submits the trials of
 every adaptive group (dataset, n, method) in rounds: round l computes the trials before look r_l of the k's
-still in play. Once every cell of a round is in the cube, the group's races (PSE-t, :func:`tasks.adaptive.race`,
-one per criterion) are run on the trial-index prefix 0..r_l - 1 as stored, never on the order in which cells
-arrived: k's eliminated by every criterion get no more trials, and a group whose every race has stopped
-(decided, settled, or unsettled at the budget) stops. Other groups' rounds keep the workers busy meanwhile:
+still in play. Once every cell of a round is in the cube, the group's races (one per criterion,
+:func:`tasks.adaptive.race_by`: PSE-t, or Prediction Strength's threshold race) are run on the trial-index
+prefix 0..r_l - 1 as stored, never on the order in which cells arrived: k's eliminated by every criterion get
+no more trials, and a group whose every race has stopped (decided, settled, or unsettled at the budget)
+stops. Other groups' rounds keep the workers busy meanwhile:
 there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
 look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
 
@@ -34,7 +35,7 @@ from pipeline.graph import Task
 from pipeline.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from pipeline.cube_attrs import BASELINE
 from pipeline.store import array, writable_arrays, write_block
-from tasks.adaptive import Race, race
+from tasks.adaptive import Race, race_by
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status
 from tasks.criteria import get_criterion
@@ -193,8 +194,8 @@ class AdaptiveFeed:
             columns = [state.planned.index(k) for k in arms]
             if not arms:
                 continue
-            outcome = race(values[:, columns], state.spec.looks, delta=state.spec.delta, epsilon=state.spec.epsilon,
-                           ties=get_criterion(criterion).decision.ties, upto=r)
+            outcome = race_by(get_criterion(criterion).decision, values[:, columns], state.spec.looks,
+                              delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r)
             state.races[criterion] = (outcome, arms)
             if outcome.reason == "running":
                 in_play |= {arms[a] for a in outcome.active}
@@ -243,7 +244,8 @@ class AdaptiveFeed:
         planned = self.mask[d, i, m]
         criteria = {}
         for name, (outcome, arms) in state.races.items():
-            criteria[name] = {"reason": outcome.reason, "r_stop": outcome.stop, "k_hat": int(ks[arms[outcome.choice]]),
+            k_hat = int(ks[arms[outcome.choice]]) if outcome.choice >= 0 else -1  # -1: no k above the threshold
+            criteria[name] = {"reason": outcome.reason, "r_stop": outcome.stop, "k_hat": k_hat,
                               "in_play": [int(ks[arms[a]]) for a in outcome.active],
                               "eliminated": [[int(ks[arms[a]]) for a in gone] for gone in outcome.eliminated]}
         return {**state.spec.record(), "dataset": self.coords.dataset[d], "n": int(self.coords.n[i]),

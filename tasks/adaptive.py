@@ -19,6 +19,7 @@ best, or flagged unsettled, with probability >= 1 - delta - o(1).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,3 +128,102 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
             best = [arm for arm, value in zip(active, means) if value == np.nanmin(means)]
             return Race(pick(best) if best else active[0], "unsettled", r, tuple(active), tuple(trials), tuple(eliminated))
     raise ValueError("race: no looks given")
+
+
+def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, threshold: float, delta: float = 0.05,
+                   epsilon: float = 0.0, upto: int | None = None) -> Race:
+    """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength; spec §5.2,
+    "Other decision rules"), on ``values`` of shape (trials, arms), arms in increasing k.
+
+    At each look every arm still needed gets a one-sample t interval of its mean, mean ± t_{1 - delta'/2, r - 1}
+    s / sqrt(r) with delta' = delta / (arms L): above the threshold with confidence, it is classified above;
+    below, below; within ``threshold ± epsilon``, on the side of its mean (settled). Only the arms above the
+    largest one classified above are needed (a smaller k cannot be the largest above). Stops *decided* (or
+    *settled* if an epsilon classification was used) when no arm is needed; ``choice``: the largest arm above,
+    -1 if none. At the last look the arms still needed are classified by their means: *unsettled*.
+    ``running``: as :func:`race` with ``upto``.
+    """
+    arms = values.shape[1]
+    delta_arm = delta / (max(arms, 1) * len(looks))
+    above: set[int] = set()
+    classified: set[int] = set()
+    trials = [0] * arms
+    eliminated: list[tuple[int, ...]] = []
+    settled = False
+    taken = 0
+
+    def needed() -> list[int]:
+        floor = max(above) if above else -1
+        return [arm for arm in range(floor + 1, arms) if arm not in classified]
+
+    def largest_above() -> int:
+        return max(above) if above else -1
+
+    for look, r in enumerate(looks):
+        active = needed()
+        if upto is not None and r > upto:
+            return Race(active[0] if active else -1, "running", taken, tuple(active), tuple(trials), tuple(eliminated))
+        taken = r
+        block = values[:r][:, active]
+        present = ~np.isnan(block)
+        count = present.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(present, block, 0.0).sum(axis=0) / count
+            sd = np.sqrt((np.where(present, block - mean, 0.0) ** 2).sum(axis=0) / (count - 1))
+            radius = t_quantile(1 - delta_arm / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
+        radius = np.where(count >= 2, radius, np.inf)
+        last = look == len(looks) - 1
+        for arm, m, rad in zip(active, mean, radius):
+            if m - rad >= threshold:
+                above.add(arm)
+                classified.add(arm)
+            elif m + rad < threshold:
+                classified.add(arm)
+            elif threshold - epsilon <= m - rad and m + rad <= threshold + epsilon:
+                settled = True
+                classified.add(arm)
+                if m >= threshold:
+                    above.add(arm)
+        remaining = needed()
+        gone = tuple(arm for arm in active if arm not in remaining)
+        for arm in gone:
+            trials[arm] = r
+        eliminated.append(gone)
+        if not remaining:
+            return Race(largest_above(), "settled" if settled else "decided", r, (), tuple(trials), tuple(eliminated))
+        if last:
+            for arm in remaining:
+                trials[arm] = r
+            means = {arm: m for arm, m in zip(active, mean)}
+            for arm in remaining:
+                if means[arm] >= threshold:
+                    above.add(arm)
+            return Race(largest_above(), "unsettled", r, tuple(remaining), tuple(trials), tuple(eliminated))
+    raise ValueError("threshold_race: no looks given")
+
+
+SEQUENTIAL_RULES = ("smallest", "largest_above")  # decision rules (on the mean over trials) with a race here
+
+
+def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
+            upto: int | None = None) -> Race:
+    """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
+    :func:`threshold_race` for "largest_above" (Prediction Strength)."""
+    if rule.rule == "largest_above":
+        return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto)
+    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto)
+
+
+def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
+    """The column the rule chooses from the means of ``values`` (trials, arms) over the trials with a value (exact
+    ties by the rule's convention); -1 where it chooses none (no mean above the threshold, or no value)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an arm without values: its mean is NaN
+        means = np.nanmean(values, axis=0)
+    if rule.rule == "largest_above":
+        above = np.flatnonzero(means >= float(rule.threshold))
+        return int(above.max()) if above.size else -1
+    if np.isnan(means).all():
+        return -1
+    best = np.flatnonzero(means == np.nanmin(means))
+    return int(best.max() if rule.ties == "largest" else best.min())

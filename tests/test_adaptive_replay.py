@@ -11,7 +11,8 @@ from scipy import stats
 
 from conftest import cli_in_process, small_config, write_config
 from pipeline.replay import clopper_pearson_upper
-from tasks.adaptive import doubling_looks, race
+from tasks.adaptive import doubling_looks, race, threshold_race
+from tasks.criteria import Decision
 
 
 def test_looks_double_from_r_min_to_the_budget():
@@ -86,7 +87,7 @@ def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
     result = cli_in_process("replay", str(tmp_path / "c.zarr"), "--permutations", "40", "--out", str(tmp_path / "r.csv"))
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "r.csv").set_index("criterion")
-    assert sorted(table.index) == ["lange", "pairwise"]  # Prediction Strength's threshold rule: not this rule
+    assert sorted(table.index) == ["lange", "pairwise", "prediction_strength"]
     for criterion in ("lange", "pairwise"):
         row = table.loc[criterion]
         assert row.fixed_k_hat == 3 and row.agreement >= 0.95 and row.cells_median <= 0.5
@@ -112,6 +113,48 @@ def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_
 
     monkeypatch.setattr(replay_module, "FIXED_BUDGETS", (2, 4))
     values = np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 0.5], [0.0, 2.0], [0.0, 2.0], [0.0, 2.0]])
-    curve = replay_module.fixed_budget_curve(values, [np.arange(6), np.arange(6)[::-1]], reference=0, ties="largest")
+    smallest = Decision(rule="smallest", ties="largest")
+    curve = replay_module.fixed_budget_curve(values, [np.arange(6), np.arange(6)[::-1]], reference=0, rule=smallest)
     # R = 4, order 0..5: means (0.75, 0.875) -> 0; reversed: (0.25, 1.625) -> 0
     assert curve == {2: 0.5, 4: 1.0, 6: 1.0}
+
+
+def test_the_threshold_race_classifies_each_k_and_needs_only_those_above_the_largest_above():
+    rng = np.random.default_rng(4)
+    # Prediction Strength-like arms: k = 2, 3 well above 0.9, k = 4, 5 well below
+    values = np.column_stack([0.97 + 0.01 * rng.standard_normal(40), 0.95 + 0.01 * rng.standard_normal(40),
+                              0.6 + 0.05 * rng.standard_normal(40), 0.4 + 0.05 * rng.standard_normal(40)])
+    outcome = threshold_race(values, (20, 40), threshold=0.9)
+    assert (outcome.choice, outcome.reason, outcome.stop, outcome.trials) == (1, "decided", 20, (20, 20, 20, 20))
+    # arm 0 sits on the threshold, unresolved; arm 1 is above it: a smaller k cannot be the largest above
+    values[:, 0] = 0.9 + 0.05 * rng.standard_normal(40)
+    assert threshold_race(values, (20, 40), threshold=0.9).reason == "decided"
+    # arm 3 on the threshold: it is needed (it could be the largest above) and stays so to the end
+    values[:, 3] = 0.9 + 0.05 * np.where(np.arange(40) % 2, 1.0, -1.0)
+    unsettled = threshold_race(values, (20, 40), threshold=0.9)
+    assert unsettled.reason == "unsettled" and unsettled.active == (3,) and unsettled.trials == (20, 20, 20, 40)
+    assert unsettled.choice == 3  # its mean (0.9) is at the threshold: "at least" it
+    assert threshold_race(values, (20, 40), threshold=0.9, epsilon=0.1).reason == "settled"
+    running = threshold_race(values, (20, 40), threshold=0.9, upto=20)
+    assert running.reason == "running" and running.active == (3,) and running.stop == 20
+
+
+def test_the_threshold_race_interval_is_the_bonferroni_t_interval():
+    """An arm is classified above exactly when scipy's t interval at 1 - delta / (arms looks) lies above the threshold."""
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        column = 0.9 + rng.normal(0.02, 0.04, size=30)
+        low, _ = stats.t.interval(1 - 0.05, 29, loc=column.mean(), scale=column.std(ddof=1) / np.sqrt(30))
+        outcome = threshold_race(column[:, None], (30,), threshold=0.9, delta=0.05)
+        assert (outcome.reason == "decided" and outcome.choice == 0) == (low >= 0.9)
+
+
+def test_the_threshold_race_misclassifies_at_most_delta_of_the_time():
+    """Arms just above the threshold (mean 0.92, sd 0.05): a race that ends decided with the arm below is an error."""
+    rng = np.random.default_rng(12)
+    errors = decided = 0
+    for _ in range(400):
+        outcome = threshold_race(rng.normal(0.92, 0.05, size=(80, 1)), (20, 40, 80), threshold=0.9, delta=0.05)
+        decided += outcome.reason == "decided"
+        errors += outcome.reason == "decided" and outcome.choice == -1
+    assert decided > 200 and errors / 400 <= 0.05

@@ -21,8 +21,9 @@ from pipeline.reduce import criterion_scores
 from pipeline.rounds import ADAPTIVE_ATTRIBUTE, AdaptiveFeed
 from pipeline.run import Interrupted, run_sweep
 from pipeline.store import count_cells, open_cube
-from tasks.adaptive import race
+from tasks.adaptive import race_by
 from tasks.cell import Status
+from tasks.criteria import CRITERIA
 
 QUIET = {"show_progress": False, "echo": lambda line: None}
 
@@ -33,7 +34,7 @@ def adaptive_config(**overrides) -> dict:
         "name": "adaptive", "seed": 11, "n": [60, 120], "k": [2, 3, 4, 5], "resamples": 60,
         "datasets": [{"name": "gauss", "kind": "lange_gaussians3"}, {"name": "rings", "kind": "rings3"}],
         "methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
-                     "criteria": ["lange", "pairwise"]}],
+                     "criteria": ["lange", "pairwise", "prediction_strength"]}],
         "adaptive": {"delta": 0.05, "looks": [20, 40, 60]},
         "execution": {"task_seconds": 0.05},
     }
@@ -84,9 +85,9 @@ def test_decisions_are_the_race_on_the_stored_prefix_and_computed_cells_equal_th
             values = scores[name].sel(dataset=dataset, n=int(n), model=model).transpose("trial", "k").values
             ks = [k for k, column in zip(adaptive["k"].values, values.T) if not np.isnan(column[:20]).all()]
             values = values[:, [list(adaptive["k"].values).index(k) for k in ks]]
-            expected = race(values, looks, delta=0.05, ties="largest", upto=r_stop)
+            expected = race_by(CRITERIA[name].decision, values, looks, delta=0.05, epsilon=0.0, upto=r_stop)
             assert outcome["reason"] == expected.reason and outcome["r_stop"] == expected.stop
-            assert outcome["k_hat"] == ks[expected.choice]
+            assert outcome["k_hat"] == (ks[expected.choice] if expected.choice >= 0 else -1)
             assert outcome["in_play"] == [ks[a] for a in expected.active]
             for look, gone in zip(looks, outcome["eliminated"]):
                 for k in gone:  # an eliminated k got no trials after its look, unless another criterion kept it
@@ -97,8 +98,8 @@ def test_decisions_are_the_race_on_the_stored_prefix_and_computed_cells_equal_th
         for k in kept:  # the k's still in play at the stop have every trial up to it
             assert (group[list(adaptive["k"].values).index(k), :r_stop] == Status.OK).all()
     gauss = decided["gauss|120|km"]["criteria"]
-    assert gauss["lange"]["reason"] == "decided" and gauss["lange"]["k_hat"] == 3
-    assert gauss["pairwise"]["reason"] == "decided" and gauss["pairwise"]["k_hat"] == 3
+    for name in ("lange", "pairwise", "prediction_strength"):
+        assert gauss[name]["reason"] == "decided" and gauss[name]["k_hat"] == 3, (name, gauss[name])
 
 
 def test_the_same_cube_for_threads_another_task_cut_a_local_cluster_and_an_interrupted_run(tmp_path, monkeypatch):
