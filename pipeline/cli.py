@@ -480,6 +480,10 @@ def _validate(args: argparse.Namespace) -> int:
         how = ("classifier" if model.classify is not None else "matrix model" if model.orders is not None
                else f"+ {method.predictor}")
         print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}")
+        if method.name in config.adaptive:
+            rule = config.adaptive[method.name]
+            print(f"    adaptive: stops once k̂ is settled, looks {list(rule.looks)}, delta {rule.delta:g}, epsilon "
+                  f"{rule.epsilon:g} (its cells above are the budget: at most this many are computed)")
     return EXIT_OK
 
 

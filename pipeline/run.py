@@ -157,6 +157,8 @@ def preview_plan(config: Config) -> Plan:
         coords = config_coords(config)
         return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
     group = open_existing(path, config)
+    if config.adaptive:
+        check_looks(config, stored_chunk_shape(group)["trial"])
     stored = stored_coords(group)
     coords = merge_coords(stored, config_coords(config))
     status = np.zeros(coords.shape, dtype=np.int8)

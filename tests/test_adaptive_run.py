@@ -147,6 +147,27 @@ def test_a_run_without_adaptive_fills_the_skipped_cells_and_gives_the_fixed_budg
         np.testing.assert_array_equal(filled[name].values, fixed[name].values)
 
 
+def test_more_resamples_extend_an_adaptive_cube_to_what_a_fresh_run_of_them_decides(tmp_path):
+    """The rule at 120 trials (looks 20, 40, 80, 120) on the cube of 60: the same decisions as a fresh run at 120, and
+    every cell that run computed is computed here with the same bits (the cube at 60 may hold a few more: its looks
+    had other Bonferroni levels). ``validate`` says what the block does."""
+    small = adaptive_config(adaptive={"delta": 0.05, "r_min": 20})
+    run(tmp_path, "x.zarr", small, workers=0)
+    larger = adaptive_config(resamples=120, adaptive={"delta": 0.05, "r_min": 20})
+    shown = cli_in_process("validate", str(write_config(tmp_path / "larger.yaml", **larger)), "--out", str(tmp_path / "x.zarr"))
+    assert shown.returncode == 0 and "adaptive: stops once k̂ is settled, looks [20, 40, 80, 120]" in shown.stdout
+    extended = run(tmp_path, "x.zarr", larger, workers=0)
+    fresh = run(tmp_path, "fresh.zarr", larger, workers=0)
+    decisions = [{key: {field: value for field, value in record.items() if field != "cells"}
+                  for key, record in records(cube).items()} for cube in (extended, fresh)]
+    assert decisions[0] == decisions[1]
+    computed = fresh["status"].values == Status.OK
+    assert (extended["status"].values[computed] == Status.OK).all()
+    for name in ("lange", "pairwise", "prediction_strength"):
+        np.testing.assert_array_equal(extended[name].values[computed], fresh[name].values[computed])
+    assert (extended["status"].values[..., 60:] == Status.OK).any()  # a group unsettled at 60 went on
+
+
 def test_status_counts_skipped_cells_with_their_reason(tmp_path):
     cube = run(tmp_path, "s.zarr", adaptive_config(), workers=0)
     shown = cli_in_process("status", str(tmp_path / "s.zarr"))
