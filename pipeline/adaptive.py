@@ -12,7 +12,8 @@ trial-index prefixes that are multiples of the cube's trials per chunk, the last
       epsilon: 0.0     # indifference zone in the criterion's units (>= 0): k's closer than this may tie
       r_min: 20        # looks r_min, 2 r_min, 4 r_min, ... then resamples; or
       looks: [20, 40, 80, 200]   # explicit looks, increasing, the last = resamples
-      mode: t          # Student-t intervals (asymptotic guarantee, spec §5.2)
+      mode: t          # Student-t intervals (asymptotic guarantee, spec §5.2); strict: empirical Bernstein
+                       # (criteria with values in [0, 1] only; valid at every trial count, stops late)
 
 The block is not part of the cube's identity: a cube computed with it is the same cube with fewer cells,
 which a later run (more resamples, adaptive off) extends.
@@ -26,13 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import ConfigError
-from tasks.adaptive import SEQUENTIAL_RULES, doubling_looks
+from tasks.adaptive import MODES, SEQUENTIAL_RULES, doubling_looks
 from tasks.criteria import get_criterion
 from tasks.params import show
 
 KEYS = ("delta", "epsilon", "r_min", "looks", "mode")
-MODES = ("t",)
 OFF = (False, "off", None)
+# Criteria whose stored values lie in [0, 1] (disagreement fractions, prediction strength, error rates): mode
+# strict's empirical Bernstein bound needs the range (Lange's score divided by its baseline: [0, 1 / baseline]).
+UNIT_RANGE = ("lange", "pairwise", "prediction_strength", "test_error", "true_error", "loo_cv")
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,8 @@ def parse_block(block: Any, key: str, resamples: int, inherited: Mapping[str, An
     mode = merged.get("mode", "t")
     if mode not in MODES:
         raise ConfigError(f"{key}.mode", f"expected one of {list(MODES)}, got {show(mode)}",
-                          "use mode: t (the finite-sample 'strict' rules are not available yet: at R <= 1000 they "
-                          "rarely stop early, spec §5.2)")
+                          "use mode: t (Student-t intervals, asymptotic) or strict (empirical Bernstein, valid at every "
+                          "number of trials, and rarely stopping early at R <= 1000: spec §5.2)")
     return AdaptiveSpec(
         delta=_number(merged, "delta", key, 0.05, low=0.0, high=1.0, fix="e.g. delta: 0.05 (a 5% error probability)"),
         epsilon=_number(merged, "epsilon", key, 0.0, low=0.0, high=None,
@@ -138,6 +141,11 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
                                   f"(on the {rule.aggregate}), which has no sequential rule here; {where} needs one",
                                   f"set 'adaptive: off' on methods[{i}] ({method.name}), or give this criterion a method "
                                   "of its own without adaptive")
+        if spec.mode == "strict":
+            for j, criterion in enumerate(method.criteria):
+                if criterion not in UNIT_RANGE:
+                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{where}.mode strict needs values in a known range "
+                                      f"and {criterion!r} has none", f"use mode: t, or only the criteria {list(UNIT_RANGE)}")
         if trials_per_chunk is not None and any(r % trials_per_chunk for r in spec.looks):
             raise ConfigError(f"{where}.looks", f"the looks {list(spec.looks)} are not all multiples of "
                               f"execution.trials_per_chunk = {trials_per_chunk}",

@@ -99,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--epsilon", type=float, default=0.0, help="indifference zone in criterion units, >= 0 (default 0)")
     again.add_argument("--r-min", type=int, default=20, help="the first look; then doubling up to the cube's trials")
     again.add_argument("--permutations", type=int, default=200, help="random trial orders replayed per group")
-    again.add_argument("--criterion", action="append", help="only these criteria (default: all decided by 'smallest')")
+    again.add_argument("--mode", choices=("t", "strict"), default="t",
+                       help="t intervals (default) or strict: empirical Bernstein, for criteria in [0, 1] (the ablation)")
+    again.add_argument("--criterion", action="append", help="only these criteria (default: all with a sequential rule)")
     again.add_argument("--out", help="the table's CSV (default: <cube>-replay.csv beside the cube)")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
     validate.add_argument("config")
@@ -408,6 +410,7 @@ def _replay(args: argparse.Namespace) -> int:
     import json
 
     from pipeline.reduce import criterion_scores
+    from pipeline.cube_attrs import BASELINE
     from pipeline.replay import Setting, replay
     from pipeline.store import load_cube
 
@@ -423,11 +426,14 @@ def _replay(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))
     if unknown:
         raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {sorted(map(str, scores.data_vars))}")
-    setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations)
-    table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion)
+    setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations,
+                      mode=args.mode)
+    table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion,
+                   baseline=cube[BASELINE] if BASELINE in cube else None)
     if table.empty:
         print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
-              "transfer costs, bic, aic), with two complete trials at least")
+              "transfer costs, bic, aic) and prediction_strength (mode strict: those with values in [0, 1]), with two "
+              "complete trials at least")
         return EXIT_OK
     out = Path(args.out) if args.out else _beside_cube(place, "-replay.csv")
     table.to_csv(out, index=False)
@@ -436,13 +442,13 @@ def _replay(args: argparse.Namespace) -> int:
     plot_replay(table, out.with_suffix(".png"))
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "agreement", "cells_median", "decided",
                    "settled", "unsettled", "in_play", "null_false_rate", "null_false_upper"]]
-    print(f"PSE-t replayed in index order and {args.permutations} random orders per group (delta {args.delta:g}, "
+    print(f"{'PSE-t' if args.mode == 't' else 'PSE-EB (strict)'} replayed in index order and {args.permutations} random "
+          f"orders per group (delta {args.delta:g}, "
           f"epsilon {args.epsilon:g}, looks from {args.r_min} doubling); agreement: share of replays ending on the "
           "fixed budget's k̂; cells: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"table: {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")
-    print(f"written to {out}")
+    print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")
     return EXIT_OK
 
 

@@ -22,18 +22,19 @@ import xarray as xr
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, select_k
 from tasks.adaptive import SEQUENTIAL_RULES, choice_on_means, doubling_looks, race, race_by
-from tasks.criteria import Decision
+from tasks.criteria import CRITERIA, Decision
 from tasks.seeding import Purpose, label_id, stream
 
 
 @dataclass(frozen=True)
 class Setting:
-    """The rule's parameters (the config's future ``adaptive:`` block)."""
+    """The rule's parameters (as the config's ``adaptive:`` block gives them) and the replays per group."""
 
     delta: float = 0.05
     epsilon: float = 0.0
     r_min: int = 20
     permutations: int = 200
+    mode: str = "t"  # or strict: the empirical Bernstein radius (tasks.adaptive._radius), for the ablation
 
 
 def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> float:
@@ -43,7 +44,8 @@ def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> fl
     return 1.0 if failures >= trials else float(betaincinv(failures + 1, trials - failures, level))
 
 
-def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng: np.random.Generator) -> tuple[int, int]:
+def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng: np.random.Generator,
+               ranges: np.ndarray | None) -> tuple[int, int]:
     """Decided stops among races of each arm against a permuted copy of itself (permutations per arm)."""
     false, races = 0, 0
     size = looks[-1]
@@ -53,7 +55,8 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
             continue
         for _ in range(max(setting.permutations // values.shape[1], 1)):
             pair = np.column_stack([column[rng.permutation(size)], column[rng.permutation(size)]])
-            false += race(pair, looks, delta=setting.delta, epsilon=0.0).reason == "decided"
+            pair_ranges = None if ranges is None else np.array([ranges[arm], ranges[arm]])
+            false += race(pair, looks, delta=setting.delta, epsilon=0.0, ranges=pair_ranges).reason == "decided"
             races += 1
     return false, races
 
@@ -72,15 +75,18 @@ def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: 
 
 
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
-                 rule: Decision) -> dict[str, Any]:
+                 rule: Decision, ranges: np.ndarray | None = None) -> dict[str, Any]:
     """The replay's summary for one group; ``values`` of shape (trials, len(ks)), decided by ``rule`` (smallest
     mean, or Prediction Strength's largest k above its threshold). ``fixed_curve``: the fixed budget's accuracy
     against the share of cells (:func:`fixed_budget_curve`), over the same orders. Null races (an arm against a
-    copy of itself) only for the smallest-mean rule: a threshold rule compares no two arms."""
+    copy of itself) only for the smallest-mean rule: a threshold rule compares no two arms. ``ranges``: each arm's
+    values lie in [0, ranges[k]] (mode strict)."""
     size = values.shape[0]
     looks = doubling_looks(min(setting.r_min, size), size)
     orders = [np.arange(size)] + [rng.permutation(size) for _ in range(setting.permutations)]
-    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon) for order in orders]
+    ranges = ranges if setting.mode == "strict" else None
+    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ranges=ranges)
+                for order in orders]
     budget = size * len(ks)
     cells = np.array([outcome.cells for outcome in outcomes]) / budget
     chosen = [int(ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
@@ -88,7 +94,7 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
     reference = int(np.flatnonzero(ks == fixed_k)[0]) if fixed_k in ks else -1
     curve = fixed_budget_curve(values, orders, reference, rule)
     reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
-    false, races = _null_rate(values, looks, setting, rng) if rule.rule == "smallest" else (0, 0)
+    false, races = _null_rate(values, looks, setting, rng, ranges) if rule.rule == "smallest" else (0, 0)
     in_order = outcomes[0]
     return {"fixed_k_hat": fixed_k, "in_order_k": chosen[0], "in_order_reason": in_order.reason,
             "in_order_stop": in_order.stop, "in_play": " ".join(str(ks[i]) for i in in_order.active),
@@ -99,10 +105,15 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
             "fixed_curve": " ".join(f"{r}:{share:.4g}" for r, share in curve.items())}
 
 
-def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None) -> pd.DataFrame:
-    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset)."""
+def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
+           baseline: xr.DataArray | None = None) -> pd.DataFrame:
+    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset). Mode strict: only
+    the criteria with values in [0, 1] (``pipeline.adaptive.UNIT_RANGE``; Lange's score in [0, 1 / ``baseline``])."""
+    from pipeline.adaptive import UNIT_RANGE
+
     rules = {name: rule for name, rule in deciding_rules(scores, None).items()
-             if rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean" and (criteria is None or name in criteria)}
+             if rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean" and (criteria is None or name in criteria)
+             and (setting.mode == "t" or name in UNIT_RANGE)}
     chosen = select_k(scores)
     ks = scores["k"].values
     rows = []
@@ -118,9 +129,12 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     if complete.sum() < 2 or group.shape[1] < 2:
                         continue
                     rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
+                    ranges = np.ones(int(defined.sum()))
+                    if name in CRITERIA and CRITERIA[name].normalised_by_random_labels and baseline is not None:
+                        ranges = 1.0 / baseline.sel(n=n).values[defined]
                     summary = replay_group(group[complete], ks[defined],
                                            int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
-                                           rule)
+                                           rule, ranges)
                     rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
                                  "trials": int(complete.sum()), **summary})
     return pd.DataFrame(rows)

@@ -184,6 +184,12 @@ class AdaptiveFeed:
             values = values / self.baseline[i, ks][:, None]
         return values.T
 
+    def _ranges(self, state: _Group, criterion: str, arms: tuple[int, ...]) -> np.ndarray:
+        """Mode strict: the range [0, r_k] of each arm's scores (values in [0, 1]; Lange's divided by its baseline)."""
+        if get_criterion(criterion).normalised_by_random_labels and self.baseline is not None:
+            return 1.0 / self.baseline[state.index[1], list(arms)]
+        return np.ones(len(arms))
+
     def _decide(self, state: _Group) -> None:
         r = state.spec.looks[state.look]
         first = state.spec.looks[0]
@@ -195,7 +201,8 @@ class AdaptiveFeed:
             if not arms:
                 continue
             outcome = race_by(get_criterion(criterion).decision, values[:, columns], state.spec.looks,
-                              delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r)
+                              delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r,
+                              ranges=self._ranges(state, criterion, arms) if state.spec.mode == "strict" else None)
             state.races[criterion] = (outcome, arms)
             if outcome.reason == "running":
                 in_play |= {arms[a] for a in outcome.active}

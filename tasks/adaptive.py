@@ -63,8 +63,30 @@ def t_quantile(q: float, df: Any) -> Any:
     return stdtrit(df, q)
 
 
-def _intervals(values: NDArray[np.float64], delta_pair: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Mean and radius of every pairwise difference D(k, j) = Y(k) - Y(j), shape (a, a); NaN pairs have no interval."""
+MODES = ("t", "strict")
+
+
+def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float,
+            width: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """The half-width of an interval for a mean of ``count`` values with sample sd ``sd``, at level 1 - delta_each.
+
+    ``width`` None: Student's t, t_{1 - delta_each/2, count-1} sd / sqrt(count) (mode ``t``, asymptotic). Else the
+    empirical Bernstein bound of Maurer & Pontil (2009, Thm 4), two-sided, for values in a range of that width:
+    sqrt(2 V ln(4/delta_each) / count) + 7 width ln(4/delta_each) / (3 (count - 1)) (mode ``strict``: valid at
+    every count, and wide: the spec's pilot saw it never stop by 200 trials)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if width is None:
+            radius = t_quantile(1 - delta_each / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
+        else:
+            log_term = math.log(4 / delta_each)
+            radius = np.sqrt(2 * sd**2 * log_term / count) + 7 * width * log_term / (3 * (count - 1))
+    return np.where(count >= 2, radius, np.inf)
+
+
+def _intervals(values: NDArray[np.float64], delta_pair: float,
+               ranges: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Mean and radius of every pairwise difference D(k, j) = Y(k) - Y(j), shape (a, a); NaN pairs have no interval.
+    ``ranges``: each arm's values lie in [0, ranges[k]] (mode strict: D(k, j) in a range of ranges[k] + ranges[j])."""
     diff = values[:, :, None] - values[:, None, :]
     present = ~np.isnan(diff)
     count = present.sum(axis=0)
@@ -72,19 +94,19 @@ def _intervals(values: NDArray[np.float64], delta_pair: float) -> tuple[NDArray[
         mean = np.where(present, diff, 0.0).sum(axis=0) / count
         spread = np.where(present, diff - mean, 0.0)
         sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
-        radius = t_quantile(1 - delta_pair / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
-    radius = np.where(count >= 2, radius, np.inf)
-    return mean, radius
+    width = None if ranges is None else ranges[:, None] + ranges[None, :]
+    return mean, _radius(sd, count, delta_pair, width)
 
 
 def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.05, epsilon: float = 0.0,
-         ties: str = "largest", upto: int | None = None) -> Race:
+         ties: str = "largest", upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
     """PSE-t on ``values`` of shape (trials, arms), arms in increasing k; ``ties``: the arm picked among equals
     (``largest`` or ``smallest`` index, the criterion's convention). Only ``values[:looks[-1]]`` is read.
 
     ``upto``: only the looks at most ``upto`` are taken (a race still being run: the trials after are not
     computed yet); if none of them stops the race, it is returned ``running`` after the last of them, with the
-    arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first)."""
+    arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first). ``ranges``: mode
+    strict, the empirical Bernstein radius for arms with values in [0, ranges[k]] (:func:`_radius`)."""
     arms = values.shape[1]
     pairs = arms * (arms - 1) // 2
     delta_pair = delta / (max(pairs, 1) * len(looks))
@@ -100,7 +122,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
         if upto is not None and r > upto:
             return Race(active[0], "running", taken, tuple(active), tuple(trials), tuple(eliminated))
         taken = r
-        mean, radius = _intervals(values[:r][:, active], delta_pair)
+        mean, radius = _intervals(values[:r][:, active], delta_pair, None if ranges is None else ranges[active])
         worse = ((mean - radius) > 0).any(axis=1)
         gone = tuple(arm for arm, out in zip(active, worse) if out)
         for arm in gone:
@@ -131,7 +153,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
 
 
 def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, threshold: float, delta: float = 0.05,
-                   epsilon: float = 0.0, upto: int | None = None) -> Race:
+                   epsilon: float = 0.0, upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
     """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength; spec §5.2,
     "Other decision rules"), on ``values`` of shape (trials, arms), arms in increasing k.
 
@@ -141,7 +163,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
     largest one classified above are needed (a smaller k cannot be the largest above). Stops *decided* (or
     *settled* if an epsilon classification was used) when no arm is needed; ``choice``: the largest arm above,
     -1 if none. At the last look the arms still needed are classified by their means: *unsettled*.
-    ``running``: as :func:`race` with ``upto``.
+    ``running``: as :func:`race` with ``upto``; ``ranges``: as :func:`race`.
     """
     arms = values.shape[1]
     delta_arm = delta / (max(arms, 1) * len(looks))
@@ -170,8 +192,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(present, block, 0.0).sum(axis=0) / count
             sd = np.sqrt((np.where(present, block - mean, 0.0) ** 2).sum(axis=0) / (count - 1))
-            radius = t_quantile(1 - delta_arm / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
-        radius = np.where(count >= 2, radius, np.inf)
+        radius = _radius(sd, count, delta_arm, None if ranges is None else np.asarray(ranges)[active])
         last = look == len(looks) - 1
         for arm, m, rad in zip(active, mean, radius):
             if m - rad >= threshold:
@@ -206,12 +227,13 @@ SEQUENTIAL_RULES = ("smallest", "largest_above")  # decision rules (on the mean 
 
 
 def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
-            upto: int | None = None) -> Race:
+            upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
     """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
-    :func:`threshold_race` for "largest_above" (Prediction Strength)."""
+    :func:`threshold_race` for "largest_above" (Prediction Strength); ``ranges`` given: mode strict."""
     if rule.rule == "largest_above":
-        return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto)
-    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto)
+        return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto,
+                              ranges=ranges)
+    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto, ranges=ranges)
 
 
 def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:

@@ -139,6 +139,21 @@ def test_the_threshold_race_classifies_each_k_and_needs_only_those_above_the_lar
     assert running.reason == "running" and running.active == (3,) and running.stop == 20
 
 
+def test_the_strict_radius_is_the_empirical_bernstein_bound_and_stops_later():
+    """Maurer & Pontil's bound by hand; on a clear difference t decides at the first look, strict only later."""
+    from tasks.adaptive import _radius
+
+    log_term = np.log(4 / 0.01)
+    expected = np.sqrt(2 * 0.2**2 * log_term / 50) + 7 * 2.0 * log_term / (3 * 49)
+    assert np.isclose(_radius(np.array([0.2]), np.array([50]), 0.01, np.array([2.0]))[0], expected)
+    rng = np.random.default_rng(5)
+    values = np.column_stack([rng.uniform(0.0, 0.2, 400), rng.uniform(0.3, 0.5, 400)])
+    t_mode = race(values, (20, 40, 80, 160, 400))
+    strict = race(values, (20, 40, 80, 160, 400), ranges=np.ones(2))
+    assert (t_mode.reason, t_mode.stop) == ("decided", 20) and strict.reason == "decided" and strict.stop > 20
+    assert t_mode.choice == strict.choice == 0
+
+
 def test_the_threshold_race_interval_is_the_bonferroni_t_interval():
     """An arm is classified above exactly when scipy's t interval at 1 - delta / (arms looks) lies above the threshold."""
     rng = np.random.default_rng(9)
