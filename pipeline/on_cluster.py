@@ -63,15 +63,12 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
     overlaps the first tasks: for a small sweep, creation costs as much as the computation.
     """
     window = config.execution.max_tasks_in_flight or 4 * threads
-    first = feed.take(window)
-    needed = {task.dataset for task in first} if feed.total == sum(task.cells for task in first) else {
-        d.name for d in config.datasets}  # all tasks at hand: scatter only their datasets
     arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
-              if d.data is not None and d.name in needed}
+              if d.data is not None and d.name in feed.datasets}
     labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
-              if d.labels is not None and d.name in needed}
+              if d.labels is not None and d.name in feed.datasets}
     synthetic = synthetic_sources(config)
-    pending = deque(first)
+    pending: deque[Task] = deque()
     isolated: deque[Task] = deque()  # cells of a task that failed as a whole, resubmitted one by one first
     futures = as_completed()
     in_flight: dict = {}

@@ -43,11 +43,22 @@ from tasks.criteria import get_criterion
 ADAPTIVE_ATTRIBUTE = "ordercube_adaptive"
 
 
+def forget_records(group: zarr.Group, config: Config) -> None:
+    """Drop the decision records of the methods ``config`` runs without an adaptive rule: it fills their skipped
+    cells, and the cube then holds the fixed budget's cells for them."""
+    records = json.loads(str(group.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+    kept = {key: record for key, record in records.items() if record["method"] in config.adaptive}
+    if kept != records:
+        group.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(kept)
+
+
 class Feed(Protocol):
     """Tasks ready now (``take``), and what the executor tells after storing results (``stored``: returns the
-    cells stored as skipped meanwhile); ``total``: the cells it may hand out, at most."""
+    cells stored as skipped meanwhile); ``total``: the cells it may hand out, at most; ``datasets``: the names of
+    the datasets its tasks may read (a cluster receives their arrays once)."""
 
     total: int
+    datasets: set[str]
 
     def take(self, count: int) -> list[Task]: ...
 
@@ -61,6 +72,7 @@ class FixedFeed:
         self._pending = iter(tasks)
         self.total = sum(task.cells for task in tasks)
         self.tasks = len(tasks)
+        self.datasets = {task.dataset for task in tasks}
 
     def take(self, count: int) -> list[Task]:
         return list(islice(self._pending, max(count, 0)))
@@ -118,6 +130,7 @@ class AdaptiveFeed:
                                                     joint=get_algorithm(method.algorithm).cluster_many is not None,
                                                     in_play=planned)
         self.total = sum(task.cells for task in fixed) + int(sum(self.todo[index].sum() for index in self.groups))
+        self.datasets = {task.dataset for task in fixed} | {coords.dataset[d] for d, _, _ in self.groups}
         self.skipped = self._reported = 0
         for state in self.groups.values():
             self._advance(state)

@@ -30,7 +30,7 @@ from pipeline.integrity import record_unrecorded
 from pipeline.kernel_cache import use_writable_cache
 from pipeline.location import location
 from pipeline.lock import CubeLock, describe_stale
-from pipeline.rounds import AdaptiveFeed, Feed, FixedFeed
+from pipeline.rounds import AdaptiveFeed, Feed, FixedFeed, forget_records
 from pipeline.store import (
     BASELINE, array, check_new_cube_path, create, is_cube, open_existing, open_for_run, status_for_planning,
     stored_chunk_shape, stored_coords,
@@ -246,6 +246,7 @@ def _sweep_locked(
             record_unrecorded(group, lost.unrecorded)
         plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)
         fill_baseline(group, config, coords)
+        forget_records(group, config)
         if not plan.chunks:
             echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
             return Summary(0, 0, 0, 0.0)
