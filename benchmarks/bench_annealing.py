@@ -15,13 +15,13 @@ d = 100 fits show how (un)evenly each splits.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from tasks.algorithms.annealing import deterministic_annealing
 from tasks.algorithms.kmeans import kmeans
 from tasks.algorithms.kmeans1d import kmeans_1d_exact
+from timing import best_seconds
 
 FAMILIES = ("3 gaussians", "8 gaussians", "uniform")
 DIMENSIONS, SIZES, ORDERS = (1, 2, 10, 100), (100, 400), (2, 3, 5, 8)
@@ -38,14 +38,6 @@ def data(family: str, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
 def objective(X: np.ndarray, labels: np.ndarray) -> float:
     return float(sum(((X[labels == c] - X[labels == c].mean(axis=0)) ** 2).sum() for c in np.unique(labels)))
 
-
-def best_seconds(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from tasks.algorithms.boolean_mf import bmf_transfer_costs, bmf_transfer_costs_numpy, greconD, greconD_numpy
+from timing import best_seconds
 
 KS = np.array([1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 400])
 K_MAX = 400
@@ -43,14 +44,6 @@ def planted(rng: np.random.Generator, n: int = 3000, d: int = 500, roles: int = 
     X = (holds.astype(np.float32) @ grants.astype(np.float32)) > 0
     return np.where(X, rng.random((n, d)) >= 0.02, rng.random((n, d)) < 0.01)
 
-
-def best_of(function, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def edges_matrix(name: str, users: int | None, rng: np.random.Generator) -> np.ndarray:
@@ -89,7 +82,7 @@ def main() -> None:
     bmf_transfer_costs(train[:50], warm, test[:5], [1, 2])
 
     factors = greconD(train, K_MAX)
-    fit_s = best_of(lambda: greconD(train, K_MAX))
+    fit_s = best_seconds(lambda: greconD(train, K_MAX))
     print(f"\nfit: GreConD to k = {K_MAX}, compiled: {fit_s:.3f} s ({factors.n_factors} factors, "
           f"coverage {factors.coverage[-1]:.3f} of {factors.n_ones} ones)")
     with threadpool_limits(limits=1):
@@ -104,9 +97,9 @@ def main() -> None:
     print(f"     numpy reference: {reference_s:.1f} s (identical factors: {same}; its first 20 factors: {first_s:.1f} s); "
           f"ratio {reference_s / fit_s:,.0f}x")
 
-    transfer_s = best_of(lambda: bmf_transfer_costs(train, factors, test, KS))
+    transfer_s = best_seconds(lambda: bmf_transfer_costs(train, factors, test, KS))
     with threadpool_limits(limits=1):
-        reference_transfer_s = best_of(lambda: bmf_transfer_costs_numpy(train, factors, test, KS))
+        reference_transfer_s = best_seconds(lambda: bmf_transfer_costs_numpy(train, factors, test, KS))
     compiled = bmf_transfer_costs(train, factors, test, KS)
     agree = np.allclose(compiled, bmf_transfer_costs_numpy(train, factors, test, KS), rtol=0, atol=1e-12)
     print(f"\ntransfer: {test.shape[0]} test users, {KS.size} k: compiled {transfer_s * 1e3:.1f} ms, numpy per-k loop "

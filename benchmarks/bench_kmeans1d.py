@@ -13,24 +13,16 @@ per point per fit (one fit = one k), and the ratio kmeans1d / ordercube (> 1: or
 from __future__ import annotations
 
 import argparse
-import time
 
 import kmeans1d
 import numpy as np
 
 from tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
 from tasks.datasets.synthetic import shamir_mixture1d
+from timing import best_seconds
 
 KS = (2, 3, 4)
 
-
-def best_seconds(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main() -> None:

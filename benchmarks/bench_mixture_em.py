@@ -16,7 +16,6 @@ measured times linearly over k = 1..10 and averages them over r, n and k. Nothin
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
@@ -26,19 +25,12 @@ from threadpoolctl import threadpool_limits
 
 from tasks.algorithms.mixture_em import fit_mixture
 from tasks.datasets.synthetic import gaussian_mixture
+from timing import best_seconds
 
 NS = (250, 500)
 N_INIT = 5
 TRIANGLE = [[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3.0) / 2.0]]
 
-
-def best_seconds(function, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def measure(r: float, ks: list[int], repeats: int) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
