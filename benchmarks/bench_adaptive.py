@@ -5,7 +5,7 @@ saves, within 20%. Each round runs ``ordercube run`` as a user does (a fresh cub
 configs/quickstart.yaml with ``resamples: 200``, once as it is and once with ``adaptive: {delta: 0.05, r_min: 20}``,
 in this process's threads (``--workers 0``) and on a LocalCluster of two workers (``--workers 2``), alternating.
 Printed per setting: the median wall time, the cells computed and the compute seconds the cube records (its
-``seconds`` variable), and the ratios fixed / adaptive of all three.
+``seconds`` variable), and the ratios fixed / adaptive of all three; then the replay targets on the fixed cube.
 
     python benchmarks/bench_adaptive.py [--rounds 3]
 """
@@ -74,6 +74,28 @@ def main() -> None:
             (fw, fc, fs), (aw, ac, as_) = medians["fixed"], medians["adaptive"]
             print(f"{'':<22} {'fixed/adaptive':<9} wall {fw / aw:.2f}x, cells {fc / ac:.2f}x, compute {fs / as_:.2f}x "
                   f"(wall factor / cells factor {fw / aw / (fc / ac):.2f}; the target: >= 0.8)")
+        replay_targets(Path(folder) / "fixed-0-0.zarr")
+
+
+def replay_targets(cube_path: Path) -> None:
+    """Issue 18's replay targets on the fixed cube: easy groups (3 Gaussians, n >= 300) on the full budget's k̂ in
+    >= 99% of 200 replays with <= 20% of the cells; hard groups (the rings) unsettled or settled, not decided wrong."""
+    import json
+
+    from pipeline.reduce import criterion_scores
+    from pipeline.replay import Setting, replay
+    from pipeline.store import load_cube
+
+    cube = load_cube(cube_path)
+    table = replay(criterion_scores(cube), Setting(), seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]),
+                   baseline=cube["lange_random"])
+    easy = table[(table["dataset"] == "gaussians3") & (table["n"] >= 300)]
+    rings = table[table["dataset"] == "rings3"]
+    print(f"replay (PSE-t, delta 0.05, 200 orders): easy groups agreement >= {easy['agreement'].min():.3f} "
+          f"(target 0.99), median cells <= {easy['cells_median'].max():.3f} of the budget (target 0.20); rings: "
+          f"{int(rings['decided'].sum())} decided, {int(rings['settled'].sum())} settled, {int(rings['unsettled'].sum())} "
+          f"unsettled of {len(rings) * 201} replays; null races false-decision rate <= {table['null_false_rate'].max():.3f} "
+          f"(delta 0.05)")
 
 
 if __name__ == "__main__":
