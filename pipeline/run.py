@@ -125,7 +125,7 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
                             f"= {threshold:g}")
 
 
-def cells_to_do(config: Config, coords: Coords, status: np.ndarray, *, retry_failed: bool = False) -> np.ndarray:
+def cells_to_do(status: np.ndarray, *, retry_failed: bool = False) -> np.ndarray:
     """The cells a run may compute: pending ones, skipped ones (a method without an adaptive rule now, or whose
     rule wants them, fills them: pipeline.rounds), and with ``retry_failed`` failed and crashed ones."""
     todo = (status == Status.PENDING) | (status == Status.SKIPPED)
@@ -139,7 +139,7 @@ def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], statu
     """The chunks a run computes. An adaptive method's cells are planned by its rounds (pipeline.rounds) and
     counted here as their budget; its skipped cells are left alone (its rule decided it does not need them)."""
     mask = planned_mask(plan_of(config), coords)
-    todo = cells_to_do(config, coords, status, retry_failed=retry_failed)
+    todo = cells_to_do(status, retry_failed=retry_failed)
     adaptive = np.array([name in config.adaptive for name in coords.model])[None, None, :, None, None]
     todo &= ~(adaptive & (status == Status.SKIPPED))
     return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
@@ -270,7 +270,7 @@ def _sweep_locked(
     def feed_for(threads: int) -> Feed:
         if not config.adaptive:
             return FixedFeed(plan.tasks(workers=threads))
-        return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed, echo=echo)
+        return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed)
 
     if placement.here:
         echo(placement.reason)
@@ -304,22 +304,22 @@ def _computing(plan: Plan, feed: Feed, path: Any) -> str:
             f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
 
 
-def adaptive_feed(plan: Plan, cube: zarr.Group, status: np.ndarray, threads: int, *, retry_failed: bool,
-                  echo: Callable[[str], None]) -> AdaptiveFeed:
-    """The rounds of the adaptive methods, and the plan's other chunks as tasks (pipeline.rounds)."""
+def adaptive_feed(plan: Plan, cube: zarr.Group, status: np.ndarray, threads: int, *, retry_failed: bool) -> AdaptiveFeed:
+    """The rounds of the adaptive methods (each cut into tasks of ``execution.task_seconds``, not finer: the groups'
+    rounds share the workers), and the plan's other chunks as tasks, cut as a fixed plan's are (pipeline.rounds)."""
     config, coords = plan.config, plan.coords
     adaptive = {j for j, name in enumerate(coords.model) if name in config.adaptive}
-    per_point = plan.seconds_per_point
 
-    def make_tasks(chunks: list[Chunk]) -> list[Task]:
-        groups = group_into_tasks(chunks, coords, seconds_per_point=per_point,
-                                  task_seconds=config.execution.task_seconds, workers=0)
+    def tasks_of(chunks: list[Chunk], workers: int) -> list[Task]:
+        if not chunks:
+            return []
+        groups = group_into_tasks(chunks, coords, seconds_per_point=plan.seconds_per_point,
+                                  task_seconds=config.execution.task_seconds, workers=workers)
         return build_tasks(config, coords, groups)
 
-    fixed = make_tasks([chunk for chunk in plan.chunks if chunk.model not in adaptive]) if any(
-        chunk.model not in adaptive for chunk in plan.chunks) else []
-    todo = cells_to_do(config, coords, status, retry_failed=retry_failed)
-    return AdaptiveFeed(config, coords, plan.chunk_shape, todo, cube, make_tasks, fixed)
+    fixed = tasks_of([chunk for chunk in plan.chunks if chunk.model not in adaptive], threads)
+    return AdaptiveFeed(config, coords, plan.chunk_shape, cells_to_do(status, retry_failed=retry_failed), cube,
+                        lambda chunks: tasks_of(chunks, 0), fixed)
 
 
 def fit_work(method: MethodSpec) -> float:

@@ -227,13 +227,13 @@ def test_a_method_may_turn_the_rule_off_or_change_it(tmp_path):
     raw = adaptive_config(methods=[
         {"name": "km", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
          "criteria": ["lange"], "adaptive": {"delta": 0.01}},
-        {"name": "gapped", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
-         "criteria": ["gap"], "adaptive": "off"}])
+        {"name": "internal", "algorithm": "kmeans", "params": {"n_init": 2}, "predictor": "nearest_centroid",
+         "criteria": ["silhouette"], "adaptive": "off"}])
     config = parse_config(raw, base=tmp_path)
     assert set(config.adaptive) == {"km"} and config.adaptive["km"].delta == 0.01
     assert config.adaptive["km"].looks == (20, 40, 60)
     cube = run(tmp_path, "m.zarr", raw, workers=0)
-    assert (cube["status"].sel(model="gapped").values == Status.OK).all()
+    assert (cube["status"].sel(model="internal").values == Status.OK).all()
     assert (cube["status"].sel(model="km").values == Status.SKIPPED).any()
 
 
