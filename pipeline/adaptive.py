@@ -26,8 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from pipeline.errors import ConfigError
-from tasks.adaptive import MODES, SEQUENTIAL_RULES, doubling_looks
+from tasks.adaptive import MODES, doubling_looks, has_race
 from tasks.criteria import get_criterion
 from tasks.params import show
 
@@ -54,8 +56,15 @@ class AdaptiveSpec:
 def sequential(criterion: str) -> bool:
     """Whether ``criterion`` has a sequential rule here: decided by the smallest mean over the trials, or by the
     largest k whose mean is above a threshold (Prediction Strength): tasks.adaptive.race_by."""
-    decision = get_criterion(criterion).decision
-    return decision.rule in SEQUENTIAL_RULES and decision.aggregate == "mean"
+    return has_race(get_criterion(criterion).decision)
+
+
+def score_ranges(criterion: str, baseline: np.ndarray | None, count: int) -> np.ndarray:
+    """Mode strict: the upper ends of the ``count`` arms' score ranges [0, r_k]: 1 for values in [0, 1], 1 / the
+    random-labeling baseline for Lange's normalised score (``baseline``: that n's baseline at the arms' k's, or None)."""
+    if get_criterion(criterion).normalised_by_random_labels and baseline is not None:
+        return 1.0 / np.asarray(baseline, dtype=float)
+    return np.ones(count)
 
 
 def _number(block: Mapping[str, Any], name: str, key: str, default: float, *, low: float, high: float | None,

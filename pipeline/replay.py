@@ -21,8 +21,8 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, select_k
-from tasks.adaptive import SEQUENTIAL_RULES, choice_on_means, doubling_looks, race, race_by
-from tasks.criteria import CRITERIA, Decision
+from tasks.adaptive import choice_on_means, doubling_looks, has_race, race, race_by
+from tasks.criteria import Decision
 from tasks.seeding import Purpose, label_id, stream
 
 
@@ -109,10 +109,10 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
            baseline: xr.DataArray | None = None) -> pd.DataFrame:
     """The replay of every group of the criteria with a sequential rule (``criteria``: a subset). Mode strict: only
     the criteria with values in [0, 1] (``pipeline.adaptive.UNIT_RANGE``; Lange's score in [0, 1 / ``baseline``])."""
-    from pipeline.adaptive import UNIT_RANGE
+    from pipeline.adaptive import UNIT_RANGE, score_ranges
 
     rules = {name: rule for name, rule in deciding_rules(scores, None).items()
-             if rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean" and (criteria is None or name in criteria)
+             if has_race(rule) and (criteria is None or name in criteria)
              and (setting.mode == "t" or name in UNIT_RANGE)}
     chosen = select_k(scores)
     ks = scores["k"].values
@@ -129,9 +129,8 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     if complete.sum() < 2 or group.shape[1] < 2:
                         continue
                     rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
-                    ranges = np.ones(int(defined.sum()))
-                    if name in CRITERIA and CRITERIA[name].normalised_by_random_labels and baseline is not None:
-                        ranges = 1.0 / baseline.sel(n=n).values[defined]
+                    ranges = score_ranges(name, None if baseline is None else baseline.sel(n=n).values[defined],
+                                          int(defined.sum()))
                     summary = replay_group(group[complete], ks[defined],
                                            int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
                                            rule, ranges)

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 import zarr
 
-from pipeline.adaptive import AdaptiveSpec
+from pipeline.adaptive import AdaptiveSpec, score_ranges
 from pipeline.config import Config
 from pipeline.graph import Task
 from pipeline.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
@@ -197,12 +197,6 @@ class AdaptiveFeed:
             values = values / self.baseline[i, ks][:, None]
         return values.T
 
-    def _ranges(self, state: _Group, criterion: str, arms: tuple[int, ...]) -> np.ndarray:
-        """Mode strict: the range [0, r_k] of each arm's scores (values in [0, 1]; Lange's divided by its baseline)."""
-        if get_criterion(criterion).normalised_by_random_labels and self.baseline is not None:
-            return 1.0 / self.baseline[state.index[1], list(arms)]
-        return np.ones(len(arms))
-
     def _decide(self, state: _Group) -> None:
         r = state.spec.looks[state.look]
         first = state.spec.looks[0]
@@ -215,7 +209,9 @@ class AdaptiveFeed:
                 continue
             outcome = race_by(get_criterion(criterion).decision, values[:, columns], state.spec.looks,
                               delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r,
-                              ranges=self._ranges(state, criterion, arms) if state.spec.mode == "strict" else None)
+                              ranges=score_ranges(criterion, None if self.baseline is None else
+                                                  self.baseline[state.index[1], list(arms)], len(arms))
+                              if state.spec.mode == "strict" else None)
             state.races[criterion] = (outcome, arms)
             if outcome.reason == "running":
                 in_play |= {arms[a] for a in outcome.active}

@@ -226,6 +226,11 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
 SEQUENTIAL_RULES = ("smallest", "largest_above")  # decision rules (on the mean over trials) with a race here
 
 
+def has_race(rule: Any) -> bool:
+    """Whether a decision rule (``tasks.criteria.Decision``) has a race here: on the mean, by one of ``SEQUENTIAL_RULES``."""
+    return rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean"
+
+
 def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
             upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
     """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
