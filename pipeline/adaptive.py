@@ -12,8 +12,10 @@ trial-index prefixes that are multiples of the cube's trials per chunk, the last
       epsilon: 0.0     # indifference zone in the criterion's units (>= 0): k's closer than this may tie
       r_min: 20        # looks r_min, 2 r_min, 4 r_min, ... then resamples; or
       looks: [20, 40, 80, 200]   # explicit looks, increasing, the last = resamples
-      mode: t          # Student-t intervals (asymptotic guarantee, spec §5.2); strict: empirical Bernstein
-                       # (criteria with values in [0, 1] only; valid at every trial count, stops late)
+      mode: t          # Student-t intervals (asymptotic guarantee, spec §5.2); guarded: each t interval trusted
+                       # only once Cochran's rule holds for it (trials > 25 skewness^2: for arms with rare large
+                       # values; more cells); strict: empirical Bernstein (criteria with values in [0, 1] only;
+                       # valid at every trial count, stops late)
 
 The block is not part of the cube's identity: a cube computed with it is the same cube with fewer cells,
 which a later run (more resamples, adaptive off) extends.
@@ -119,8 +121,9 @@ def parse_block(block: Any, key: str, resamples: int, inherited: Mapping[str, An
     mode = merged.get("mode", "t")
     if mode not in MODES:
         raise ConfigError(f"{key}.mode", f"expected one of {list(MODES)}, got {show(mode)}",
-                          "use mode: t (Student-t intervals, asymptotic) or strict (empirical Bernstein, valid at every "
-                          "number of trials, and rarely stopping early at R <= 1000: spec §5.2)")
+                          "use mode: t (Student-t intervals, asymptotic), guarded (t intervals once Cochran's rule holds: "
+                          "for criteria with rare large values) or strict (empirical Bernstein, valid at every number of "
+                          "trials, and rarely stopping early at R <= 1000: spec §5.2)")
     return AdaptiveSpec(
         delta=_number(merged, "delta", key, 0.05, low=0.0, high=1.0, fix="e.g. delta: 0.05 (a 5% error probability)"),
         epsilon=_number(merged, "epsilon", key, 0.0, low=0.0, high=None,

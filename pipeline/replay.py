@@ -34,7 +34,7 @@ class Setting:
     epsilon: float = 0.0
     r_min: int = 20
     permutations: int = 200
-    mode: str = "t"  # or strict: the empirical Bernstein radius (tasks.adaptive._radius), for the ablation
+    mode: str = "t"  # guarded: Cochran's rule on each interval; strict: the empirical Bernstein radius (tasks.adaptive)
 
 
 def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> float:
@@ -45,7 +45,7 @@ def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> fl
 
 
 def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng: np.random.Generator,
-               ranges: np.ndarray | None) -> tuple[int, int]:
+               ranges: np.ndarray | None, guarded: bool) -> tuple[int, int]:
     """Decided stops among races of each arm against a permuted copy of itself (permutations per arm)."""
     false, races = 0, 0
     size = looks[-1]
@@ -56,7 +56,8 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
         for _ in range(max(setting.permutations // values.shape[1], 1)):
             pair = np.column_stack([column[rng.permutation(size)], column[rng.permutation(size)]])
             pair_ranges = None if ranges is None else np.array([ranges[arm], ranges[arm]])
-            false += race(pair, looks, delta=setting.delta, epsilon=0.0, ranges=pair_ranges).reason == "decided"
+            false += race(pair, looks, delta=setting.delta, epsilon=0.0, ranges=pair_ranges,
+                          guarded=guarded).reason == "decided"
             races += 1
     return false, races
 
@@ -85,20 +86,23 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
     looks = doubling_looks(min(setting.r_min, size), size)
     orders = [np.arange(size)] + [rng.permutation(size) for _ in range(setting.permutations)]
     ranges = ranges if setting.mode == "strict" else None
-    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ranges=ranges)
-                for order in orders]
+    guarded = setting.mode == "guarded"
+    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ranges=ranges,
+                        guarded=guarded) for order in orders]
     budget = size * len(ks)
     cells = np.array([outcome.cells for outcome in outcomes]) / budget
     chosen = [int(ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
     agree = np.mean([k == fixed_k for k in chosen])
+    wrong = sum(k != fixed_k and outcome.reason != "unsettled" for k, outcome in zip(chosen, outcomes))
     reference = int(np.flatnonzero(ks == fixed_k)[0]) if fixed_k in ks else -1
     curve = fixed_budget_curve(values, orders, reference, rule)
     reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
-    false, races = _null_rate(values, looks, setting, rng, ranges) if rule.rule == "smallest" else (0, 0)
+    false, races = _null_rate(values, looks, setting, rng, ranges, guarded) if rule.rule == "smallest" else (0, 0)
     in_order = outcomes[0]
     return {"fixed_k_hat": fixed_k, "in_order_k": chosen[0], "in_order_reason": in_order.reason,
             "in_order_stop": in_order.stop, "in_play": " ".join(str(ks[i]) for i in in_order.active),
-            "agreement": float(agree), "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
+            "agreement": float(agree), "stopped_wrong": int(wrong),
+            "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
             **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
             "null_races": races, "null_false_rate": false / races if races else np.nan,
             "null_false_upper": clopper_pearson_upper(false, races) if races else np.nan,

@@ -211,7 +211,7 @@ class AdaptiveFeed:
                               delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r,
                               ranges=score_ranges(criterion, None if self.baseline is None else
                                                   self.baseline[state.index[1], list(arms)], len(arms))
-                              if state.spec.mode == "strict" else None)
+                              if state.spec.mode == "strict" else None, guarded=state.spec.mode == "guarded")
             state.races[criterion] = (outcome, arms)
             if outcome.reason == "running":
                 in_play |= {arms[a] for a in outcome.active}

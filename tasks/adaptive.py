@@ -14,6 +14,13 @@ and its interval is mean ± t_{1 - delta'/2, r - 1} s / sqrt(r) with delta' = de
 
 Guarantee (asymptotic, by the CLT at each look and a union bound): the returned arm is within epsilon of the
 best, or flagged unsettled, with probability >= 1 - delta - o(1).
+
+The o(1) is not small for arms with rare large values (an instability that is 0 in most trials and ~0.9 in a
+few): a prefix without such a trial gives a small, confident difference. Mode ``guarded`` trusts an interval only
+once its trial count exceeds Cochran's rule for the normal approximation of a mean, r > 25 g1^2 (g1: the sample
+skewness of the differences; Cochran 1977, Sampling Techniques, 3rd ed., sec. 2.15): a difference whose prefix
+is skewed waits for more trials. It cannot see a tail that no trial of the prefix has reached, so it narrows the
+failure without removing it (measured: ``benchmarks/bench_adaptive.py``).
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ def t_quantile(q: float, df: Any) -> Any:
     return stdtrit(df, q)
 
 
-MODES = ("t", "strict")
+MODES = ("t", "guarded", "strict")
+COCHRAN = 25.0  # Cochran's rule: a mean of r values is near normal once r > 25 g1^2
 
 
 def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float,
@@ -83,10 +91,22 @@ def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float
     return np.where(count >= 2, radius, np.inf)
 
 
-def _intervals(values: NDArray[np.float64], delta_pair: float,
-               ranges: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _too_skewed(spread: NDArray[np.float64], count: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Where a mean of ``count`` values, whose deviations from their mean are ``spread`` (values on axis 0, zeros
+    where absent), is not yet near normal by Cochran's rule: count <= 25 g1^2, g1 = m3 / m2^(3/2) the sample
+    skewness (0 for values without spread)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m2 = (spread**2).sum(axis=0) / count
+        m3 = (spread**3).sum(axis=0) / count
+        skewness = np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0)
+    return count <= COCHRAN * skewness**2
+
+
+def _intervals(values: NDArray[np.float64], delta_pair: float, ranges: NDArray[np.float64] | None = None,
+               guarded: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Mean and radius of every pairwise difference D(k, j) = Y(k) - Y(j), shape (a, a); NaN pairs have no interval.
-    ``ranges``: each arm's values lie in [0, ranges[k]] (mode strict: D(k, j) in a range of ranges[k] + ranges[j])."""
+    ``ranges``: each arm's values lie in [0, ranges[k]] (mode strict: D(k, j) in a range of ranges[k] + ranges[j]).
+    ``guarded``: no interval (an infinite radius) where Cochran's rule finds too few trials (:func:`_too_skewed`)."""
     diff = values[:, :, None] - values[:, None, :]
     present = ~np.isnan(diff)
     count = present.sum(axis=0)
@@ -95,18 +115,21 @@ def _intervals(values: NDArray[np.float64], delta_pair: float,
         spread = np.where(present, diff - mean, 0.0)
         sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
     width = None if ranges is None else ranges[:, None] + ranges[None, :]
-    return mean, _radius(sd, count, delta_pair, width)
+    radius = _radius(sd, count, delta_pair, width)
+    return mean, np.where(_too_skewed(spread, count), np.inf, radius) if guarded else radius
 
 
 def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.05, epsilon: float = 0.0,
-         ties: str = "largest", upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
+         ties: str = "largest", upto: int | None = None, ranges: NDArray[np.float64] | None = None,
+         guarded: bool = False) -> Race:
     """PSE-t on ``values`` of shape (trials, arms), arms in increasing k; ``ties``: the arm picked among equals
     (``largest`` or ``smallest`` index, the criterion's convention). Only ``values[:looks[-1]]`` is read.
 
     ``upto``: only the looks at most ``upto`` are taken (a race still being run: the trials after are not
     computed yet); if none of them stops the race, it is returned ``running`` after the last of them, with the
     arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first). ``ranges``: mode
-    strict, the empirical Bernstein radius for arms with values in [0, ranges[k]] (:func:`_radius`)."""
+    strict, the empirical Bernstein radius for arms with values in [0, ranges[k]] (:func:`_radius`); ``guarded``:
+    mode guarded, a difference is judged only once Cochran's rule holds for it (:func:`_too_skewed`)."""
     arms = values.shape[1]
     pairs = arms * (arms - 1) // 2
     delta_pair = delta / (max(pairs, 1) * len(looks))
@@ -122,7 +145,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
         if upto is not None and r > upto:
             return Race(active[0], "running", taken, tuple(active), tuple(trials), tuple(eliminated))
         taken = r
-        mean, radius = _intervals(values[:r][:, active], delta_pair, None if ranges is None else ranges[active])
+        mean, radius = _intervals(values[:r][:, active], delta_pair, None if ranges is None else ranges[active], guarded)
         worse = ((mean - radius) > 0).any(axis=1)
         gone = tuple(arm for arm, out in zip(active, worse) if out)
         for arm in gone:
@@ -153,7 +176,8 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
 
 
 def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, threshold: float, delta: float = 0.05,
-                   epsilon: float = 0.0, upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
+                   epsilon: float = 0.0, upto: int | None = None, ranges: NDArray[np.float64] | None = None,
+                   guarded: bool = False) -> Race:
     """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength; spec §5.2,
     "Other decision rules"), on ``values`` of shape (trials, arms), arms in increasing k.
 
@@ -163,7 +187,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
     largest one classified above are needed (a smaller k cannot be the largest above). Stops *decided* (or
     *settled* if an epsilon classification was used) when no arm is needed; ``choice``: the largest arm above,
     -1 if none. At the last look the arms still needed are classified by their means: *unsettled*.
-    ``running``: as :func:`race` with ``upto``; ``ranges``: as :func:`race`.
+    ``running``: as :func:`race` with ``upto``; ``ranges``, ``guarded``: as :func:`race`.
     """
     arms = values.shape[1]
     delta_arm = delta / (max(arms, 1) * len(looks))
@@ -191,8 +215,11 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
         count = present.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(present, block, 0.0).sum(axis=0) / count
-            sd = np.sqrt((np.where(present, block - mean, 0.0) ** 2).sum(axis=0) / (count - 1))
+            spread = np.where(present, block - mean, 0.0)
+            sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
         radius = _radius(sd, count, delta_arm, None if ranges is None else np.asarray(ranges)[active])
+        if guarded:
+            radius = np.where(_too_skewed(spread, count), np.inf, radius)
         last = look == len(looks) - 1
         for arm, m, rad in zip(active, mean, radius):
             if m - rad >= threshold:
@@ -232,13 +259,14 @@ def has_race(rule: Any) -> bool:
 
 
 def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
-            upto: int | None = None, ranges: NDArray[np.float64] | None = None) -> Race:
+            upto: int | None = None, ranges: NDArray[np.float64] | None = None, guarded: bool = False) -> Race:
     """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
-    :func:`threshold_race` for "largest_above" (Prediction Strength); ``ranges`` given: mode strict."""
+    :func:`threshold_race` for "largest_above" (Prediction Strength); ``ranges`` given: mode strict; ``guarded``:
+    mode guarded."""
     if rule.rule == "largest_above":
         return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto,
-                              ranges=ranges)
-    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto, ranges=ranges)
+                              ranges=ranges, guarded=guarded)
+    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto, ranges=ranges, guarded=guarded)
 
 
 def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
