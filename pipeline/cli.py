@@ -99,9 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--epsilon", type=float, default=0.0, help="indifference zone in criterion units, >= 0 (default 0)")
     again.add_argument("--r-min", type=int, default=20, help="the first look; then doubling up to the cube's trials")
     again.add_argument("--permutations", type=int, default=200, help="random trial orders replayed per group")
-    again.add_argument("--mode", choices=("t", "guarded", "strict"), default="t",
+    again.add_argument("--mode", choices=("t", "guarded", "strict", "hoeffding"), default="t",
                        help="t intervals (default); guarded: t intervals once Cochran's rule holds (r > 25 skewness^2); "
-                            "strict: empirical Bernstein, for criteria in [0, 1]")
+                            "strict: empirical Bernstein, for criteria in [0, 1]; hoeffding: Hoeffding races (ablation)")
     again.add_argument("--criterion", action="append", help="only these criteria (default: all with a sequential rule)")
     again.add_argument("--out", help="the table's CSV (default: <cube>-replay.csv beside the cube)")
     validate = commands.add_parser("validate", help="check CONFIG and print the plan, without running")
@@ -430,7 +430,7 @@ def _replay(args: argparse.Namespace) -> int:
     setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations,
                       mode=args.mode)
     table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion,
-                   baseline=cube[BASELINE] if BASELINE in cube else None)
+                   baseline=cube[BASELINE] if BASELINE in cube else None, seconds=cube["seconds"])
     if table.empty:
         print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
               "transfer costs, bic, aic) and prediction_strength (mode strict: those with values in [0, 1]), with two "
@@ -441,14 +441,17 @@ def _replay(args: argparse.Namespace) -> int:
     from pipeline.replay import plot_replay
 
     plot_replay(table, out.with_suffix(".png"))
-    shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "agreement", "stopped_wrong",
-                   "cells_median", "decided", "settled", "unsettled", "in_play", "null_false_rate", "null_false_upper"]]
-    rule = {"t": "PSE-t", "guarded": "PSE-t guarded by Cochran's rule", "strict": "PSE-EB (strict)"}[args.mode]
+    shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "reference", "agreement", "wrong",
+                   "wrong_upper", "cells_median", "compute_mean", "decided", "settled", "unsettled", "in_play",
+                   "null_false_rate", "null_false_upper"]]
+    rule = {"t": "PSE-t", "guarded": "PSE-t guarded by Cochran's rule", "strict": "PSE-EB (strict)",
+            "hoeffding": "Hoeffding races"}[args.mode]
     print(f"{rule} replayed in index order and {args.permutations} random "
           f"orders per group (delta {args.delta:g}, "
           f"epsilon {args.epsilon:g}, looks from {args.r_min} doubling); agreement: share of replays ending on the "
-          "fixed budget's k̂; stopped_wrong: replays that stopped decided or settled on another k; cells: used / fixed "
-          "budget; null races: an arm against a permuted copy of itself "
+          "fixed budget's k̂; reference: the k's the full budget cannot rule out at 99.9% (several: a near-tie); wrong: "
+          "replays that stopped decided or settled on a k outside it, with its 95% Clopper-Pearson upper bound; "
+          "cells, compute: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")

@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, select_k
-from tasks.adaptive import choice_on_means, doubling_looks, has_race, race, race_by
+from tasks.adaptive import BOUNDED, choice_on_means, doubling_looks, has_race, race, race_by
 from tasks.criteria import Decision
 from tasks.seeding import Purpose, label_id, stream
 
@@ -34,7 +34,7 @@ class Setting:
     epsilon: float = 0.0
     r_min: int = 20
     permutations: int = 200
-    mode: str = "t"  # guarded: Cochran's rule on each interval; strict: the empirical Bernstein radius (tasks.adaptive)
+    mode: str = "t"  # or guarded, strict, hoeffding (tasks.adaptive.RADII; the last an ablation only)
 
 
 def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> float:
@@ -45,7 +45,7 @@ def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> fl
 
 
 def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng: np.random.Generator,
-               ranges: np.ndarray | None, guarded: bool) -> tuple[int, int]:
+               ranges: np.ndarray | None) -> tuple[int, int]:
     """Decided stops among races of each arm against a permuted copy of itself (permutations per arm)."""
     false, races = 0, 0
     size = looks[-1]
@@ -56,8 +56,8 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
         for _ in range(max(setting.permutations // values.shape[1], 1)):
             pair = np.column_stack([column[rng.permutation(size)], column[rng.permutation(size)]])
             pair_ranges = None if ranges is None else np.array([ranges[arm], ranges[arm]])
-            false += race(pair, looks, delta=setting.delta, epsilon=0.0, ranges=pair_ranges,
-                          guarded=guarded).reason == "decided"
+            false += race(pair, looks, delta=setting.delta, epsilon=0.0, mode=setting.mode,
+                          ranges=pair_ranges).reason == "decided"
             races += 1
     return false, races
 
@@ -75,34 +75,74 @@ def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: 
             for r in budgets}
 
 
+REFERENCE_LEVEL = 0.999  # the spec's E2: a group whose full budget cannot separate its top arms at 99.9% is a near-tie
+
+
+def reference_set(values: np.ndarray, fixed: int, rule: Decision, level: float = REFERENCE_LEVEL) -> set[int]:
+    """The arms (columns; -1: none) the full budget cannot rule out as the rule's choice (spec §5.3, E2), by
+    two-sided Student-t intervals at ``level`` over every trial. Smallest mean: the full budget's choice ``fixed``
+    and every arm whose paired difference to it has an interval reaching 0. Threshold (Prediction Strength): every
+    arm whose mean's interval reaches the threshold while every larger arm's interval reaches below it (-1 if
+    every interval reaches below). More than one arm: a near-tie, where a stop on any of them is not an error."""
+    from scipy.special import stdtrit
+
+    size = values.shape[0]
+    quantile = stdtrit(size - 1, 0.5 + level / 2)
+    if rule.rule == "largest_above":
+        means = values.mean(axis=0)
+        radius = quantile * values.std(axis=0, ddof=1) / np.sqrt(size)
+        possible_above, surely_above = means + radius >= rule.threshold, means - radius >= rule.threshold
+        arms = {arm for arm in range(values.shape[1]) if possible_above[arm] and not surely_above[arm + 1:].any()}
+        return arms | ({-1} if not surely_above.any() else set()) | {fixed}
+    if fixed < 0:
+        return set()
+    differences = values - values[:, [fixed]]
+    radius = quantile * differences.std(axis=0, ddof=1) / np.sqrt(size)
+    return {fixed} | {int(arm) for arm in np.flatnonzero(differences.mean(axis=0) - radius <= 0)}
+
+
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
-                 rule: Decision, ranges: np.ndarray | None = None) -> dict[str, Any]:
+                 rule: Decision, ranges: np.ndarray | None = None, seconds: np.ndarray | None = None) -> dict[str, Any]:
     """The replay's summary for one group; ``values`` of shape (trials, len(ks)), decided by ``rule`` (smallest
     mean, or Prediction Strength's largest k above its threshold). ``fixed_curve``: the fixed budget's accuracy
     against the share of cells (:func:`fixed_budget_curve`), over the same orders. Null races (an arm against a
     copy of itself) only for the smallest-mean rule: a threshold rule compares no two arms. ``ranges``: each arm's
-    values lie in [0, ranges[k]] (mode strict)."""
+    values lie in [0, ranges[k]] (the bounded modes, strict and hoeffding). ``seconds``: each cell's compute
+    seconds, as ``values``: the share of the fixed budget's compute the rule used (spec E1: cells differ in cost).
+
+    Errors (spec E4a): ``wrong_vs_fixed``, the confident stops (decided or settled) on another k than the full
+    budget's; ``wrong``, those on a k outside the :func:`reference_set` (a near-tie's arms are all right), with its
+    one-sided 95% Clopper-Pearson bound over the confident stops."""
     size = values.shape[0]
     looks = doubling_looks(min(setting.r_min, size), size)
     orders = [np.arange(size)] + [rng.permutation(size) for _ in range(setting.permutations)]
-    ranges = ranges if setting.mode == "strict" else None
-    guarded = setting.mode == "guarded"
-    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon, ranges=ranges,
-                        guarded=guarded) for order in orders]
+    ranges = ranges if setting.mode in BOUNDED else None
+    outcomes = [race_by(rule, values[order], looks, delta=setting.delta, epsilon=setting.epsilon, mode=setting.mode,
+                        ranges=ranges) for order in orders]
     budget = size * len(ks)
     cells = np.array([outcome.cells for outcome in outcomes]) / budget
     chosen = [int(ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
     agree = np.mean([k == fixed_k for k in chosen])
-    wrong = sum(k != fixed_k and outcome.reason != "unsettled" for k, outcome in zip(chosen, outcomes))
     reference = int(np.flatnonzero(ks == fixed_k)[0]) if fixed_k in ks else -1
+    plausible = reference_set(values, reference, rule)
+    confident = [outcome for outcome in outcomes if outcome.reason != "unsettled"]
+    wrong_vs_fixed = sum(outcome.choice != reference for outcome in confident)
+    wrong = sum(outcome.choice not in plausible for outcome in confident)
+    if seconds is not None:
+        used = [sum(seconds[order[:count], arm].sum() for arm, count in enumerate(outcome.trials))
+                for order, outcome in zip(orders, outcomes)]
+        compute = float(np.mean(used) / seconds.sum()) if seconds.sum() > 0 else np.nan
     curve = fixed_budget_curve(values, orders, reference, rule)
     reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
-    false, races = _null_rate(values, looks, setting, rng, ranges, guarded) if rule.rule == "smallest" else (0, 0)
+    false, races = _null_rate(values, looks, setting, rng, ranges) if rule.rule == "smallest" else (0, 0)
     in_order = outcomes[0]
     return {"fixed_k_hat": fixed_k, "in_order_k": chosen[0], "in_order_reason": in_order.reason,
             "in_order_stop": in_order.stop, "in_play": " ".join(str(ks[i]) for i in in_order.active),
-            "agreement": float(agree), "stopped_wrong": int(wrong),
+            "agreement": float(agree), "reference": " ".join(str(ks[arm]) if arm >= 0 else "none" for arm in sorted(plausible)),
+            "confident": len(confident), "wrong_vs_fixed": wrong_vs_fixed, "wrong": wrong,
+            "wrong_upper": clopper_pearson_upper(wrong, len(confident)) if confident else np.nan,
             "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
+            "compute_mean": compute if seconds is not None else np.nan,
             **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
             "null_races": races, "null_false_rate": false / races if races else np.nan,
             "null_false_upper": clopper_pearson_upper(false, races) if races else np.nan,
@@ -110,14 +150,15 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
 
 
 def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
-           baseline: xr.DataArray | None = None) -> pd.DataFrame:
-    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset). Mode strict: only
-    the criteria with values in [0, 1] (``pipeline.adaptive.UNIT_RANGE``; Lange's score in [0, 1 / ``baseline``])."""
+           baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None) -> pd.DataFrame:
+    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset). The bounded modes
+    (strict, hoeffding): only the criteria with values in [0, 1] (``pipeline.adaptive.UNIT_RANGE``; Lange's score
+    in [0, 1 / ``baseline``]). ``seconds``: the cube's compute seconds per cell (the share of compute used)."""
     from pipeline.adaptive import UNIT_RANGE, score_ranges
 
     rules = {name: rule for name, rule in deciding_rules(scores, None).items()
              if has_race(rule) and (criteria is None or name in criteria)
-             and (setting.mode == "t" or name in UNIT_RANGE)}
+             and (setting.mode not in BOUNDED or name in UNIT_RANGE)}
     chosen = select_k(scores)
     ks = scores["k"].values
     rows = []
@@ -135,9 +176,11 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
                     ranges = score_ranges(name, None if baseline is None else baseline.sel(n=n).values[defined],
                                           int(defined.sum()))
+                    cost = None if seconds is None else seconds.sel(dataset=dataset, n=n, model=model).transpose(
+                        "trial", "k").sel(trial=scores["trial"], k=scores["k"]).values[:, defined][complete]
                     summary = replay_group(group[complete], ks[defined],
                                            int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
-                                           rule, ranges)
+                                           rule, ranges, cost)
                     rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
                                  "trials": int(complete.sum()), **summary})
     return pd.DataFrame(rows)

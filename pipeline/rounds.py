@@ -35,7 +35,7 @@ from pipeline.graph import Task
 from pipeline.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from pipeline.cube_attrs import BASELINE
 from pipeline.store import array, writable_arrays, write_block
-from tasks.adaptive import Race, race_by
+from tasks.adaptive import BOUNDED, Race, race_by
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status
 from tasks.criteria import get_criterion
@@ -209,9 +209,10 @@ class AdaptiveFeed:
                 continue
             outcome = race_by(get_criterion(criterion).decision, values[:, columns], state.spec.looks,
                               delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r,
+                              mode=state.spec.mode,
                               ranges=score_ranges(criterion, None if self.baseline is None else
                                                   self.baseline[state.index[1], list(arms)], len(arms))
-                              if state.spec.mode == "strict" else None, guarded=state.spec.mode == "guarded")
+                              if state.spec.mode in BOUNDED else None)
             state.races[criterion] = (outcome, arms)
             if outcome.reason == "running":
                 in_play |= {arms[a] for a in outcome.active}

@@ -70,24 +70,31 @@ def t_quantile(q: float, df: Any) -> Any:
     return stdtrit(df, q)
 
 
-MODES = ("t", "guarded", "strict")
+MODES = ("t", "guarded", "strict")  # the config's adaptive.mode
+RADII = (*MODES, "hoeffding")  # and the replay's ablation: Hoeffding races (Maron & Moore 1994)
+BOUNDED = ("strict", "hoeffding")  # the radii that need each arm's range of values
 COCHRAN = 25.0  # Cochran's rule: a mean of r values is near normal once r > 25 g1^2
 
 
-def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float,
-            width: NDArray[np.float64] | None) -> NDArray[np.float64]:
+def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float, mode: str = "t",
+            width: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """The half-width of an interval for a mean of ``count`` values with sample sd ``sd``, at level 1 - delta_each.
 
-    ``width`` None: Student's t, t_{1 - delta_each/2, count-1} sd / sqrt(count) (mode ``t``, asymptotic). Else the
-    empirical Bernstein bound of Maurer & Pontil (2009, Thm 4), two-sided, for values in a range of that width:
-    sqrt(2 V ln(4/delta_each) / count) + 7 width ln(4/delta_each) / (3 (count - 1)) (mode ``strict``: valid at
-    every count, and wide: the spec's pilot saw it never stop by 200 trials)."""
+    ``t`` (and ``guarded``): Student's t, t_{1 - delta_each/2, count-1} sd / sqrt(count) (asymptotic). ``strict``:
+    the empirical Bernstein bound of Maurer & Pontil (2009, Thm 4), two-sided, for values in a range of ``width``:
+    sqrt(2 V ln(4/delta_each) / count) + 7 width ln(4/delta_each) / (3 (count - 1)) (valid at every count, and
+    wide: the spec's pilot saw it never stop by 200 trials). ``hoeffding``: Hoeffding's bound for that range,
+    width sqrt(ln(2/delta_each) / (2 count)) (Maron & Moore's races; no variance term)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        if width is None:
+        if mode in ("t", "guarded"):
             radius = t_quantile(1 - delta_each / 2, np.maximum(count - 1, 1).astype(float)) * sd / np.sqrt(count)
-        else:
+        elif mode == "strict":
             log_term = math.log(4 / delta_each)
             radius = np.sqrt(2 * sd**2 * log_term / count) + 7 * width * log_term / (3 * (count - 1))
+        elif mode == "hoeffding":
+            radius = width * np.sqrt(math.log(2 / delta_each) / (2 * count))
+        else:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {RADII}")
     return np.where(count >= 2, radius, np.inf)
 
 
@@ -102,34 +109,50 @@ def _too_skewed(spread: NDArray[np.float64], count: NDArray[np.int64]) -> NDArra
     return count <= COCHRAN * skewness**2
 
 
-def _intervals(values: NDArray[np.float64], delta_pair: float, ranges: NDArray[np.float64] | None = None,
-               guarded: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Mean and radius of every pairwise difference D(k, j) = Y(k) - Y(j), shape (a, a); NaN pairs have no interval.
-    ``ranges``: each arm's values lie in [0, ranges[k]] (mode strict: D(k, j) in a range of ranges[k] + ranges[j]).
-    ``guarded``: no interval (an infinite radius) where Cochran's rule finds too few trials (:func:`_too_skewed`)."""
-    diff = values[:, :, None] - values[:, None, :]
-    present = ~np.isnan(diff)
+def _mean_and_radius(block: NDArray[np.float64], delta_each: float, mode: str,
+                     width: NDArray[np.float64] | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The mean over axis 0 of ``block`` (NaN: absent) and its interval's radius by ``mode`` (:func:`_radius`;
+    ``guarded``: infinite where Cochran's rule finds too few values, :func:`_too_skewed`)."""
+    present = ~np.isnan(block)
     count = present.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(present, diff, 0.0).sum(axis=0) / count
-        spread = np.where(present, diff - mean, 0.0)
+        mean = np.where(present, block, 0.0).sum(axis=0) / count
+        spread = np.where(present, block - mean, 0.0)
         sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
+    radius = _radius(sd, count, delta_each, mode, width)
+    if mode == "guarded":
+        radius = np.where(_too_skewed(spread, count), np.inf, radius)
+    return mean, radius
+
+
+def _intervals(values: NDArray[np.float64], delta_pair: float, mode: str = "t",
+               ranges: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Mean and radius of every pairwise difference D(k, j) = Y(k) - Y(j), shape (a, a); NaN pairs have no interval.
+    ``ranges``: each arm's values lie in [0, ranges[k]] (the bounded modes: D(k, j) in a range of ranges[k] +
+    ranges[j])."""
     width = None if ranges is None else ranges[:, None] + ranges[None, :]
-    radius = _radius(sd, count, delta_pair, width)
-    return mean, np.where(_too_skewed(spread, count), np.inf, radius) if guarded else radius
+    return _mean_and_radius(values[:, :, None] - values[:, None, :], delta_pair, mode, width)
+
+
+def _check_mode(mode: str, ranges: Any) -> None:
+    if mode not in RADII:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {RADII}")
+    if mode in BOUNDED and ranges is None:
+        raise ValueError(f"mode {mode!r} needs each arm's range of values (ranges)")
 
 
 def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.05, epsilon: float = 0.0,
-         ties: str = "largest", upto: int | None = None, ranges: NDArray[np.float64] | None = None,
-         guarded: bool = False) -> Race:
+         ties: str = "largest", upto: int | None = None, mode: str = "t",
+         ranges: NDArray[np.float64] | None = None) -> Race:
     """PSE-t on ``values`` of shape (trials, arms), arms in increasing k; ``ties``: the arm picked among equals
     (``largest`` or ``smallest`` index, the criterion's convention). Only ``values[:looks[-1]]`` is read.
 
     ``upto``: only the looks at most ``upto`` are taken (a race still being run: the trials after are not
     computed yet); if none of them stops the race, it is returned ``running`` after the last of them, with the
-    arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first). ``ranges``: mode
-    strict, the empirical Bernstein radius for arms with values in [0, ranges[k]] (:func:`_radius`); ``guarded``:
-    mode guarded, a difference is judged only once Cochran's rule holds for it (:func:`_too_skewed`)."""
+    arms still in play (``choice``: the first of them, ``stop``: that look, 0 before the first). ``mode``: the
+    intervals (:func:`_radius`): ``t``; ``guarded``, a difference judged only once Cochran's rule holds for it
+    (:func:`_too_skewed`); ``strict`` and ``hoeffding`` for arms with values in [0, ranges[k]]."""
+    _check_mode(mode, ranges)
     arms = values.shape[1]
     pairs = arms * (arms - 1) // 2
     delta_pair = delta / (max(pairs, 1) * len(looks))
@@ -145,7 +168,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
         if upto is not None and r > upto:
             return Race(active[0], "running", taken, tuple(active), tuple(trials), tuple(eliminated))
         taken = r
-        mean, radius = _intervals(values[:r][:, active], delta_pair, None if ranges is None else ranges[active], guarded)
+        mean, radius = _intervals(values[:r][:, active], delta_pair, mode, None if ranges is None else ranges[active])
         worse = ((mean - radius) > 0).any(axis=1)
         gone = tuple(arm for arm, out in zip(active, worse) if out)
         for arm in gone:
@@ -176,8 +199,8 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
 
 
 def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, threshold: float, delta: float = 0.05,
-                   epsilon: float = 0.0, upto: int | None = None, ranges: NDArray[np.float64] | None = None,
-                   guarded: bool = False) -> Race:
+                   epsilon: float = 0.0, upto: int | None = None, mode: str = "t",
+                   ranges: NDArray[np.float64] | None = None) -> Race:
     """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength; spec §5.2,
     "Other decision rules"), on ``values`` of shape (trials, arms), arms in increasing k.
 
@@ -187,8 +210,9 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
     largest one classified above are needed (a smaller k cannot be the largest above). Stops *decided* (or
     *settled* if an epsilon classification was used) when no arm is needed; ``choice``: the largest arm above,
     -1 if none. At the last look the arms still needed are classified by their means: *unsettled*.
-    ``running``: as :func:`race` with ``upto``; ``ranges``, ``guarded``: as :func:`race`.
+    ``running``: as :func:`race` with ``upto``; ``mode``, ``ranges``: as :func:`race`.
     """
+    _check_mode(mode, ranges)
     arms = values.shape[1]
     delta_arm = delta / (max(arms, 1) * len(looks))
     above: set[int] = set()
@@ -210,16 +234,8 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
         if upto is not None and r > upto:
             return Race(active[0] if active else -1, "running", taken, tuple(active), tuple(trials), tuple(eliminated))
         taken = r
-        block = values[:r][:, active]
-        present = ~np.isnan(block)
-        count = present.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(present, block, 0.0).sum(axis=0) / count
-            spread = np.where(present, block - mean, 0.0)
-            sd = np.sqrt((spread**2).sum(axis=0) / (count - 1))
-        radius = _radius(sd, count, delta_arm, None if ranges is None else np.asarray(ranges)[active])
-        if guarded:
-            radius = np.where(_too_skewed(spread, count), np.inf, radius)
+        mean, radius = _mean_and_radius(values[:r][:, active], delta_arm, mode,
+                                        None if ranges is None else np.asarray(ranges)[active])
         last = look == len(looks) - 1
         for arm, m, rad in zip(active, mean, radius):
             if m - rad >= threshold:
@@ -259,14 +275,13 @@ def has_race(rule: Any) -> bool:
 
 
 def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
-            upto: int | None = None, ranges: NDArray[np.float64] | None = None, guarded: bool = False) -> Race:
+            upto: int | None = None, mode: str = "t", ranges: NDArray[np.float64] | None = None) -> Race:
     """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
-    :func:`threshold_race` for "largest_above" (Prediction Strength); ``ranges`` given: mode strict; ``guarded``:
-    mode guarded."""
+    :func:`threshold_race` for "largest_above" (Prediction Strength); ``mode``, ``ranges``: as :func:`race`."""
     if rule.rule == "largest_above":
         return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto,
-                              ranges=ranges, guarded=guarded)
-    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto, ranges=ranges, guarded=guarded)
+                              mode=mode, ranges=ranges)
+    return race(values, looks, delta=delta, epsilon=epsilon, ties=rule.ties, upto=upto, mode=mode, ranges=ranges)
 
 
 def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:

@@ -94,6 +94,8 @@ def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
         assert row.decided + row.settled + row.unsettled == 41 and row.null_false_rate <= 0.1
         curve = dict(tuple(map(float, item.split(":"))) for item in row.fixed_curve.split())
         assert list(curve) == [5, 10, 20, 50, 80] and curve[80] == 1.0  # the whole budget is its own reference
+        assert row.wrong <= row.wrong_vs_fixed <= row.confident == row.decided + row.settled
+        assert row.cells_median <= 0.5 and 0 < row.compute_mean < 1
     from matplotlib.image import imread
 
     image = imread(tmp_path / "r.png")
@@ -117,6 +119,61 @@ def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_
     curve = replay_module.fixed_budget_curve(values, [np.arange(6), np.arange(6)[::-1]], reference=0, rule=smallest)
     # R = 4, order 0..5: means (0.75, 0.875) -> 0; reversed: (0.25, 1.625) -> 0
     assert curve == {2: 0.5, 4: 1.0, 6: 1.0}
+
+
+def test_the_reference_set_is_what_the_full_budget_cannot_rule_out_at_999_percent():
+    """Spec E2 by hand with scipy's t interval: arm 1 is the full budget's choice; arm 0 is worse by 0.1 with paired
+    sd 0.01 (ruled out), arm 2 by 0.001 with sd 0.01 over 30 trials (not: a near-tie)."""
+    from pipeline.replay import reference_set
+
+    rng = np.random.default_rng(8)
+    best = rng.normal(0.2, 0.05, size=30)
+    noise = rng.normal(0, 0.01, size=(30, 2))
+    values = np.column_stack([best + 0.1 + noise[:, 0], best, best + 0.001 + noise[:, 1]])
+    smallest = Decision(rule="smallest", ties="largest")
+    for arm in (0, 2):
+        difference = values[:, arm] - values[:, 1]
+        low, _ = stats.t.interval(0.999, 29, loc=difference.mean(), scale=difference.std(ddof=1) / np.sqrt(30))
+        assert (arm in reference_set(values, 1, smallest)) == (low <= 0)
+    assert reference_set(values, 1, smallest) == {1, 2}
+    threshold = Decision(rule="largest_above", threshold=0.9, aggregate="mean")
+    scores = np.column_stack([np.full(30, 0.97) + noise[:, 0], 0.9 + noise[:, 1] * 3, np.full(30, 0.5)])
+    assert reference_set(scores, 1, threshold) == {0, 1}  # k 1 straddles 0.9: the largest above is 0 or 1
+
+
+def test_the_replay_compute_share_weighs_each_cell_by_its_seconds():
+    """Two arms, 40 trials; the race stops at look 20 on every order: half of the cells. Arm 1's cells cost 3 s and
+    arm 0's 1 s, so the compute share is also one half; with arm 0 eliminated alone it would differ."""
+    from pipeline.replay import Setting, replay_group
+
+    rng = np.random.default_rng(3)
+    values = np.column_stack([rng.normal(1.0, 0.01, 40), rng.normal(0.0, 0.01, 40)])
+    seconds = np.column_stack([np.ones(40), np.full(40, 3.0)])
+    summary = replay_group(values, np.array([2, 3]), 3, Setting(permutations=5), rng,
+                           Decision(rule="smallest", ties="largest"), seconds=seconds)
+    assert summary["cells_mean"] == 0.5 and summary["compute_mean"] == pytest.approx(0.5)
+    assert summary["confident"] == 6 and summary["wrong"] == 0 and summary["reference"] == "3"
+
+
+def test_the_hoeffding_radius_has_no_variance_term_and_stops_later_than_t():
+    from tasks.adaptive import _radius
+
+    assert np.isclose(_radius(np.array([0.0]), np.array([50]), 0.01, "hoeffding", np.array([2.0]))[0],
+                      2.0 * np.sqrt(np.log(2 / 0.01) / 100))
+    rng = np.random.default_rng(5)
+    values = np.column_stack([rng.uniform(0.0, 0.2, 400), rng.uniform(0.3, 0.5, 400)])
+    hoeffding = race(values, (20, 40, 80, 160, 400), mode="hoeffding", ranges=np.ones(2))
+    assert hoeffding.choice == 0 and hoeffding.stop > race(values, (20, 40, 80, 160, 400)).stop
+    with pytest.raises(ValueError, match="ranges"):
+        race(values, (20, 40), mode="hoeffding")
+
+
+def test_the_replay_modes_of_the_cli_are_the_rules_modes():
+    from pipeline.cli import _parser
+    from tasks.adaptive import RADII
+
+    replay_parser = _parser()._subparsers._group_actions[0].choices["replay"]
+    assert tuple(next(a for a in replay_parser._actions if a.dest == "mode").choices) == RADII
 
 
 def test_the_threshold_race_classifies_each_k_and_needs_only_those_above_the_largest_above():
@@ -145,11 +202,11 @@ def test_the_strict_radius_is_the_empirical_bernstein_bound_and_stops_later():
 
     log_term = np.log(4 / 0.01)
     expected = np.sqrt(2 * 0.2**2 * log_term / 50) + 7 * 2.0 * log_term / (3 * 49)
-    assert np.isclose(_radius(np.array([0.2]), np.array([50]), 0.01, np.array([2.0]))[0], expected)
+    assert np.isclose(_radius(np.array([0.2]), np.array([50]), 0.01, "strict", np.array([2.0]))[0], expected)
     rng = np.random.default_rng(5)
     values = np.column_stack([rng.uniform(0.0, 0.2, 400), rng.uniform(0.3, 0.5, 400)])
     t_mode = race(values, (20, 40, 80, 160, 400))
-    strict = race(values, (20, 40, 80, 160, 400), ranges=np.ones(2))
+    strict = race(values, (20, 40, 80, 160, 400), mode="strict", ranges=np.ones(2))
     assert (t_mode.reason, t_mode.stop) == ("decided", 20) and strict.reason == "decided" and strict.stop > 20
     assert t_mode.choice == strict.choice == 0
 
@@ -198,7 +255,7 @@ def test_guarded_mode_decides_wrong_less_often_on_an_arm_with_rare_large_values(
         rare = np.where(rng.random(100) < 0.6, 0.0, rng.exponential(0.004, 100))
         rare[rng.random(100) < 0.03] = 0.9
         values = np.column_stack([rare, rng.normal(0.005, 0.002, 100)])
-        outcomes = {guarded: race(values, (20, 40, 80, 100), guarded=guarded) for guarded in (False, True)}
+        outcomes = {guarded: race(values, (20, 40, 80, 100), mode="guarded" if guarded else "t") for guarded in (False, True)}
         for guarded, outcome in outcomes.items():
             wrong[guarded] += outcome.reason == "decided" and outcome.choice == 0
             cells[guarded] += outcome.cells

@@ -97,7 +97,7 @@ def test_decisions_are_the_race_on_the_stored_prefix_and_computed_cells_equal_th
                 baseline = adaptive[BASELINE].sel(n=int(n)).sel(k=ks).values
                 ranges = 1 / baseline if name == "lange" else np.ones(len(ks))
             expected = race_by(CRITERIA[name].decision, values, looks, delta=0.05, epsilon=0.0, upto=r_stop,
-                               ranges=ranges, guarded=mode == "guarded")
+                               mode=mode, ranges=ranges)
             assert outcome["reason"] == expected.reason and outcome["r_stop"] == expected.stop
             assert outcome["k_hat"] == (ks[expected.choice] if expected.choice >= 0 else -1)
             assert outcome["in_play"] == [ks[a] for a in expected.active]
