@@ -78,12 +78,14 @@ def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: 
 REFERENCE_LEVEL = 0.999  # the spec's E2: a group whose full budget cannot separate its top arms at 99.9% is a near-tie
 
 
-def reference_set(values: np.ndarray, fixed: int, rule: Decision, level: float = REFERENCE_LEVEL) -> set[int]:
-    """The arms (columns; -1: none) the full budget cannot rule out as the rule's choice (spec §5.3, E2), by
-    two-sided Student-t intervals at ``level`` over every trial. Smallest mean: the full budget's choice ``fixed``
-    and every arm whose paired difference to it has an interval reaching 0. Threshold (Prediction Strength): every
-    arm whose mean's interval reaches the threshold while every larger arm's interval reaches below it (-1 if
-    every interval reaches below). More than one arm: a near-tie, where a stop on any of them is not an error."""
+def reference_set(values: np.ndarray, fixed: int, rule: Decision, epsilon: float = 0.0,
+                  level: float = REFERENCE_LEVEL) -> set[int]:
+    """The arms (columns; -1: none) the full budget cannot rule out as a right answer of the rule (spec §5.3, E2;
+    within ``epsilon`` of the best, the guarantee's G_eps), by two-sided Student-t intervals at ``level`` over every
+    trial. Smallest mean: the full budget's choice ``fixed`` and every arm whose paired difference to it has an
+    interval reaching ``epsilon``. Threshold (Prediction Strength): every arm whose mean's interval reaches
+    threshold - epsilon while no larger arm's lies above threshold + epsilon (-1 if none lies above). More than
+    one arm: a near-tie, where a stop on any of them is not an error."""
     from scipy.special import stdtrit
 
     size = values.shape[0]
@@ -91,14 +93,15 @@ def reference_set(values: np.ndarray, fixed: int, rule: Decision, level: float =
     if rule.rule == "largest_above":
         means = values.mean(axis=0)
         radius = quantile * values.std(axis=0, ddof=1) / np.sqrt(size)
-        possible_above, surely_above = means + radius >= rule.threshold, means - radius >= rule.threshold
+        possible_above = means + radius >= rule.threshold - epsilon
+        surely_above = means - radius >= rule.threshold + epsilon
         arms = {arm for arm in range(values.shape[1]) if possible_above[arm] and not surely_above[arm + 1:].any()}
         return arms | ({-1} if not surely_above.any() else set()) | {fixed}
     if fixed < 0:
         return set()
     differences = values - values[:, [fixed]]
     radius = quantile * differences.std(axis=0, ddof=1) / np.sqrt(size)
-    return {fixed} | {int(arm) for arm in np.flatnonzero(differences.mean(axis=0) - radius <= 0)}
+    return {fixed} | {int(arm) for arm in np.flatnonzero(differences.mean(axis=0) - radius <= epsilon)}
 
 
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
@@ -124,7 +127,7 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
     chosen = [int(ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
     agree = np.mean([k == fixed_k for k in chosen])
     reference = int(np.flatnonzero(ks == fixed_k)[0]) if fixed_k in ks else -1
-    plausible = reference_set(values, reference, rule)
+    plausible = reference_set(values, reference, rule, setting.epsilon)
     confident = [outcome for outcome in outcomes if outcome.reason != "unsettled"]
     wrong_vs_fixed = sum(outcome.choice != reference for outcome in confident)
     wrong = sum(outcome.choice not in plausible for outcome in confident)
