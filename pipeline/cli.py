@@ -350,7 +350,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         groups = adaptive.drop_duplicates(["dataset", "n", "method"])
         print(f"\nadaptive resampling: {int(groups['cells'].sum())} of {int(groups['budget'].sum())} cells of the fixed "
               "budget (adaptive.csv); per-trial figures use the trials in which every k was computed")
-        print(adaptive.to_string(index=False, float_format=lambda v: f"{v:.0%}"))
+        print(adaptive.to_string(index=False, formatters={"share": "{:.0%}".format}))
     published = published_of(cube)
     if published and not table.empty:
         print("\nk̂ by criterion: this cube / published (! where they differ)")
@@ -495,7 +495,7 @@ def _validate(args: argparse.Namespace) -> int:
         if method.name in config.adaptive:
             rule = config.adaptive[method.name]
             print(f"    adaptive: stops once k̂ is settled, looks {list(rule.looks)}, delta {rule.delta:g}, epsilon "
-                  f"{rule.epsilon:g} (its cells above are the budget: at most this many are computed)")
+                  f"{rule.epsilon:g}, mode {rule.mode} (its cells above are the budget: at most this many are computed)")
     return EXIT_OK
 
 

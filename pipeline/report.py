@@ -83,17 +83,19 @@ def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
 
 
 ADAPTIVE_COLUMNS = ["dataset", "n", "method", "criterion", "reason", "k_hat", "in_play", "r_stop", "cells", "budget",
-                    "share"]
+                    "share", "mode", "delta", "epsilon"]
 
 
 def adaptive_groups(cube: xr.Dataset) -> pd.DataFrame:
     """The decision record of every adaptive group (pipeline.rounds), one row per criterion: its stop reason, k̂,
-    the k's it could not tell apart, the look it stopped at, and the group's cells against the fixed budget."""
+    the k's it could not tell apart, the look it stopped at, the group's cells against the fixed budget, and the
+    rule's mode, delta and epsilon."""
     records = json.loads(str(cube.attrs.get("ordercube_adaptive", "{}")))
     rows = [{"dataset": record["dataset"], "n": record["n"], "method": record["method"], "criterion": name,
              "reason": race["reason"], "k_hat": race["k_hat"], "in_play": " ".join(map(str, race["in_play"])),
              "r_stop": race["r_stop"], "cells": record["cells"], "budget": record["budget"],
-             "share": record["cells"] / record["budget"]}
+             "share": record["cells"] / record["budget"], "mode": record.get("mode", "t"), "delta": record["delta"],
+             "epsilon": record["epsilon"]}
             for record in records.values() for name, race in record["criteria"].items()]
     table = pd.DataFrame(rows, columns=ADAPTIVE_COLUMNS)
     return table.sort_values(["dataset", "n", "method", "criterion"], ignore_index=True)

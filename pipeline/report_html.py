@@ -140,10 +140,11 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
         sections += [f"<h2>Adaptive resampling: {int(adaptive.drop_duplicates(['dataset', 'n', 'method'])['cells'].sum())}"
                      f" of {int(adaptive.drop_duplicates(['dataset', 'n', 'method'])['budget'].sum())} cells</h2>",
                      "<p>Per group and criterion: the rule's stop (decided, settled, or unsettled at the budget), k̂, "
-                     "the k's still in play, the look it stopped at, the group's cells against the fixed budget. "
+                     "the k's still in play, the look it stopped at, the group's cells against the fixed budget, the rule's "
+                     "mode (t, guarded, strict), delta and epsilon. "
                      "Per-trial figures use the trials in which every k was computed.</p>",
                      _table(adaptive, table_id="adaptive", text_columns=("dataset", "method", "criterion", "reason",
-                                                                         "in_play"))]
+                                                                         "in_play", "mode"))]
     sections.append("<h2>Figures</h2>")
     sections += [_figure(out / figure) for figure in figures]
     criteria = list(dict.fromkeys(table["criterion"])) if not table.empty else []

@@ -183,13 +183,29 @@ def test_more_resamples_extend_an_adaptive_cube_to_what_a_fresh_run_of_them_deci
     assert (extended["status"].values[..., 60:] == Status.OK).any()  # a group unsettled at 60 went on
 
 
-def test_status_counts_skipped_cells_with_their_reason(tmp_path):
-    cube = run(tmp_path, "s.zarr", adaptive_config(), workers=0)
+def test_status_counts_skipped_cells_and_the_report_shows_every_groups_record(tmp_path):
+    cube = run(tmp_path, "s.zarr", adaptive_config(adaptive={"delta": 0.05, "looks": [20, 40, 60], "epsilon": 0.001}),
+               workers=0)
     shown = cli_in_process("status", str(tmp_path / "s.zarr"))
     assert shown.returncode == 0 and f"skipped: {int((cube['status'] == Status.SKIPPED).sum())}" in shown.stdout
     reasons = set(cube["reason"].values[cube["status"].values == Status.SKIPPED])
     assert reasons and all(reason.startswith("adaptive: ") for reason in reasons)
     assert any("eliminated at r = 20" in reason or "stopped at r = 20" in reason for reason in reasons)
+    report = cli_in_process("report", str(tmp_path / "s.zarr"), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    computed = int((cube["status"] == Status.OK).sum())
+    assert f"adaptive resampling: {computed} of {cube['status'].size} cells" in report.stdout
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "report" / "adaptive.csv", keep_default_na=False)
+    expected = [(record["dataset"], record["n"], record["method"], name, race["reason"], race["k_hat"],
+                 " ".join(map(str, race["in_play"])), race["r_stop"], record["cells"], record["budget"], "t", 0.05, 0.001)
+                for record in records(cube).values() for name, race in record["criteria"].items()]
+    rows = [tuple(row) for row in table[["dataset", "n", "method", "criterion", "reason", "k_hat", "in_play", "r_stop",
+                                         "cells", "budget", "mode", "delta", "epsilon"]].itertuples(index=False)]
+    assert sorted(rows, key=str) == sorted(expected, key=str) and len(rows) == 12  # 4 groups x 3 criteria
+    assert table.drop_duplicates(["dataset", "n", "method"])["cells"].sum() == computed
+    assert (table["share"] == table["cells"] / table["budget"]).all()
 
 
 BAD = {
