@@ -245,7 +245,7 @@ def test_out_below_a_file_is_refused_before_anything_runs(tmp_path):
 
 def test_unreachable_scheduler_exits_2(tmp_path):
     result = cli("run", str(write_config(tmp_path / "ok.yaml", **small_config())), "--out", str(tmp_path / "c.zarr"),
-                 "--scheduler", "tcp://127.0.0.1:1", timeout=120)
+                 "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", "2", timeout=120)  # the default 10 s: test_waits
     assert result.returncode == 2, result.stderr
     assert "--scheduler" in result.stderr and "Traceback" not in result.stderr
 

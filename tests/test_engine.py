@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
 from pipeline import criterion_scores, open_cube, select_k
 
 NOT_REPRODUCIBLE = {"seconds"}  # wall-clock time per cell; everything else is bit-identical
@@ -351,7 +351,7 @@ def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducibl
     null = km["clest_null"].sel(k=[2, 3, 4, 5])
     assert (km["gap_sd"] > 0).all() and ((null >= 0) & (null <= 1)).all()
 
-    report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
+    report = cli_in_process("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     table = pd.read_csv(tmp_path / "report" / "selection.csv")
     chosen = {(row.method, row.criterion): row.k_hat for row in table.itertuples()}
@@ -360,8 +360,8 @@ def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducibl
     assert (table.agreement_at_k_hat > 0.95).all()  # three separated clouds: the k̂ = 3 solutions are the classes
 
     before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
-    redecided = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r2"), "--decide", "gap.method=globalmax",
-                    "--decide", "clest.d_min=0.9")
+    redecided = cli_in_process("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r2"),
+                               "--decide", "gap.method=globalmax", "--decide", "clest.d_min=0.9")
     assert redecided.returncode == 0, redecided.stderr
     table = pd.read_csv(tmp_path / "r2" / "selection.csv")
     scores = criterion_scores(cube)
@@ -372,6 +372,6 @@ def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducibl
     for bad, words in ((("--decide", "gap.method=largest"), ["gap.method", "'largest'", "Tibs2001SEmax"]),
                        (("--decide", "lange.threshold=0.3"), ["lange.threshold", "has the fields ['ties', 'aggregate']"]),
                        (("--decide", "gap=3"), ["CRITERION.FIELD=VALUE", "gap.method=globalmax"])):
-        refused = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r3"), *bad)
+        refused = cli_in_process("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "r3"), *bad)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
         assert all(word in refused.stderr for word in words), refused.stderr

@@ -86,19 +86,19 @@ def test_a_run_on_s3_gives_the_cells_of_a_local_run_extends_and_reports(s3, tmp_
     run_ok(config, local, "--workers", "0")
     assert_same_cells(local, url)  # every variable but the wall-clock seconds, bit for bit
 
-    status = cli("status", url, "--json", "--verify", env=s3, timeout=120)
+    status = cli_in_process("status", url, "--json", "--verify", env=s3)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout) == {"total": 72, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0,
                                          "skipped": 0}
     assert "verified:" in status.stderr and "match their checksums" in status.stderr
-    validate = cli("validate", str(config), "--out", url, env=s3, timeout=120)
+    validate = cli_in_process("validate", str(config), "--out", url, env=s3)
     assert validate.returncode == 0, validate.stderr
     assert "72 planned, 0 to compute" in validate.stdout
     report = cli("report", url, env=s3, timeout=300)  # default folder: <cube stem>-report in the working folder
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "cube-report" / "selection.csv").is_file()
     assert f"report written to {tmp_path / 'cube-report'}" in report.stdout
-    local_report = cli("report", str(local), "--out", str(tmp_path / "local-report"), timeout=300)
+    local_report = cli_in_process("report", str(local), "--out", str(tmp_path / "local-report"))
     assert local_report.returncode == 0
     # The same rows; their order follows the store's listing of variables (sorted on S3, not on a local disk).
     assert sorted((tmp_path / "cube-report" / "selection.csv").read_text().splitlines()) == \
