@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import DECISION_DIMS, deciding_rules, select_k
-from tasks.adaptive import BOUNDED, choice_on_means, doubling_looks, has_race, race, race_by
+from tasks.adaptive import BOUNDED, choice_on_means, doubling_looks, has_race, mean_and_radius, race, race_by
 from tasks.criteria import Decision
 from tasks.seeding import Purpose, label_id, stream
 
@@ -86,22 +86,16 @@ def reference_set(values: np.ndarray, fixed: int, rule: Decision, epsilon: float
     interval reaching ``epsilon``. Threshold (Prediction Strength): every arm whose mean's interval reaches
     threshold - epsilon while no larger arm's lies above threshold + epsilon (-1 if none lies above). More than
     one arm: a near-tie, where a stop on any of them is not an error."""
-    from scipy.special import stdtrit
-
-    size = values.shape[0]
-    quantile = stdtrit(size - 1, 0.5 + level / 2)
     if rule.rule == "largest_above":
-        means = values.mean(axis=0)
-        radius = quantile * values.std(axis=0, ddof=1) / np.sqrt(size)
+        means, radius = mean_and_radius(values, 1 - level, "t", None)
         possible_above = means + radius >= rule.threshold - epsilon
         surely_above = means - radius >= rule.threshold + epsilon
         arms = {arm for arm in range(values.shape[1]) if possible_above[arm] and not surely_above[arm + 1:].any()}
         return arms | ({-1} if not surely_above.any() else set()) | {fixed}
     if fixed < 0:
         return set()
-    differences = values - values[:, [fixed]]
-    radius = quantile * differences.std(axis=0, ddof=1) / np.sqrt(size)
-    return {fixed} | {int(arm) for arm in np.flatnonzero(differences.mean(axis=0) - radius <= epsilon)}
+    means, radius = mean_and_radius(values - values[:, [fixed]], 1 - level, "t", None)
+    return {fixed} | {int(arm) for arm in np.flatnonzero(means - radius <= epsilon)}
 
 
 def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Setting, rng: np.random.Generator,
@@ -131,6 +125,7 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
     confident = [outcome for outcome in outcomes if outcome.reason != "unsettled"]
     wrong_vs_fixed = sum(outcome.choice != reference for outcome in confident)
     wrong = sum(outcome.choice not in plausible for outcome in confident)
+    compute = np.nan
     if seconds is not None:
         used = [sum(seconds[order[:count], arm].sum() for arm, count in enumerate(outcome.trials))
                 for order, outcome in zip(orders, outcomes)]
@@ -145,7 +140,7 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
             "confident": len(confident), "wrong_vs_fixed": wrong_vs_fixed, "wrong": wrong,
             "wrong_upper": clopper_pearson_upper(wrong, len(confident)) if confident else np.nan,
             "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)),
-            "compute_mean": compute if seconds is not None else np.nan,
+            "compute_mean": compute,
             **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
             "null_races": races, "null_false_rate": false / races if races else np.nan,
             "null_false_upper": clopper_pearson_upper(false, races) if races else np.nan,

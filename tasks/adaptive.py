@@ -109,7 +109,7 @@ def _too_skewed(spread: NDArray[np.float64], count: NDArray[np.int64]) -> NDArra
     return count <= COCHRAN * skewness**2
 
 
-def _mean_and_radius(block: NDArray[np.float64], delta_each: float, mode: str,
+def mean_and_radius(block: NDArray[np.float64], delta_each: float, mode: str,
                      width: NDArray[np.float64] | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The mean over axis 0 of ``block`` (NaN: absent) and its interval's radius by ``mode`` (:func:`_radius`;
     ``guarded``: infinite where Cochran's rule finds too few values, :func:`_too_skewed`)."""
@@ -131,7 +131,7 @@ def _intervals(values: NDArray[np.float64], delta_pair: float, mode: str = "t",
     ``ranges``: each arm's values lie in [0, ranges[k]] (the bounded modes: D(k, j) in a range of ranges[k] +
     ranges[j])."""
     width = None if ranges is None else ranges[:, None] + ranges[None, :]
-    return _mean_and_radius(values[:, :, None] - values[:, None, :], delta_pair, mode, width)
+    return mean_and_radius(values[:, :, None] - values[:, None, :], delta_pair, mode, width)
 
 
 def _check_mode(mode: str, ranges: Any) -> None:
@@ -234,8 +234,8 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
         if upto is not None and r > upto:
             return Race(active[0] if active else -1, "running", taken, tuple(active), tuple(trials), tuple(eliminated))
         taken = r
-        mean, radius = _mean_and_radius(values[:r][:, active], delta_arm, mode,
-                                        None if ranges is None else np.asarray(ranges)[active])
+        mean, radius = mean_and_radius(values[:r][:, active], delta_arm, mode,
+                                       None if ranges is None else np.asarray(ranges)[active])
         last = look == len(looks) - 1
         for arm, m, rad in zip(active, mean, radius):
             if m - rad >= threshold:
