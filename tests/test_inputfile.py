@@ -1,0 +1,66 @@
+"""pipeline.inputfile: every input path is a regular file read once, within a bound, or refused naming its key."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from pipeline.errors import ConfigError
+from pipeline.inputfile import MAX_INPUT_ENV, read_input
+
+
+def _refusal(path, key="datasets[0].path") -> str:
+    with pytest.raises(ConfigError) as caught:
+        read_input(path, key, expected="a .csv file")
+    message = str(caught.value)
+    assert message.startswith(f"{key}: '{path}' ") and "; give " in message
+    return message
+
+
+def test_a_regular_file_is_read_whole_with_its_digest(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"\xef\xbb\xbfa,b\n1,2\n")
+    read = read_input(path, "k", expected="a file")
+    assert read.data == path.read_bytes()
+    assert read.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert read.text("k").read() == "a,b\n1,2\n"  # the byte-order mark dropped
+
+
+def test_a_symbolic_link_to_a_file_is_followed(tmp_path):
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "x.csv")
+    assert read_input(tmp_path / "link.csv", "k", expected="a file").data == b"a\n1\n"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: os.mkfifo(p), "named pipe (FIFO)"),
+    (lambda p: p.symlink_to("/dev/zero"), "is a device"),
+    (lambda p: (p.symlink_to(p.with_name("b")), p.with_name("b").symlink_to(p)), "loop of symbolic links"),
+    (lambda p: None, "does not exist"),
+])
+def test_what_is_not_a_regular_file_is_refused_before_a_byte_is_read(tmp_path, make, words):
+    path = tmp_path / "data.csv"
+    make(path)
+    message = _refusal(path)
+    assert words in message and message.endswith("give the path of a .csv file")
+
+
+def test_a_file_above_the_bound_is_refused_with_its_size(tmp_path, monkeypatch):
+    path = tmp_path / "big.csv"
+    path.write_bytes(b"0" * 101)
+    monkeypatch.setenv(MAX_INPUT_ENV, "100")
+    message = _refusal(path)
+    assert "holds 101 bytes, above the 100 read at most" in message and MAX_INPUT_ENV in message
+    monkeypatch.setenv(MAX_INPUT_ENV, "101")
+    assert len(read_input(path, "k", expected="a file").data) == 101
+
+
+def test_text_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"a\n\xe9\n")
+    with pytest.raises(ConfigError, match=r"^k: .* is not UTF-8 text \(byte 2"):
+        read_input(path, "k", expected="a file").text("k")
