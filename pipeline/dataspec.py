@@ -43,7 +43,8 @@ def _pandas(*names: str) -> tuple[type, ...]:
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
-    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", "nodes", *TABLE_KEYS}, key)
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", "nodes", "format", *TABLE_KEYS},
+                key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:
@@ -55,6 +56,9 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
         n_raw = ["all"]  # a matrix: every tile, or every row
     if "nodes" in entry and kind != "edge_list":
         raise ConfigError(f"{key}.nodes", "only an edge_list dataset takes a node list", "remove it, or set kind: edge_list")
+    if "format" in entry and kind != "boolean_matrix":
+        raise ConfigError(f"{key}.format", "only a boolean_matrix dataset takes a format (edges or dense)",
+                          "remove it (other kinds read their layout from the file)")
     if kind in MATRIX_KINDS:
         spec = _matrix_dataset(entry, key, name, kind, n_raw, base)
     elif kind in TABLE_KINDS:

@@ -1,32 +1,40 @@
 """Matrix datasets for matrix models (seed 004 §2.4-2.6): ``kind: image`` and ``kind: boolean_matrix``.
 
-``image``: a grey image from a PNG (8- or 16-bit grey; colour is refused, not converted) or a CSV of grey
-levels (no header; 0-255). ``params``: ``noise`` (the sd of the Gaussian noise a trial adds to the pixels,
-on the image's own scale), ``patch`` (8), ``placement`` (``tiling``: the non-overlapping tiles, ``random``:
-overlapping patches at random corners), ``train_fraction`` (0.5: the halves).
+``image``: a grey image (:mod:`pipeline.imagefiles`: a grey PNG or a CSV of grey levels, at most
+``MAX_IMAGE_PIXELS``). ``params``: ``noise`` (the sd of the Gaussian noise a trial adds to the pixels, on the
+image's own scale), ``patch`` (8), ``placement`` (``tiling``: the non-overlapping tiles, ``random``: overlapping
+patches at random corners), ``train_fraction`` (0.5: the halves).
 
-``boolean_matrix``: a 0/1 matrix from a CSV, either dense (a header row; a first column of row names when it
-is not numeric) or an edge list of exactly two columns (``user,permission``: non-negative integer ids, a header
-row; the rows are the users that appear, the columns the permissions that appear, both in increasing id).
-``params``: ``noise`` (the flip rate ν: round(ν‖X*‖₁) ones to 0 and as many zeros to 1 per trial), ``columns``
-(keep the most frequent columns, ties to the lower column; 0: all), ``train_fraction``.
+``boolean_matrix``: a 0/1 matrix from a CSV in the layout the entry's ``format`` names: ``dense`` (a header row;
+a first column of row names when it is not numeric) or ``edges`` (two columns ``user,permission`` of
+non-negative integer ids below 2^63, a header row; the rows are the users that appear, the columns the
+permissions that appear, both in increasing id). Without ``format`` the layout is inferred only where the file
+reads one way: other than two columns, dense; two columns with an id beyond 0 and 1, edges; two columns of 0/1
+values read both ways (a 40 x 2 matrix, or 2 users x 2 permissions) and are refused until ``format`` says
+which. ``params``: ``noise`` (the flip rate ν: round(ν‖X*‖₁) ones to 0 and as many zeros to 1 per trial),
+``columns`` (keep the most frequent columns, ties to the lower column; 0: all), ``train_fraction``.
 
-n counts the rows of a trial (patches, users); ``all`` (the default) is every tile, or every row. Everything
-that would be misread is refused with the file and the fix, and what was read is printed.
+n counts the rows of a trial (patches, users); ``all`` (the default) is every tile, or every row. Every file is
+read once through :func:`pipeline.inputfile.read_input`; the digest of its bytes is the dataset's identity.
+Everything that would be misread is refused with the file and the fix, and what was read is printed: the data
+line says the layout and whether it was given or inferred. A matrix whose rows cannot tell ranks apart (every
+row the same, no 1 at all, a constant image) is refused before anything is computed.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
+import re
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
+from pipeline.imagefiles import check_image_structure, load_image
+from pipeline.inputfile import InputFile, read_input
 from tasks.datasets.matrices import MATRIX_KINDS, PLACEMENTS, MatrixSource, training_rows
 from tasks.params import ParamError, check_params, choice, integer, number, show
 
@@ -34,6 +42,20 @@ IMAGE_PARAMS = {"noise": 0.0, "patch": 8, "placement": "tiling", "train_fraction
 BOOLEAN_PARAMS = {"noise": 0.0, "columns": 0, "train_fraction": 0.5}
 RANGES = {"noise": number(0.0), "patch": integer(1, 4096), "placement": choice(*PLACEMENTS),
           "train_fraction": number(0.0, 1.0, low_open=True, high_open=True), "columns": integer(0, 10_000_000)}
+LAYOUTS = ("edges", "dense")
+#: The most cells of a matrix built from a file (2 GiB as float64): an edge list of a few lines can name ids
+#: whose users x permissions would not fit in memory; the largest shipped matrix, americas_large, has 35 million.
+MAX_MATRIX_CELLS = 2**28
+INT64_MAX = int(np.iinfo(np.int64).max)
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True)
+class LoadedMatrix:
+    values: NDArray[np.float64]  # (users, permissions), 0/1
+    read: str
+    sha256: str
+    reading: Mapping[str, str] = field(default_factory=dict)  # what the identity says beyond the file's digest
 
 
 def matrix_params(kind: str, given: Any, key: str) -> dict[str, Any]:
@@ -52,57 +74,64 @@ def matrix_params(kind: str, given: Any, key: str) -> dict[str, Any]:
     return {**defaults, **given}
 
 
-def _sha256(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def load_image(path: str, key: str) -> tuple[NDArray[np.float64], float, str]:
-    """The grey levels of the image at ``path`` (PNG or CSV), its format's peak level, and what was read."""
-    if not Path(path).is_file():
-        raise ConfigError(key, f"{path} does not exist", "give the path of a grey PNG or a CSV of grey levels")
-    if path.lower().endswith(".png"):
-        from PIL import Image, UnidentifiedImageError  # matplotlib's dependency
-
-        try:
-            with Image.open(path) as image:
-                mode = image.mode
-                pixels = np.asarray(image)
-        except (UnidentifiedImageError, OSError) as error:
-            raise ConfigError(key, f"{path} is not a readable PNG ({error})", "give a grey PNG or a CSV") from None
-        if mode not in ("L", "I;16", "I;16B", "I"):
-            raise ConfigError(key, f"{path} is a {mode} image, not 2-D grey levels",
-                              "convert it to grey first (e.g. PIL: Image.open(path).convert('L').save(...))")
-        peak = 255.0 if mode == "L" else 65535.0
-        image = pixels.astype(np.float64)
-    else:
-        try:
-            image = np.loadtxt(path, delimiter=",", ndmin=2, dtype=np.float64)
-        except ValueError as error:
-            raise ConfigError(key, f"{path} is not a CSV of numbers ({str(error).splitlines()[0]})",
-                              "give grey levels 0-255, comma-separated, one image row per line, no header") from None
-        if not np.isfinite(image).all() or image.min() < 0 or image.max() > 255:
-            raise ConfigError(key, f"{path} holds values outside 0-255 (min {np.nanmin(image):g}, max {np.nanmax(image):g})",
-                              "give 8-bit grey levels 0-255 (or a PNG)")
-        peak = 255.0
-    if image.ndim != 2:
-        raise ConfigError(key, f"{path} is {image.ndim}-D, not a 2-D grey image", "give one grey image")
-    return image, peak, f"{image.shape[0]} x {image.shape[1]} grey image (peak {peak:g}) from {path}"
-
-
-def load_boolean_matrix(path: str, key: str) -> tuple[NDArray[np.float64], str]:
-    """The 0/1 matrix at ``path`` (dense CSV or a two-column edge list) and what was read."""
+def csv_rows(file: InputFile, key: str) -> list[tuple[int, list[str]]]:
+    """The non-blank rows of a CSV input file, each with the number of the line it ends on (as an editor counts)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
-    except FileNotFoundError:
-        raise ConfigError(key, f"{path} does not exist", "give the path of a 0/1 CSV matrix or edge list") from None
-    except (UnicodeDecodeError, csv.Error) as error:
-        raise ConfigError(key, f"{path} is not a readable CSV text file ({error})", "give a CSV file") from None
+        reader = csv.reader(file.text(key))
+        return [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
+    except csv.Error as error:
+        raise ConfigError(key, f"{file.path} is not a readable CSV text file ({error})", "give a CSV file") from None
+
+
+def layout_of(entry: Mapping[str, Any], key: str) -> str | None:
+    """The ``format`` a Boolean-matrix entry gives (None: inferred from the file)."""
+    given = entry.get("format")
+    if given is None or given in LAYOUTS:
+        return given
+    raise ConfigError(f"{key}.format", f"expected edges or dense, got {show(given)}",
+                      "write format: edges (user,permission id pairs) or format: dense (a 0/1 table)")
+
+
+def load_boolean_matrix(path: str, key: str, layout: str | None = None) -> LoadedMatrix:
+    """The 0/1 matrix at ``path`` in the ``layout`` given (``edges``, ``dense``), or inferred when only one reading
+    is possible; ``key`` is the dataset's (problems with the file go under ``key.path``, with the layout under
+    ``key.format``)."""
+    file = read_input(path, f"{key}.path", expected="a 0/1 CSV matrix or a user,permission edge list")
+    rows = csv_rows(file, f"{key}.path")
     if len(rows) < 2:
-        raise ConfigError(key, f"{path} holds no data rows", "give a header row, then one row per user (or per edge)")
-    if len(rows[0]) == 2:
-        return _edge_list(rows, path, key)
-    return _dense(rows, path, key)
+        raise ConfigError(f"{key}.path", f"{path} holds no data rows", "give a header row, then one row per user (or "
+                          "per edge)")
+    width = len(rows[0][1])
+    chosen, how = (layout, "given") if layout is not None else _infer_layout(rows, path, key)
+    if chosen == "edges":
+        values, read, note = _edge_list(rows, path, key)
+    else:
+        values, read, note = _dense(rows, path, key)
+    # Earlier versions read every two-column file as an edge list: only a two-column file read dense is a matrix
+    # they never made from these bytes, and only it says so in its identity (older cubes resume unchanged).
+    reading = {"format": "dense"} if chosen == "dense" and width == 2 else {}
+    return LoadedMatrix(values=values, read=f"{read} (format: {chosen}, {how}) from {path}{note}", sha256=file.sha256,
+                        reading=reading)
+
+
+def _has_header(rows: list[tuple[int, list[str]]]) -> bool:
+    return not all(_number(cell) for cell in rows[0][1])
+
+
+def _infer_layout(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[str, str]:
+    """``dense`` for a file of other than two columns; ``edges`` for two columns unless every value is 0 or 1,
+    which reads both ways and is refused until ``format`` says which."""
+    width = len(rows[0][1])
+    if width != 2:
+        return "dense", f"inferred: {width} columns, an edge list has 2"
+    body = [row for _, row in rows[_has_header(rows):]]
+    if all(len(row) == 2 and all(_number(cell) and float(cell) in (0.0, 1.0) for cell in row) for row in body):
+        users = len({float(row[0]) for row in body})
+        permissions = len({float(row[1]) for row in body})
+        raise ConfigError(f"{key}.format", f"{path} has two columns of 0/1 values: it reads as a dense {len(body)} x 2 "
+                          f"matrix or as a user,permission edge list of ids 0 and 1 ({users} users x {permissions} "
+                          "permissions)", "say which: format: dense or format: edges")
+    return "edges", "inferred: two columns of ids, not all 0 or 1"
 
 
 def _number(text: str) -> bool:
@@ -113,49 +142,84 @@ def _number(text: str) -> bool:
     return True
 
 
-def _dense(rows: list[list[str]], path: str, key: str) -> tuple[NDArray[np.float64], str]:
-    header = not all(_number(cell) for cell in rows[0])
-    body = rows[1:] if header else rows
-    named = not all(_number(row[0]) for row in body)
-    width = len(rows[0])
+def _dense(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[NDArray[np.float64], str, str]:
+    header = _has_header(rows)
+    body = rows[header:]
+    named = not all(_number(row[0]) for _, row in body)
+    width = len(rows[0][1])
+    if width - named < 1 or len(body) * (width - named) > MAX_MATRIX_CELLS:
+        raise ConfigError(f"{key}.path", f"{path} holds {len(body)} rows x {width - named} 0/1 columns; a matrix "
+                          f"needs one column at least and {MAX_MATRIX_CELLS} cells at most", "give a 0/1 table")
     values = np.empty((len(body), width - named))
-    for line, row in enumerate(body, start=1 + header):
+    for i, (line, row) in enumerate(body):
         if len(row) != width:
-            raise ConfigError(key, f"{path} line {line}: {len(row)} columns, the first row has {width}",
+            raise ConfigError(f"{key}.path", f"{path} line {line}: {len(row)} columns, the first row has {width}",
                               "give every row the same columns")
         try:
-            values[line - 1 - header] = [float(cell) for cell in row[named:]]
+            values[i] = [float(cell) for cell in row[named:]]
         except ValueError:
-            raise ConfigError(key, f"{path} line {line}: a value is not a number", "give 0/1 entries") from None
+            raise ConfigError(f"{key}.path", f"{path} line {line}: a value is not a number", "give 0/1 entries") from None
     bad = ~np.isin(values, (0.0, 1.0))
     if bad.any():
-        line, column = (int(i) for i in np.argwhere(bad)[0])
-        raise ConfigError(key, f"{path} line {line + 1 + header}: the entry {values[line, column]:g} is not 0 or 1: "
-                          "a Boolean method needs a 0/1 matrix", "give a 0/1 matrix (or use kind: image for grey levels)")
-    return values, (f"{values.shape[0]} rows x {values.shape[1]} columns, {int(values.sum())} ones, dense 0/1 "
-                    f"from {path}")
+        i, column = (int(j) for j in np.argwhere(bad)[0])
+        raise ConfigError(f"{key}.path", f"{path} line {body[i][0]}: the entry {values[i, column]:g} is not 0 or 1: a "
+                          "Boolean method needs a 0/1 matrix", "give a 0/1 matrix (or use kind: image for grey levels)")
+    return values, f"{values.shape[0]} rows x {values.shape[1]} columns, {int(values.sum())} ones, dense 0/1", ""
 
 
-def _edge_list(rows: list[list[str]], path: str, key: str) -> tuple[NDArray[np.float64], str]:
-    body = rows[1:] if not all(_number(cell) for cell in rows[0]) else rows
+def _edge_list(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[NDArray[np.float64], str, str]:
+    width = len(rows[0][1])
+    if width != 2:
+        raise ConfigError(f"{key}.format", f"format edges reads two columns (user,permission), and the first row of "
+                          f"{path} has {width}", "set format: dense for a 0/1 table, or give user,permission pairs")
+    body = rows[_has_header(rows):]
     ids = np.empty((len(body), 2), dtype=np.int64)
-    for i, row in enumerate(body):
-        line = i + 1 + (len(rows) - len(body))
-        try:
-            ids[i] = [int(cell) for cell in row[:2]]
-        except ValueError:
-            raise ConfigError(key, f"{path} line {line}: expected two integer ids (user,permission), got {row!r}",
-                              "give non-negative integer ids") from None
-        if len(row) != 2 or ids[i].min() < 0:
-            raise ConfigError(key, f"{path} line {line}: expected two non-negative integer ids, got {row!r}",
+    for i, (line, row) in enumerate(body):
+        if len(row) != 2:
+            raise ConfigError(f"{key}.path", f"{path} line {line}: expected two non-negative integer ids, got {row!r}",
                               "give user,permission ids >= 0, one assignment per line")
+        ids[i] = [_edge_id(cell, row, line, path, key) for cell in row]
     users, user_index = np.unique(ids[:, 0], return_inverse=True)
     permissions, permission_index = np.unique(ids[:, 1], return_inverse=True)
+    if users.size * permissions.size > MAX_MATRIX_CELLS:
+        raise ConfigError(f"{key}.path", f"{path} names {users.size} users and {permissions.size} permissions: "
+                          f"{users.size * permissions.size} cells, above the {MAX_MATRIX_CELLS} held at most",
+                          "give a smaller edge list")
     values = np.zeros((users.size, permissions.size))
     values[user_index, permission_index] = 1.0
     repeated = len(body) - int(values.sum())
-    return values, (f"{users.size} users x {permissions.size} permissions, {int(values.sum())} ones, edge list from "
-                    f"{path}" + (f" ({repeated} repeated assignments counted once)" if repeated else ""))
+    return (values, f"{users.size} users x {permissions.size} permissions, {int(values.sum())} ones, edge list",
+            f"; {repeated} repeated assignments counted once" if repeated else "")
+
+
+def _edge_id(cell: str, row: list[str], line: int, path: str, key: str) -> int:
+    """One id of an edge list: decimal digits only (no sign, point, exponent or underscore), below 2^63."""
+    text = cell.strip()
+    if not _DIGITS.fullmatch(text):
+        problem = "negative" if _DIGITS.fullmatch(text.removeprefix("-")) else "not an integer"
+        raise ConfigError(f"{key}.path", f"{path} line {line}: the id {text!r} is {problem}; expected two non-negative "
+                          f"integer ids (user,permission), got {row!r}", "give user,permission ids >= 0 (digits only), "
+                          "one assignment per line; for a 0/1 table, set format: dense")
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(INT64_MAX)) or int(digits) > INT64_MAX:
+        raise ConfigError(f"{key}.path", f"{path} line {line}: the id {text} exceeds the largest id read, 2^63 - 1 = "
+                          f"{INT64_MAX}", "renumber the ids 0, 1, 2, ...")
+    return int(digits)
+
+
+def check_boolean_structure(values: NDArray[np.float64], what: str, key: str) -> None:
+    """Refuse a 0/1 matrix whose rows are all the same: no 1 (nothing to factorise; Molloy's coverage of its ones is
+    0/0), all ones, or one row repeated. Its Boolean and real ranks are at most 1, so every k >= 1 reconstructs it
+    exactly and the transfer costs of Frank, Chehreghani & Buhmann (2011, eq. 3 with the Hamming cost of section 5)
+    differ across k by the noise's draw alone."""
+    ones = int(values.sum())
+    if ones == 0:
+        raise ConfigError(key, f"{what} holds no 1 ({values.shape[0]} x {values.shape[1]} zeros): there is nothing to "
+                          "factorise", "give a 0/1 matrix with ones")
+    if (values == values[0]).all():
+        row = "all ones" if ones == values.size else f"the same {int(values[0].sum())} of {values.shape[1]} columns set"
+        raise ConfigError(key, f"every row of {what} is the same ({row}): one role explains it exactly, every k >= 1 "
+                          "reconstructs it, and no trial can tell ranks apart", "give a matrix whose rows (users) differ")
 
 
 def most_frequent_columns(X: NDArray[np.float64], columns: int) -> NDArray[np.float64]:
@@ -179,22 +243,9 @@ def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[in
     """Read and check a matrix dataset: its clean matrix, parameters, sample sizes, features, what was read, identity."""
     params = matrix_params(kind, entry.get("params") or {}, key)
     if kind == "image":
-        clean, peak, read = load_image(path, f"{key}.path")
-        patch = params["patch"]
-        height, width = clean.shape
-        if height < patch or width < patch:
-            raise ConfigError(f"{key}.params.patch", f"the image ({height} x {width}) is smaller than a patch of "
-                              f"{patch} x {patch}", "use a smaller patch or a larger image")
-        if params["placement"] == "tiling" and (height % patch or width % patch):
-            raise ConfigError(f"{key}.params.patch", f"patch {patch} does not divide the image's sides ({height} x {width}) "
-                              "for the non-overlapping tiling", "use a patch that divides both, crop the image, or "
-                              "placement: random")
-        params["peak"] = peak
+        clean, read, identity = _image_dataset(key, path, params)
     else:
-        clean, read = load_boolean_matrix(path, f"{key}.path")
-        if params["columns"]:
-            clean = most_frequent_columns(clean, params["columns"])
-            read += f"; its {clean.shape[1]} most frequent columns kept ({int(clean.sum())} ones)"
+        clean, read, identity = _boolean_dataset(entry, key, path, params)
     source = matrix_source(kind, clean, params)
     rows = source.rows
     n = tuple(rows if value == "all" else int(value) for value in n_raw)
@@ -205,14 +256,43 @@ def matrix_dataset(entry: Mapping[str, Any], key: str, kind: str, n_raw: list[in
         if value < 2 or training_rows(value, params["train_fraction"]) < 1:
             raise ConfigError(f"{key}.n[{j}]", f"{value} rows cannot be split into training and test rows",
                               "use n >= 2")
-    if kind == "boolean_matrix" and params["noise"] > 0:
+    return clean, params, n, source.features, read, {"kind": kind, **identity, "params": params}
+
+
+def _image_dataset(key: str, path: str, params: dict[str, Any]) -> tuple[NDArray[np.float64], str, dict[str, Any]]:
+    """An image's grey levels, checked against its patch; ``params`` gains the format's ``peak``."""
+    image = load_image(path, f"{key}.path")
+    clean, patch = image.pixels, params["patch"]
+    height, width = clean.shape
+    if height < patch or width < patch:
+        raise ConfigError(f"{key}.params.patch", f"the image ({height} x {width}) is smaller than a patch of "
+                          f"{patch} x {patch}", "use a smaller patch or a larger image")
+    if params["placement"] == "tiling" and (height % patch or width % patch):
+        raise ConfigError(f"{key}.params.patch", f"patch {patch} does not divide the image's sides ({height} x {width}) "
+                          "for the non-overlapping tiling", "use a patch that divides both, crop the image, or "
+                          "placement: random")
+    check_image_structure(clean, patch, params["placement"], path, f"{key}.path")
+    params["peak"] = image.peak
+    return clean, image.read, {"sha256": image.sha256}
+
+
+def _boolean_dataset(entry: Mapping[str, Any], key: str, path: str,
+                     params: dict[str, Any]) -> tuple[NDArray[np.float64], str, dict[str, Any]]:
+    """A 0/1 matrix in its layout, its most frequent columns when asked, refused when its rows cannot differ."""
+    matrix = load_boolean_matrix(path, key, layout_of(entry, key))
+    clean, read = matrix.values, matrix.read
+    check_boolean_structure(clean, path, f"{key}.path")
+    if params["columns"]:
+        clean = most_frequent_columns(clean, params["columns"])
+        read += f"; its {clean.shape[1]} most frequent columns kept ({int(clean.sum())} ones)"
+        check_boolean_structure(clean, f"the {clean.shape[1]} most frequent columns of {path}", f"{key}.params.columns")
+    if params["noise"] > 0:
         ones, zeros = int(clean.sum()), int(clean.size - clean.sum())
         flips = round(params["noise"] * ones)
         if flips > min(ones, zeros):
             raise ConfigError(f"{key}.params.noise", f"noise {params['noise']:g} flips {flips} ones and as many zeros, "
                               f"but the matrix has {ones} ones and {zeros} zeros", "use a smaller noise rate")
-    identity = {"kind": kind, "sha256": _sha256(path), "params": params}
-    return clean, params, n, source.features, read, identity
+    return clean, read, {"sha256": matrix.sha256, **matrix.reading}
 
 
 def check_matrices(datasets: tuple[Any, ...], methods: tuple[Any, ...], ks: tuple[int, ...]) -> None:

@@ -230,13 +230,13 @@ def test_a_patch_that_does_not_divide_the_image_or_exceeds_it_is_refused(tmp_pat
 
 
 def test_a_rank_above_what_the_matrix_allows_is_refused(tmp_path):
-    Image.fromarray(np.zeros((16, 16), dtype=np.uint8)).save(tmp_path / "grey.png")
+    Image.fromarray(np.arange(256, dtype=np.uint8).reshape(16, 16)).save(tmp_path / "grey.png")
     config = {**image_config(tmp_path / "grey.png", patch=4), "k": [1, 20]}  # 16 features, 8 training rows of 16
     refused(tmp_path, config, "k", "rank k = 20", "use k <= 8")
 
 
 def test_a_grey_image_is_not_given_to_a_boolean_method(tmp_path):
-    Image.fromarray(np.zeros((16, 16), dtype=np.uint8)).save(tmp_path / "grey.png")
+    Image.fromarray(np.arange(256, dtype=np.uint8).reshape(16, 16)).save(tmp_path / "grey.png")
     config = image_config(tmp_path / "grey.png", patch=4)
     config["methods"] = [{"name": "svd", "algorithm": "boolean_svd", "criteria": ["mtc_matrix"]}]
     refused(tmp_path, config, "methods[0].algorithm", "0/1 matrices")
@@ -266,23 +266,24 @@ def test_matrix_and_clustering_criteria_and_data_do_not_mix(tmp_path):
 
 
 def test_the_image_reads_the_same_from_its_png_and_its_csv_and_a_16_bit_png_keeps_its_peak(shared, tmp_path):
-    from pipeline.matrixfiles import load_image
+    from pipeline.imagefiles import load_image
 
-    png, peak, read = load_image(str(shared / "datasets/images/camera_512.png"), "k")
-    csv, csv_peak, _ = load_image(str(shared / "datasets/images/camera_512.csv"), "k")
-    assert np.array_equal(png, csv) and peak == csv_peak == 255.0 and png.shape == (512, 512)
-    assert "512 x 512 grey image (peak 255)" in read
+    png = load_image(str(shared / "datasets/images/camera_512.png"), "k")
+    csv = load_image(str(shared / "datasets/images/camera_512.csv"), "k")
+    assert np.array_equal(png.pixels, csv.pixels) and png.peak == csv.peak == 255.0 and png.pixels.shape == (512, 512)
+    assert "512 x 512 grey image (peak 255)" in png.read
     deep = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)
     Image.fromarray(deep).save(tmp_path / "deep.png")
-    image, deep_peak, _ = load_image(str(tmp_path / "deep.png"), "k")
-    assert deep_peak == 65535.0 and np.array_equal(image, deep)
+    image = load_image(str(tmp_path / "deep.png"), "k")
+    assert image.peak == 65535.0 and np.array_equal(image.pixels, deep)
 
 
 def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
     from pipeline.matrixfiles import load_boolean_matrix, most_frequent_columns
 
-    dense, _ = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_dense.csv"), "k")
-    edges, read = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_edges.csv"), "k")
+    dense = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_dense.csv"), "k").values
+    loaded = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_edges.csv"), "k")
+    edges, read = loaded.values, loaded.read
     assert read.startswith("79 users x 231 permissions, 730 ones, edge list")
     assert dense.shape == edges.shape == (79, 231) and dense.sum() == edges.sum() == 730
     # the same users and permissions, up to order: compare the multisets of rows and of columns
