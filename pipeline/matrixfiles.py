@@ -173,12 +173,16 @@ def _edge_list(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[
         raise ConfigError(f"{key}.format", f"format edges reads two columns (user,permission), and the first row of "
                           f"{path} has {width}", "set format: dense for a 0/1 table, or give user,permission pairs")
     body = rows[_has_header(rows):]
-    ids = np.empty((len(body), 2), dtype=np.int64)
-    for i, (line, row) in enumerate(body):
-        if len(row) != 2:
-            raise ConfigError(f"{key}.path", f"{path} line {line}: expected two non-negative integer ids, got {row!r}",
-                              "give user,permission ids >= 0, one assignment per line")
-        ids[i] = [_edge_id(cell, row, line, path, key) for cell in row]
+    cells = [cell.strip() for _, row in body for cell in row]
+    if len(cells) == 2 * len(body) and all(len(cell) <= 18 and cell.isascii() and cell.isdigit() for cell in cells):
+        ids = np.fromiter(map(int, cells), dtype=np.int64, count=len(cells)).reshape(-1, 2)  # below 10^18 < 2^63
+    else:  # the line that is wrong, and why
+        ids = np.empty((len(body), 2), dtype=np.int64)
+        for i, (line, row) in enumerate(body):
+            if len(row) != 2:
+                raise ConfigError(f"{key}.path", f"{path} line {line}: expected two non-negative integer ids, got "
+                                  f"{row!r}", "give user,permission ids >= 0, one assignment per line")
+            ids[i] = [_edge_id(cell, row, line, path, key) for cell in row]
     users, user_index = np.unique(ids[:, 0], return_inverse=True)
     permissions, permission_index = np.unique(ids[:, 1], return_inverse=True)
     if users.size * permissions.size > MAX_MATRIX_CELLS:
