@@ -123,7 +123,7 @@ def _infer_layout(rows: list[tuple[int, list[str]]], path: str, key: str) -> tup
     which reads both ways and is refused until ``format`` says which."""
     width = len(rows[0][1])
     if width != 2:
-        return "dense", f"inferred: {width} columns, an edge list has 2"
+        return "dense", f"inferred: {width} column{'s' * (width > 1)}, an edge list has 2"
     body = [row for _, row in rows[_has_header(rows):]]
     if all(len(row) == 2 and all(_number(cell) and float(cell) in (0.0, 1.0) for cell in row) for row in body):
         users = len({float(row[0]) for row in body})
@@ -174,7 +174,8 @@ def _edge_list(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[
                           f"{path} has {width}", "set format: dense for a 0/1 table, or give user,permission pairs")
     body = rows[_has_header(rows):]
     cells = [cell.strip() for _, row in body for cell in row]
-    if len(cells) == 2 * len(body) and all(len(cell) <= 18 and cell.isascii() and cell.isdigit() for cell in cells):
+    if all(len(row) == 2 for _, row in body) and all(len(cell) <= 18 and cell.isascii() and cell.isdigit()
+                                                      for cell in cells):
         ids = np.fromiter(map(int, cells), dtype=np.int64, count=len(cells)).reshape(-1, 2)  # below 10^18 < 2^63
     else:  # the line that is wrong, and why
         ids = np.empty((len(body), 2), dtype=np.int64)

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from conftest import cli_in_process, write_config
 from pipeline.config import load_config
+from pipeline.errors import ConfigError
 from pipeline.imagefiles import MAX_IMAGE_PIXELS, load_image
 from pipeline.matrixfiles import INT64_MAX, load_boolean_matrix
 
@@ -251,7 +254,9 @@ def test_a_cube_made_without_format_resumes_with_it(tmp_path):
     ("+3,3", ["the id '+3' is not an integer"]),
     ("x7,3", ["the id 'x7' is not an integer"]),
     ("3,4,5", ["expected two non-negative integer ids"]),
-], ids=["20 digits", "2^63", "5000 digits", "negative", "decimal", "exponent", "underscore", "sign", "text", "3 cells"])
+    ("12,13,14\n15", ["expected two non-negative integer ids", "['12', '13', '14']"]),
+], ids=["20 digits", "2^63", "5000 digits", "negative", "decimal", "exponent", "underscore", "sign", "text", "3 cells",
+        "3 + 1 cells"])
 def test_an_edge_id_outside_0_to_2_63_or_not_an_integer_names_the_file_and_line(tmp_path, line, words):
     (tmp_path / "e.csv").write_text(f"user,permission\n10,11\n\n{line}\n")
     refused(tmp_path, {"kind": "boolean_matrix", "path": "e.csv", "format": "edges"}, "datasets[0].path",
@@ -383,3 +388,45 @@ def test_a_graph_file_is_read_once_with_the_same_digest_as_before(tmp_path):
     expected.update(b"|nodes|" + (tmp_path / "n.csv").read_bytes())
     assert graph.sha256 == expected.hexdigest()
     assert np.array_equal(graph.weights, [[0, 1, 0], [1, 0, -1], [0, -1, 0]]) and graph.classes == ("x", "y")
+
+
+# ------------------------------------------------------------------------------------------------ any file at all
+
+
+TOKENS = ["0", "1", "1", "0", "2", "17", "-1", "1.5", "x", "", " 3 ", "1e3", "1_0", "99999999999999999999", "nan"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@st.composite
+def tables(draw) -> list[list[str]]:
+    """Mostly rectangular tables of mostly 0/1 cells, sometimes a ragged row or a token that is not 0/1."""
+    width = draw(st.sampled_from([1, 2, 2, 2, 3, 4]))  # two columns: where the layouts meet
+    zero_one = st.sampled_from(["0", "1"])
+    cell = st.one_of(zero_one, zero_one, zero_one, st.sampled_from(TOKENS))
+    rows = draw(st.lists(st.lists(cell, min_size=width, max_size=width), min_size=1, max_size=6))
+    if draw(st.booleans()) and draw(st.booleans()):
+        rows.append(draw(st.lists(cell, min_size=1, max_size=4)))
+    return rows
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=tables(), header=st.booleans(), layout=st.sampled_from([None, "edges", "dense"]))
+@example(cells=[["0", "1"], ["1", "0"]], header=False, layout=None)  # the two readings of one file
+@example(cells=[["0", "1", "1"], ["0"]], header=True, layout=None)  # ragged rows of 2 x 2 cells in all
+def test_any_small_csv_is_read_as_0_1_with_differing_rows_or_refused_with_a_config_error(tmp_path, cells, header,
+                                                                                       layout):
+    """Whatever the cells, a Boolean-matrix file gives a 0/1 matrix whose rows are not all the same, read in the
+    layout given or said to be inferred, or a ``ConfigError`` under the dataset's key: never another exception,
+    a warning, or a two-column file of 0/1 values read without its format."""
+    (tmp_path / "m.csv").write_text(("a,b\n" if header else "") + "".join(",".join(row) + "\n" for row in cells))
+    entry = {"kind": "boolean_matrix", "path": "m.csv", **({"format": layout} if layout else {})}
+    try:
+        spec = load_config(write_config(tmp_path / "c.yaml", **config(entry, k=[1]))).datasets[0]
+    except ConfigError as error:
+        assert str(error).startswith(("datasets[0].path: ", "datasets[0].format: ", "datasets[0].n[0]: ", "k: ")), error
+        return
+    values = spec.data
+    assert set(np.unique(values)) <= {0.0, 1.0} and not (values == values[0]).all()
+    assert f"(format: {layout}, given)" in spec.read if layout else "inferred" in spec.read
+    if layout is None and "ones, edge list" in spec.read:  # inferred edges: some id is beyond 0 and 1
+        assert any(int(cell) > 1 for row in cells for cell in row if cell.strip().isdigit())
