@@ -49,6 +49,8 @@ def _nodes(rows: Rows, path: str, key: str) -> tuple[dict[str, int], list[str] |
     with_classes = len(rows[0][1]) >= 2
     for line, row in rows[1:]:
         name = row[0].strip()
+        if not name:
+            raise ConfigError(key, f"{path} line {line}: a node without a name, got {row!r}", "name every node")
         if name in index:
             raise ConfigError(key, f"{path} line {line}: node {name!r} is listed twice", "list each node once")
         index[name] = len(index)
@@ -78,10 +80,13 @@ def _edges(rows: Rows, index: dict[str, int], path: str, nodes_path: str | None,
     edges: dict[tuple[int, int], int] = {}
     weights = []
     for line, row in rows[1:]:
-        if len(row) < 3:
-            raise ConfigError(key, f"{path} line {line}: expected source,target,weight, got {row!r}",
-                              "give three columns per edge")
+        if len(row) != 3:  # a fourth cell may be a decimal comma: 0,5 read as 0 would be a silent misreading
+            raise ConfigError(key, f"{path} line {line}: expected source,target,weight, got {len(row)} cells {row!r}",
+                              "give three columns per edge (a decimal point, not a comma, in the weight)")
         source, target = row[0].strip(), row[1].strip()
+        if not source or not target:
+            raise ConfigError(key, f"{path} line {line}: an edge without a node name, got {row!r}",
+                              "name both end nodes")
         for node in (source, target):
             if node not in index:
                 if nodes_path:

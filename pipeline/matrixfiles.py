@@ -145,7 +145,13 @@ def _number(text: str) -> bool:
 def _dense(rows: list[tuple[int, list[str]]], path: str, key: str) -> tuple[NDArray[np.float64], str, str]:
     header = _has_header(rows)
     body = rows[header:]
-    named = not all(_number(row[0]) for _, row in body)
+    numeric = [_number(row[0]) for _, row in body]
+    named = not all(numeric)
+    if named and any(numeric):  # a typo in an unnamed table would otherwise turn its first column into names
+        line, row = body[numeric.index(False)] if numeric[0] else body[numeric.index(True)]
+        raise ConfigError(f"{key}.path", f"{path} line {line}: the first column holds {row[0].strip()!r} where other "
+                          "lines hold numbers: row names and 0/1 values cannot be told apart",
+                          "give every row a name that is not a number in the first column, or no names")
     width = len(rows[0][1])
     if width - named < 1 or len(body) * (width - named) > MAX_MATRIX_CELLS:
         raise ConfigError(f"{key}.path", f"{path} holds {len(body)} rows x {width - named} 0/1 columns; a matrix "

@@ -269,6 +269,28 @@ def test_the_largest_int64_id_is_read(tmp_path):
     assert np.array_equal(matrix.values, [[1, 0], [1, 1]])  # users 7, 2^63 - 1; permissions 5, 2^63 - 1
 
 
+def _text_entry(tmp_path: Path, name: str, text: str) -> dict:
+    (tmp_path / name).write_text(text)
+    return {"kind": "boolean_matrix", "path": name}
+
+
+def _graph_with_nodes(tmp_path: Path, edges: str, nodes: str) -> dict:
+    (tmp_path / "n.csv").write_text(nodes)
+    return {**_graph_entry(tmp_path, edges), "nodes": "n.csv"}
+
+
+@pytest.mark.parametrize("make, key, words", [
+    (lambda t: _graph_entry(t, "a,b,1\nb,c,0,5\n"), "path", ["g.csv line 3", "got 4 cells", "decimal point"]),
+    (lambda t: _graph_entry(t, "a,b,1\n ,c,-1\n"), "path", ["g.csv line 3", "without a node name"]),
+    (lambda t: _graph_with_nodes(t, "a,b,1\nb,c,-1\n", "node\na\nb\n\n,x\nc\n"), "nodes",
+     ["n.csv line 5", "a node without a name"]),
+    (lambda t: _text_entry(t, "typo.csv", "1,0,1\n0,1,1\nI,0,0\n1,1,0\n"), "path",
+     ["typo.csv line 3", "holds 'I'", "cannot be told apart"]),
+], ids=["decimal comma in a weight", "edge without a node", "node without a name", "typo in an unnamed table"])
+def test_a_line_that_would_be_misread_is_refused(tmp_path, make, key, words):
+    refused(tmp_path, make(tmp_path), f"datasets[0].{key}", *words)
+
+
 # ------------------------------------------------------------------------------------------------ image headers
 
 
