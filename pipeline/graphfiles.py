@@ -5,8 +5,9 @@ text) and the weight, a number in [-1, 1] (seed 004's eq. 8 scores a cut by the 
 same as no edge). Optionally ``nodes: FILE`` lists the nodes (a CSV with a header row: the node's name, and
 optionally its known class in a second column): then every end node must be listed (a node in no edge is an
 isolated node), and the classes give the true k. Every problem is refused with the file, the line and the fix:
-an unknown node, a weight that is not a number or lies outside [-1, 1], a loop (a node with itself), an edge
-given twice, a node listed twice. Both files are read once through :func:`pipeline.inputfile.read_input`.
+an unknown node, a weight that is not a number or lies outside [-1, 1], a line of other than three cells (a
+decimal comma would split a weight), a node without a name, a loop (a node with itself), an edge given twice, a
+node listed twice. Both files are read once through :func:`pipeline.inputfile.read_input`.
 
 A graph without both signs is refused too. Eq. (8) of Frank, Chehreghani & Buhmann (2011) counts the negative
 edges inside clusters and the positive edges between them: without a negative edge the single cluster costs 0,
