@@ -279,4 +279,4 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-__all__ = ["ConfigError", "InputError", "open_cube", "report", "select_k", "sweep", "validate"]
+__all__ = ["ConfigError", "InputError", "open_cube", "partition", "report", "select_k", "sweep", "validate"]
