@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import signal
 import threading
 from collections.abc import Iterator, Mapping
@@ -122,12 +123,15 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
     output of :func:`pipeline.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
     ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
     """
+    from pipeline.reduce import decisions
     from pipeline.reduce import select_k as choose
 
+    scores = _scores(cube_or_scores)
     try:
-        return choose(_scores(cube_or_scores), decide)
+        decisions(scores, decide)
     except ValueError as error:
         raise InputError(f"decide: {error}") from None
+    return choose(scores, decide)
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
@@ -176,12 +180,18 @@ def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, m
     ``data`` as for :func:`sweep`: needed when the cube was computed from arrays given in Python, or from files
     whose relative paths do not resolve from the current folder.
     """
-    from pipeline.partition import compute_partition
+    from pipeline.partition import compute_partition, stored_config
     from pipeline.store import load_cube
 
     cube = load_cube(cube_or_path) if isinstance(cube_or_path, (str, os.PathLike)) else cube_or_path.load()
-    given = None if config is None else read_config(config, data=data)
-    return compute_partition(cube, dataset, method, k=k, criterion=criterion, config=given)
+    if config is None and data is not None:  # the cube's own config, its arrays given again
+        given = read_config(stored_config(cube, given=data if isinstance(data, Mapping) else ()), data=data)
+    else:
+        given = None if config is None else read_config(config, data=data)
+    try:
+        return compute_partition(cube, dataset, method, k=k, criterion=criterion, config=given)
+    except InputError as error:  # the CLI's option names as this function's arguments
+        raise InputError(re.sub(r"^--(\w+):", r"\1:", str(error))) from None
 
 
 def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,
@@ -197,11 +207,23 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
 
 
 def _scores(given: Any) -> xr.Dataset:
+    """The per-trial scores of a cube (a path, :func:`open_cube`'s Dataset, ``xarray.open_zarr``'s with Dask
+    arrays) or the scores themselves, in memory."""
+    import xarray as xr
+
+    from pipeline.cube_io import described
     from pipeline.reduce import criterion_scores
     from pipeline.store import open_cube as open_stored
 
-    cube = open_stored(given) if isinstance(given, (str, os.PathLike)) else given
-    return criterion_scores(cube) if "status" in cube.variables else cube
+    if isinstance(given, (str, os.PathLike)):
+        return criterion_scores(open_stored(given))
+    if not isinstance(given, xr.Dataset):
+        raise InputError(f"cube_or_scores: expected a cube (an xarray.Dataset, or its path) or its criterion scores, "
+                         f"got {type(given).__name__}; e.g. ordercube.select_k('results/iris.zarr')")
+    given = given.compute()  # a Dask-backed Dataset (xarray.open_zarr) indexes with its own values
+    if "status" in given.variables:
+        return criterion_scores(described(given))
+    return given
 
 
 def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
@@ -257,4 +279,4 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-__all__ = ["ConfigError", "InputError", "open_cube", "report", "select_k", "sweep", "validate"]
+__all__ = ["ConfigError", "InputError", "open_cube", "partition", "report", "select_k", "sweep", "validate"]

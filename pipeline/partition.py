@@ -16,6 +16,7 @@ mean below 0.5 means the cluster dissolves, above 0.75 that it is stable, above 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ DISSOLVED, STABLE, HIGHLY_STABLE = 0.5, 0.75, 0.85
 SAMPLE, SPLIT, FIT_WHOLE, FIT_HALF = 0, 1, 2, 3  # the uses of the partition's streams
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Partition:
     """A dataset's partition at k; ``labels`` are cluster codes 0..k-1 of its rows (or of its drawn sample).
 
@@ -56,6 +57,14 @@ class Partition:
     classes: tuple[str, ...]
     jaccard: NDArray[np.float64]
     read: str
+
+    def __repr__(self) -> str:
+        """One line: what was fitted, at which k and why, the rows, the cluster sizes, the agreement."""
+        sizes = np.bincount(self.labels, minlength=self.jaccard.shape[0]).tolist()
+        agreement = "" if self.truth is None else f", agreement={self.agreement:.3f}"
+        why = "given" if self.chosen_by == "--k" else self.chosen_by
+        return (f"Partition(dataset={self.dataset!r}, method={self.method!r}, k={self.k} ({why}), "
+                f"rows={self.labels.size}, sizes={sizes}{agreement})")
 
     @property
     def agreement(self) -> float | None:
@@ -102,8 +111,36 @@ def _config_of(cube: xr.Dataset, config: Config | str | Path | None) -> Config:
         return config
     if config is not None:
         return load_config(config)
+    return parse_stored(stored_config(cube))
+
+
+def stored_config(cube: xr.Dataset, given: Collection[str] = ()) -> dict[str, Any]:
+    """The config stored in ``cube``, as a dict; the datasets named in ``given`` are to be given again from Python
+    (what the cube holds of their arrays, a placeholder, is left out). ``InputError`` when another of its datasets
+    was given from Python: the cube keeps no copy of such data."""
+    raw = json.loads(cube.attrs["ordercube_config"])
+    datasets = []
+    for entry in raw.get("datasets", []):
+        arrays = [key for key in ("data", "labels") if isinstance(entry, dict) and _placeholder(entry.get(key))]
+        if arrays and entry.get("name") in given:
+            entry = {key: value for key, value in entry.items() if key not in arrays}
+        elif "data" in arrays:
+            raise InputError(f"data: the cube's dataset {entry.get('name')!r} was given from Python ({entry['data']}) "
+                             "and the cube keeps no copy of it; give it again: ordercube.partition(cube, dataset, method, "
+                             f"data={{{entry.get('name')!r}: X}}) (or (X, labels))")
+        datasets.append(entry)
+    return {**raw, "datasets": datasets}
+
+
+def _placeholder(value: Any) -> bool:
+    """Whether ``value`` is what a cube stores in place of an array given from Python (``plain_entry``)."""
+    return isinstance(value, str) and value.startswith("<") and value.endswith("given from Python>")
+
+
+def parse_stored(raw: dict[str, Any]) -> Config:
+    """:func:`stored_config`'s dict validated, its relative paths read from the current folder."""
     try:
-        return parse_config(json.loads(cube.attrs["ordercube_config"]), base=Path.cwd())
+        return parse_config(raw, base=Path.cwd())
     except ConfigError as error:
         raise InputError(f"{error} (reading the cube's own config from {Path.cwd()}); give the config file it was "
                          "computed from with --config CONFIG") from None
@@ -116,13 +153,28 @@ def _named(items: tuple[Any, ...], name: str, key: str) -> Any:
     raise InputError(f"{key}: no {key.lstrip('-')} {name!r} in the cube; it has {[item.name for item in items]}")
 
 
-def _check_identity(cube: xr.Dataset, config: Config, dataset: DatasetSpec, method: MethodSpec) -> None:
+def _check_identity(cube: xr.Dataset, config: Config, dataset: DatasetSpec, method: MethodSpec, source: str) -> None:
+    """``InputError`` unless ``config`` draws the cube's resamples and fits: its seed, the dataset and the method."""
     stored = json.loads(cube.attrs["ordercube_identity"])
     now = json.loads(json.dumps(config.identity, default=str))
+    fix = ("give the config (and data) the cube was computed from, or leave --config out to use the cube's own: "
+           "otherwise the stabilities would be of labels the cube never computed")
+    if stored["seed"] != now["seed"]:
+        raise InputError(f"--config: seed: {now['seed']} in {source}, {stored['seed']} in the cube; {fix}")
     for part, name in (("datasets", dataset.name), ("methods", method.name)):
-        if stored[part].get(name) != now[part].get(name):
-            raise InputError(f"--config: {part[:-1]} {name!r} is not what the cube was computed from (its data, "
-                             "preprocessing or parameters differ); give the config and data the cube was made with")
+        changed = _differences(stored[part].get(name) or {}, now[part].get(name) or {})
+        if changed:
+            shown = "; ".join(f"{key}: {json.dumps(new)} in {source}, {json.dumps(old)} in the cube"
+                              for key, new, old in changed[:3])
+            raise InputError(f"--config: {part[:-1]} {name!r} is not what the cube was computed from ({shown}); {fix}")
+
+
+def _differences(old: Any, new: Any, key: str = "") -> list[tuple[str, Any, Any]]:
+    """The dotted keys where two identities differ, with the new and the old value (None where absent)."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [(key, new, old)]
+    return [difference for part in sorted(set(old) | set(new))
+            for difference in _differences(old.get(part), new.get(part), f"{key}.{part}" if key else part)]
 
 
 def _k_hat(cube: xr.Dataset, dataset: str, method: str, n: int, criterion: str | None) -> tuple[int, str]:
@@ -149,7 +201,8 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     """
     cfg = _config_of(cube, config)
     spec, m = _named(cfg.datasets, dataset, "--dataset"), _named(cfg.methods, method, "--method")
-    _check_identity(cube, cfg, spec, m)
+    _check_identity(cube, cfg, spec, m, str(config) if isinstance(config, (str, Path)) else
+                    "the config" if config is not None else "the cube's own config")
     algorithm = get_algorithm(m.algorithm)
     if spec.objects != "points":
         raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "

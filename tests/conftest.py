@@ -91,8 +91,54 @@ def small_config(**overrides) -> dict:
     return config
 
 
+# The papers' data are not in the repository: CI has them beside it (../shared/datasets), a fresh clone has not.
+# Every test that reads them asks through papers_data / catalog_data (or the ``shared`` fixture), which skip naming
+# what is missing, and carries the ``papers_data`` mark (tests/test_fresh_clone.py runs them without the folder).
+PAPERS_MARK = "papers_data: reads the papers' data (../shared/datasets); skipped, naming the files, where they are not"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", PAPERS_MARK)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "shared" in getattr(item, "fixturenames", ()):
+            item.add_marker("papers_data")
+
+
+def papers_data(*files: str) -> Path:
+    """``SHARED / "datasets"``, after checking that each of ``files`` (``DATASET/FILE``) is in it; else the test is
+    skipped, naming every missing file."""
+    folder = SHARED / "datasets"
+    missing = [str(folder / name) for name in files or ("",) if not (folder / name).exists()]
+    if missing:
+        pytest.skip(f"the papers' data are not on this machine: {', '.join(missing)} missing (they live in "
+                    "../shared/datasets beside the repository)")
+    return folder
+
+
+def catalog_data(config: object) -> object:
+    """``config`` (a parsed YAML document), after checking that each ``catalog:`` file it names is on this machine
+    ($ORDERCUBE_DATA or ../shared/datasets: a test never downloads); else the test is skipped, naming them."""
+    from pipeline import catalog
+
+    def names(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value.removeprefix(catalog.PREFIX)] if catalog.is_catalog(value) else []
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        return [name for item in items for name in names(item)]
+
+    folders = [Path(os.environ["ORDERCUBE_DATA"])] if os.environ.get("ORDERCUBE_DATA") else []
+    folders.append(catalog.SHARED)
+    missing = [name for name in dict.fromkeys(names(config)) if not any((folder / name).is_file() for folder in folders)]
+    if missing:
+        pytest.skip(f"the papers' data are not on this machine: {', '.join(catalog.PREFIX + name for name in missing)} "
+                    f"missing (looked in {', '.join(map(str, folders))}; tests never download)")
+    return config
+
+
 @pytest.fixture
 def shared() -> Path:
-    if not (SHARED / "datasets").is_dir():
-        pytest.skip("../shared/datasets is not beside the repository")
-    return SHARED
+    """The folder holding ``datasets/`` (the papers' data), or the test is skipped naming it."""
+    return papers_data().parent

@@ -22,7 +22,7 @@ import zarr
 from distributed import Client, LocalCluster
 
 import ordercube
-from conftest import REPO, STUBS, cli, small_config, write_config
+from conftest import REPO, STUBS, cli, cli_in_process, small_config, write_config
 from pipeline import criterion_scores
 from pipeline import select_k as reduce_select_k
 from pipeline.reduce import true_k
@@ -320,6 +320,42 @@ def test_checking_a_scheduler_address_works_inside_a_running_event_loop_as_in_ju
 def test_select_k_with_a_bad_rule_names_it(cli_cube):
     with pytest.raises(ordercube.InputError, match=r"^decide: "):
         ordercube.select_k(cli_cube, {"lange": {"threshold": "x"}})
+
+
+@pytest.fixture(scope="module")
+def small_cube(tmp_path_factory) -> Path:
+    """small_config computed in this process (no cluster): the cube every opener of select_k must agree on."""
+    folder = tmp_path_factory.mktemp("opened")
+    result = cli_in_process("run", str(write_config(folder / "small.yaml", **small_config())), "--out",
+                            str(folder / "cube.zarr"), "--workers", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return folder / "cube.zarr"
+
+
+def test_select_k_is_the_same_from_a_path_open_cube_and_xarrays_open_zarr(small_cube):
+    expected = reduce_select_k(criterion_scores(ordercube.open_cube(small_cube).load()))
+    assert set(expected.data_vars) == {"lange", "pairwise"} and int(expected["lange"].min()) >= 2
+    for given in (small_cube, str(small_cube), ordercube.open_cube(small_cube), xr.open_zarr(small_cube),
+                  criterion_scores(ordercube.open_cube(small_cube))):
+        chosen = ordercube.select_k(given)
+        xr.testing.assert_identical(chosen[["lange", "pairwise"]], expected[["lange", "pairwise"]])
+    re_decided = ordercube.select_k(xr.open_zarr(small_cube), {"pairwise": {"ties": "smallest"}})
+    assert set(re_decided.data_vars) == {"lange", "pairwise"}
+    with pytest.raises(ordercube.InputError, match=r"^cube_or_scores: expected a cube .* got DataFrame"):
+        ordercube.select_k(pd.DataFrame())
+
+
+@pytest.mark.timeout(120)
+def test_select_k_of_xarrays_open_zarr_in_a_fresh_process(small_cube):
+    """The README's opener in a process that has never opened the cube (its true_k is a Dask array there)."""
+    script = ("import sys, xarray as xr, ordercube\n"
+              "chosen = ordercube.select_k(xr.open_zarr(sys.argv[1]))\n"
+              "print(chosen['lange'].values.ravel().tolist(), chosen['true_k'].values.tolist())\n")
+    result = subprocess.run([sys.executable, "-c", script, str(small_cube)], capture_output=True, text=True, timeout=100,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    expected = reduce_select_k(criterion_scores(ordercube.open_cube(small_cube).load()))
+    assert result.stdout.strip() == f"{expected['lange'].values.ravel().tolist()} [3, 3]"
 
 
 # ---- needs in-memory datasets in pipeline.config.parse_config (branch data-in): entries {"name", "data", "labels"}

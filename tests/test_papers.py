@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, cli, write_config
+from conftest import REPO, catalog_data, cli, write_config
 from pipeline import criterion_scores, failure_rate, open_cube, select_k, sqrt_n_scaled, summarise
 
 pytestmark = pytest.mark.slow
@@ -169,6 +169,7 @@ def test_lange2002_table1_config_prints_the_comparison_with_the_paper_and_re_dec
     assert f"{int(expected.sel(dataset='gaussians3', n=100, model='kmeans'))} / 3" in lowered.stdout
 
 
+@pytest.mark.papers_data
 def test_lange_gene_expression_config_reproduces_seed_002(tmp_path):
     """Seed 002, section 3 through the shipped config (k-means, 20 splits of the whole data).
 
@@ -179,6 +180,7 @@ def test_lange_gene_expression_config_reproduces_seed_002(tmp_path):
     k = 5 (tolerance 0.06). Yeast's k̂ (paper 5, from deterministic annealing; ours 2) is not asserted.
     """
     out = tmp_path / "genes.zarr"
+    catalog_data(yaml.safe_load((REPO / "configs/lange_gene_expression.yaml").read_text()))
     result = cli("run", str(REPO / "configs/lange_gene_expression.yaml"), "--out", str(out), "--no-progress", timeout=900)
     assert result.returncode == 0, result.stderr
     scores = criterion_scores(open_cube(out))

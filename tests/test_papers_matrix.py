@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, cli, write_config
+from conftest import REPO, catalog_data, cli, write_config
 from pipeline import criterion_scores, open_cube
 from pipeline.reduce import choice_per_trial, select_k
 from pipeline.report_matrix import rank_table
@@ -31,6 +31,7 @@ def run(tmp_path, name: str, **overrides):
     """The shipped config (its ``catalog:`` paths found in ../shared) with ``overrides``: the cube's scores."""
     config = yaml.safe_load((REPO / "configs" / f"{name}.yaml").read_text())
     config.update(overrides)
+    catalog_data(config)
     path = write_config(tmp_path / f"{name}.yaml", **config)
     result = cli("run", str(path), "--out", str(tmp_path / "cube.zarr"), "--no-progress", "--no-dashboard",
                  timeout=1500)
@@ -43,6 +44,7 @@ def ranks(scores) -> dict[tuple[str, str], dict]:
     return {(row.dataset, row.criterion): row._asdict() for row in table.itertuples(index=False)}
 
 
+@pytest.mark.papers_data
 def test_image_denoising_claims_c1_c2_c3(tmp_path):
     """The shipped config without the overlapping-patch variant: 11 noise levels x 20 trials x k 1..64 (~10 s)."""
     config = yaml.safe_load((REPO / "configs" / "frank_svd_image.yaml").read_text())
@@ -65,6 +67,7 @@ def test_image_denoising_claims_c1_c2_c3(tmp_path):
     print("c4 (finding): loss at sd 2 and 5:", [round(row["psnr_loss_db"], 1) for row in mtc[:2]], "dB")
 
 
+@pytest.mark.papers_data
 def test_access_control_claims_v1_to_v5(tmp_path):
     """hc, domino, fire1, fire2 at nu = 0.05 (the specification's pilot level), 20 trials, k 1..99 (~10 s)."""
     config = yaml.safe_load((REPO / "configs" / "frank_rbac.yaml").read_text())
@@ -99,6 +102,7 @@ def test_access_control_claims_v1_to_v5(tmp_path):
                                                              table[(name, "opcv_half")]["k_star"]) for name in disagree})
 
 
+@pytest.mark.papers_data
 def test_boolean_factorisation_transfer_cost_d1_d2_findings(tmp_path):
     """americas_small (3000 users x 500 permissions) and apj, 80/20 splits, GreConD, 10 trials (~5 s)."""
     scores = run(tmp_path, "frank_bmf", resamples=10)

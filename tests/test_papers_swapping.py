@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import REPO, SHARED, cli, write_config
+from conftest import REPO, catalog_data, cli, write_config
 from pipeline import criterion_scores, open_cube
 from pipeline.reduce import choice_per_trial
 from pipeline.reduce_supervised import at_choice, selection_rows
@@ -19,8 +19,7 @@ pytestmark = pytest.mark.slow
 def run(tmp_path, name: str, **overrides):
     config = yaml.safe_load((REPO / "configs" / f"{name}.yaml").read_text())
     config.update(overrides)
-    if name == "daudin_colon" and not (SHARED / "datasets").is_dir():
-        pytest.skip("../shared/datasets is not beside the repository")
+    catalog_data(config)
     path = write_config(tmp_path / f"{name}.yaml", **config)
     result = cli("run", str(path), "--out", str(tmp_path / "cube.zarr"), "--no-progress", timeout=1200)
     assert result.returncode == 0, result.stderr
@@ -66,6 +65,7 @@ def test_kearns_claims_a1_to_a4(tmp_path):
     assert optimism.loc[("eta0p1", 100, "swapping")] > 0
 
 
+@pytest.mark.papers_data
 def test_colon_table1_claims_b1_to_b3(tmp_path):
     """The shipped colon config (500 resamplings, g = 2000, 1000, 500, 100, odd k 1..39, 27 + 14 learning)."""
     scores = run(tmp_path, "daudin_colon")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from sklearn.cluster import KMeans
 
 import ordercube
@@ -113,5 +114,83 @@ def test_bad_requests_name_the_option(blobs, tmp_path):
     other = cli_in_process("partition", cube, "--dataset", "blobs", "--method", "km", "--config",
                            str(tmp_path / "blobs.yaml"))
     assert other.returncode == 2 and "not what the cube was computed from" in other.stderr
-    with pytest.raises(InputError, match="--method"):
+    with pytest.raises(InputError, match="^method: no method 'missing'"):
         ordercube.partition(cube, "blobs", "missing", config=folder / "blobs.yaml")
+
+
+def files_of(folder) -> dict[str, bytes]:
+    """Every file under ``folder`` with its bytes: a refused command must leave the cube as it was."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_config_with_another_seed_is_refused_naming_both_seeds(blobs, tmp_path):
+    """The cube's trials were drawn with its seed: stabilities under another seed would be of halves it never had."""
+    folder, _ = blobs
+    before = files_of(folder / "blobs.zarr")
+    reseeded = tmp_path / "reseeded.yaml"
+    reseeded.write_text((folder / "blobs.yaml").read_text().replace("seed: 5", "seed: 1936"))
+    (tmp_path / "blobs.csv").write_bytes((folder / "blobs.csv").read_bytes())
+    result = cli_in_process("partition", str(folder / "blobs.zarr"), "--dataset", "blobs", "--method", "km",
+                            "--config", str(reseeded), "--out", str(tmp_path / "labels.csv"))
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines() == [f"error: --config: seed: 1936 in {reseeded}, 5 in the cube; give the config "
+                                          "(and data) the cube was computed from, or leave --config out to use the "
+                                          "cube's own: otherwise the stabilities would be of labels the cube never "
+                                          "computed"]
+    assert not (tmp_path / "labels.csv").exists() and files_of(folder / "blobs.zarr") == before
+    with pytest.raises(InputError, match=r"^config: seed: 1936 in the config, 5 in the cube; "):
+        ordercube.partition(folder / "blobs.zarr", "blobs", "km", config={
+            **yaml.safe_load(reseeded.read_text()), "datasets": [
+                {"name": "blobs", "kind": "file", "path": str(folder / "blobs.csv"), "labels": {"column": "group"}}]})
+    # a method parameter that changes the fits is named with both values
+    refit = tmp_path / "refit.yaml"
+    refit.write_text((folder / "blobs.yaml").read_text().replace("n_init: 5", "n_init: 6"))
+    other = cli_in_process("partition", str(folder / "blobs.zarr"), "--dataset", "blobs", "--method", "km",
+                           "--config", str(refit))
+    assert other.returncode == 2
+    assert other.stderr.startswith(f"error: --config: method 'km' is not what the cube was computed from (params.n_init: "
+                                   f"6 in {refit}, 5 in the cube); give the config"), other.stderr
+    assert files_of(folder / "blobs.zarr") == before
+
+
+@pytest.fixture(scope="module")
+def in_memory(tmp_path_factory):
+    """A cube of arrays given from Python (three blobs of 30 rows, their classes)."""
+    folder = tmp_path_factory.mktemp("memory")
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(centre, 0.4, size=(30, 2)) for centre in ((0, 0), (4, 0), (0, 4))])
+    y = np.repeat([0, 1, 2], 30)
+    config = {"name": "mem", "seed": 3, "n": ["all"], "k": [2, 3, 4], "resamples": 4,
+              "methods": [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]}
+    ordercube.sweep(config, data={"blobs": (X, y)}, out=folder / "mem.zarr", workers=0)
+    return folder / "mem.zarr", config, X, y
+
+
+def test_partition_of_arrays_from_python_reads_the_cubes_own_config(in_memory):
+    cube, config, X, y = in_memory
+    alone = ordercube.partition(cube, "blobs", "km", data={"blobs": (X, y)})
+    with_config = ordercube.partition(cube, "blobs", "km", config=config, data={"blobs": (X, y)})
+    assert np.array_equal(alone.labels, with_config.labels) and alone.k == 3
+    assert alone.agreement == pytest.approx(1.0) and np.bincount(alone.labels).tolist() == [30, 30, 30]
+    # other arrays (one row changed) are not the cube's data
+    changed = (r"^config: dataset 'blobs' is not what the cube was computed from "
+               r"\(sha256: \"[0-9a-f]{64}\" in the config, \"[0-9a-f]{64}\" in the cube\)")
+    with pytest.raises(InputError, match=changed):
+        ordercube.partition(cube, "blobs", "km", data={"blobs": (np.vstack([X[:-1], X[:1]]), y)})
+    # without the arrays: what to pass, not a complaint about a string
+    for call in (lambda: ordercube.partition(cube, "blobs", "km"),
+                 lambda: ordercube.partition(cube, "blobs", "km", data={"other": X})):
+        with pytest.raises(InputError, match=r"^data: the cube's dataset 'blobs' was given from Python \(<ndarray of "
+                                             r"shape \(90, 2\) given from Python>\) .*data=\{'blobs': X\}"):
+            call()
+    result = cli_in_process("partition", str(cube), "--dataset", "blobs", "--method", "km")
+    assert result.returncode == 2 and result.stderr.startswith("error: data: the cube's dataset 'blobs' was given")
+
+
+def test_a_partitions_repr_is_one_short_line(in_memory):
+    cube, _, X, y = in_memory
+    assert repr(ordercube.partition(cube, "blobs", "km", data={"blobs": (X, y)})) == (
+        "Partition(dataset='blobs', method='km', k=3 (k̂ of lange at n = 90), rows=90, sizes=[30, 30, 30], "
+        "agreement=1.000)")
+    assert repr(ordercube.partition(cube, "blobs", "km", k=2, data={"blobs": (X, y)})).startswith(
+        "Partition(dataset='blobs', method='km', k=2 (given), rows=90, sizes=[")

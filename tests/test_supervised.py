@@ -4,13 +4,15 @@ hand, the report's Table 1 layout, and bad input refused naming the key."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
 
 import ordercube
-from conftest import SHARED, cli_in_process, write_config
+from conftest import cli_in_process, papers_data, write_config
 from pipeline.reduce import choice_per_trial
 from pipeline.reduce_supervised import at_choice, gain_rows, selection_rows
 from tasks.classifiers.intervals import interval_erm_scores
@@ -21,12 +23,17 @@ from tasks.seeding import Purpose, label_id, stream
 from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, split_by_class
 from test_engine import assert_same_cells, run_ok
 
-COLON = SHARED / "datasets" / "alon_colon"
 
 
-def colon_config(tmp_path, **overrides):
-    dataset = {"name": "colon", "kind": "file", "path": str(COLON / "expression_2000genes.csv"),
-               "labels": {"path": str(COLON / "labels.csv"), "column": "tissue"}, "n": ["all"],
+@pytest.fixture
+def colon(shared) -> Path:
+    """Alon's colon data (62 tissues x 2000 genes, their labels), or the test is skipped naming what is missing."""
+    return papers_data("alon_colon/expression_2000genes.csv", "alon_colon/labels.csv") / "alon_colon"
+
+
+def colon_config(folder: Path, **overrides):
+    dataset = {"name": "colon", "kind": "file", "path": str(folder / "expression_2000genes.csv"),
+               "labels": {"path": str(folder / "labels.csv"), "column": "tissue"}, "n": ["all"],
                "learning": {"tumor": 27, "normal": 14},
                "preprocess": [{"clip": {"floor": 100, "ceiling": 16000}}, {"log": {"base": 10}},
                               {"standardize": {"axis": "rows"}}]}
@@ -59,15 +66,15 @@ def test_split_by_class_is_stratified_disjoint_and_complete():
     assert np.array_equal(learn, again)
 
 
-def test_colon_cube_equals_the_kernels_on_the_same_trial(tmp_path):
+def test_colon_cube_equals_the_kernels_on_the_same_trial(tmp_path, colon):
     """The cube's values of trial t are knn_scores on that trial's split (from its DRAW stream), with the top 50
     genes chosen on its learning set only: the wiring (stream, split, selection inside the trial) is right."""
-    config = colon_config(tmp_path)
+    config = colon_config(colon)
     cube = ordercube.sweep(config, out=tmp_path / "c.zarr", workers=0)
     from pipeline.config import parse_config
 
     X = parse_config(config, base=tmp_path).datasets[0].data
-    labels = pd.read_csv(COLON / "labels.csv")["tissue"].map({"normal": 0, "tumor": 1}).to_numpy()
+    labels = pd.read_csv(colon / "labels.csv")["tissue"].map({"normal": 0, "tumor": 1}).to_numpy()
     ks = list(range(1, 40, 2))
     for trial in range(4):
         rng = stream(11, Purpose.DRAW, label_id("colon"), 62, trial)
@@ -142,8 +149,8 @@ def test_per_trial_choices_ties_to_the_smallest_k_and_errors_read_at_them():
     assert gain["diff_low"] <= gain["L_cv_minus_L_swap"] <= gain["diff_high"]
 
 
-def test_report_prints_table_one_with_the_published_values(tmp_path):
-    config = colon_config(tmp_path, resamples=3, published={"colon/g50": {"swapping": {"N": 9.11, "R": 28.6}}})
+def test_report_prints_table_one_with_the_published_values(tmp_path, colon):
+    config = colon_config(colon, resamples=3, published={"colon/g50": {"swapping": {"N": 9.11, "R": 28.6}}})
     path = write_config(tmp_path / "c.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0").returncode == 0
     result = cli_in_process("report", str(tmp_path / "c.zarr"), "--out", str(tmp_path / "r"))
@@ -220,10 +227,10 @@ def test_labels_of_one_class_or_three_are_refused(tmp_path):
         assert result.returncode == 2 and "datasets[0].labels" in result.stderr and fragment in result.stderr, result.stderr
 
 
-def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(tmp_path):
+def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(tmp_path, colon):
     """Trials split and genes selected from the trial's own stream: no dependence on where or in which
     batches the cells are computed (two Dask workers, tasks of 2 trials, against one process)."""
-    config = colon_config(tmp_path, resamples=6, execution={"trials_per_chunk": 2, "task_seconds": 0.01})
+    config = colon_config(colon, resamples=6, execution={"trials_per_chunk": 2, "task_seconds": 0.01})
     config["datasets"].append({"name": "e3", "kind": "kearns_intervals", "params": {"d": 3, "eta": 0.3}, "n": [62],
                                "learning": 40})
     config["methods"][0].update(criteria=["swapping", "loo_cv", "test_error"], params={"genes": 0})  # both datasets
