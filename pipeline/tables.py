@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from pipeline.config import Reading
 from pipeline.errors import ConfigError
+from pipeline.inputfile import InputFile
 from tasks.datasets.bounds import first_nonfinite
 
 READING_KEYS = ("header", "columns", "exclude", "row_names")
@@ -68,11 +69,12 @@ class Table:
                           f"use one of {listed}")
 
 
-def read_csv_table(path: Any, key: str, header: bool | None) -> Table:
+def read_csv_table(file: InputFile, key: str, header: bool | None) -> Table:
     """Every cell of a CSV file as text (NaN where missing), its header decided and checked."""
+    path = file.path
     try:
-        raw = pd.read_csv(path, header=None, dtype=str)
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+        raw = pd.read_csv(file.text(key), header=None, dtype=str)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         text = " ".join(str(error).split())
         raise ConfigError(key, f"cannot parse {path} as CSV ({text})", "give a comma-separated file") from None
     raw.columns = range(raw.shape[1])
@@ -156,13 +158,14 @@ class Selected:
     notes: tuple[str, ...] = ()
     row_labels: tuple[str, ...] = ()  # the rows' names, when a column names them
     column_labels: tuple[str, ...] = ()  # the feature columns' names, as the table has them
+    row_names_header: str = ""  # the header of the column of row names (CSV with a header row)
 
 
 def _resolve_all(table: Table, values: Sequence[Any] | None, key: str) -> list[int]:
     return [table.find(value, f"{key}[{i}]") for i, value in enumerate(values or ())]
 
 
-def _inferred_row_names(table: Table, taken: set[int]) -> int | None:
+def inferred_row_names(table: Table, taken: set[int]) -> int | None:
     """The first column, when it is unambiguously row names: no name in the header row, or distinct text."""
     if table.cells.shape[1] < 2 or 0 in taken or table.naming not in ("header", "position"):
         return None
@@ -212,7 +215,7 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
         if len(set(features)) != len(features):
             raise ConfigError(f"{key}.columns", "a column is listed twice", "list each column once")
     else:
-        inferred = None if reading.row_names is not None else _inferred_row_names(table, set(roles) | excluded)
+        inferred = None if reading.row_names is not None else inferred_row_names(table, set(roles) | excluded)
         if inferred is not None:
             roles[inferred], names_at = "row names", inferred
             why = "its empty header cell" if table.naming == "header" and table.names[0] == "" else \
@@ -224,8 +227,9 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
     X = _numbers(table, features, data_key)
     row_labels = () if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
+    names_header = str(table.names[names_at]) if names_at is not None and table.naming == "header" else ""
     return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes), row_labels,
-                    tuple(str(table.names[j]) for j in features))
+                    tuple(str(table.names[j]) for j in features), names_header)
 
 
 def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]:
