@@ -245,6 +245,20 @@ def _shown_params(params: Any) -> str:
     return f"({', '.join(f'{name}: {value}' for name, value in params.items())}) " if params else ""
 
 
+def _same_objects(selected: Selected, table: Table, key: str) -> None:
+    """A dissimilarity matrix whose rows and columns share names lists them in the same order (labels are matched
+    to its rows by name, and its columns are the same objects); names of two unrelated kinds (rows ``s0, s1, ...``
+    under a header ``V1, V2, ...``) say nothing about the order and are accepted."""
+    rows, columns = selected.row_labels, selected.column_labels
+    if not rows or table.naming != "header" or len(rows) != len(columns) or rows == columns \
+            or not set(rows) & set(columns):
+        return
+    at = next(i for i, (row, column) in enumerate(zip(rows, columns)) if row != column)
+    raise ConfigError(key, f"{table.source} names its rows and its columns differently: row {at + 1} is {rows[at]!r}, "
+                      f"column {at + 1} {columns[at]!r}", "list the objects in the same order in the header row and "
+                      "the row names")
+
+
 def load_file_dataset(spec: Any, key: str) -> LoadedData:
     """Read, check and preprocess the file dataset described by ``spec`` (a ``DatasetSpec``): each file is read
     once (:func:`pipeline.inputfile.read_input`), and the bytes parsed are the bytes whose digest is the identity."""
@@ -258,6 +272,8 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
     """Select, check and preprocess a table's features (a file's or an array's given from Python); ``given``
     is labels passed from Python and how they were matched to the rows."""
     raw, selected = read_selected(table, spec.reading, data_key)
+    if spec.objects == "dissimilarity":
+        _same_objects(selected, table, data_key)
     matched, origin = _labels(spec, key, raw.X.shape[0], selected, table.source, given)
     X, rows = preprocess(raw.X, spec.preprocess, f"{key}.preprocess")
     check_values(X, raw, spec.preprocess, table.source, data_key, dissimilarities=spec.objects == "dissimilarity")

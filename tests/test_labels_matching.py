@@ -159,3 +159,36 @@ def test_labels_and_arrays_from_python_that_would_be_read_wrongly_are_refused(da
         parse_config(_memory(data, labels))
     message = str(caught.value)
     assert "\n" not in message and all(word in message for word in words), message
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["file", "distances"])
+@pytest.mark.parametrize("make, words", [
+    (lambda path: os.mkfifo(path), "named pipe (FIFO)"),
+    (lambda path: path.mkdir(), "is a folder"),
+    (lambda path: path.symlink_to("/dev/zero"), "is a device"),
+    (lambda path: (path.symlink_to(path.with_name("b.csv")), path.with_name("b.csv").symlink_to(path)),
+     "loop of symbolic links"),
+])
+def test_a_data_path_that_is_not_a_regular_file_exits_2_before_a_byte_is_read(tmp_path, kind, make, words):
+    make(tmp_path / "data.csv")
+    result = cli_in_process("validate", str(_config(tmp_path, {"name": "d", "kind": kind, "path": "data.csv"})))
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: datasets[0].path: ") and words in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("header, accepted", [
+    (NAMES, True),
+    ([f"V{i + 1}" for i in range(150)], True),  # another kind of name: no order to compare
+    ([NAMES[1], NAMES[0], *NAMES[2:]], False),
+    ([*NAMES[:149], "other"], False),
+])
+def test_a_distance_matrix_names_its_rows_and_columns_in_the_same_order(tmp_path, header, accepted):
+    distances = pd.DataFrame(squareform(pdist(IRIS.data)), columns=header)
+    distances.insert(0, "id", NAMES)
+    distances.to_csv(tmp_path / "dist.csv", index=False)
+    result = cli_in_process("validate", str(_config(tmp_path, {"name": "d", "kind": "distances", "path": "dist.csv"})))
+    assert result.returncode == (0 if accepted else 2), result.stderr
+    if not accepted:
+        assert "datasets[0].path: " in result.stderr and "names its rows and its columns differently" in result.stderr
