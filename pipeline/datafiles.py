@@ -120,9 +120,10 @@ def read_table(file: InputFile, key: str, reading: Reading) -> Table:
     return read_csv_table(file, key, reading.header)
 
 
-def read_selected(table: Table, reading: Reading, key: str) -> tuple[Matrix, Selected]:
+def read_selected(table: Table, reading: Reading, key: str, *,
+                  dissimilarities: bool = False) -> tuple[Matrix, Selected]:
     """The feature matrix of ``table``, at least one row and one column; inf is refused, naming its cell."""
-    selected = select(table, reading, key.rsplit(".", 1)[0], key)
+    selected = select(table, reading, key.rsplit(".", 1)[0], key, dissimilarities=dissimilarities)
     if 0 in selected.X.shape:
         raise ConfigError(key, f"{table.source} has {selected.X.shape[0]} data rows and {selected.X.shape[1]} numeric "
                           "columns", "give a file with at least one row and one column of numbers")
@@ -183,8 +184,8 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key
         first = first_nonfinite(raw.X)
         origin = f" (the first missing value of the file is at {raw.where(*first)})" if first is not None else ""
         raise ConfigError(key, f"{path} has {int(missing.sum())} missing or NaN values{after}{origin}",
-                          MISSING_FIX if not dissimilarities else "fill every cell (this kind of dataset takes no preprocess "
-                          "steps)")
+                          MISSING_FIX if not dissimilarities else "fill every cell: a distance matrix has a number in every "
+                          "cell but its row names")
     at = first_nonfinite(X)
     if at is not None:
         raise ConfigError(key, f"{path} has the value {X[at]} after preprocessing, at row index {at[0]}, {column(at[1])}",
@@ -271,12 +272,13 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
                given: tuple[LabelSet, str] | None = None) -> LoadedData:
     """Select, check and preprocess a table's features (a file's or an array's given from Python); ``given``
     is labels passed from Python and how they were matched to the rows."""
-    raw, selected = read_selected(table, spec.reading, data_key)
-    if spec.objects == "dissimilarity":
+    dissimilarities = spec.objects == "dissimilarity"
+    raw, selected = read_selected(table, spec.reading, data_key, dissimilarities=dissimilarities)
+    if dissimilarities:
         _same_objects(selected, table, data_key)
     matched, origin = _labels(spec, key, raw.X.shape[0], selected, table.source, given)
     X, rows = preprocess(raw.X, spec.preprocess, f"{key}.preprocess")
-    check_values(X, raw, spec.preprocess, table.source, data_key, dissimilarities=spec.objects == "dissimilarity")
+    check_values(X, raw, spec.preprocess, table.source, data_key, dissimilarities=dissimilarities)
     labels = None
     if matched is not None:
         if rows is None:

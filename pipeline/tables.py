@@ -177,9 +177,10 @@ def inferred_row_names(table: Table, taken: set[int]) -> int | None:
     return None
 
 
-def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
+def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimilarities: bool = False) -> Selected:
     """The feature columns of ``table`` as a float matrix, after the row names, labels and exclusions.
-    ``key`` is the dataset's (for its options), ``data_key`` where the values came from (``.path``, ``.data``)."""
+    ``key`` is the dataset's (for its options), ``data_key`` where the values came from (``.path``, ``.data``);
+    a matrix of ``dissimilarities`` takes neither exclusions nor steps, and its messages' fixes say so."""
     if reading.columns is not None and reading.exclude:
         raise ConfigError(f"{key}.exclude", "both 'columns' and 'exclude' are given",
                           "give 'columns' (the features to keep) or 'exclude' (the columns to drop), not both")
@@ -225,23 +226,24 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
     if not features:
         raise ConfigError(f"{key}.columns" if reading.columns is not None else f"{key}.exclude",
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
-    X = _numbers(table, features, data_key)
+    X = _numbers(table, features, data_key, dissimilarities)
     row_labels = () if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
     names_header = str(table.names[names_at]) if names_at is not None and table.naming == "header" else ""
     return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes), row_labels,
                     tuple(str(table.names[j]) for j in features), names_header)
 
 
-def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]:
+def _numbers(table: Table, features: list[int], key: str, dissimilarities: bool) -> NDArray[np.float64]:
     for j in features:
         bad = not_numbers(table.cells[j])
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             name = table.names[j]
+            fix = "fix the cell: a distance matrix has a number in every cell but its row names" if dissimilarities \
+                else f"if that column names the rows set row_names: {name!r}; if it holds classes set labels: " \
+                     f"{{column: {name!r}}}; else exclude: [{name!r}] (or fix the cell)"
             raise ConfigError(key, f"{table.source} has a non-numeric cell {shown_cell(table.cells[j].iloc[i])} in "
-                              f"{table.shown(j)}, {table.row(i)}: only numbers are clustered",
-                              f"if that column names the rows set row_names: {name!r}; if it holds classes set "
-                              f"labels: {{column: {name!r}}}; else exclude: [{name!r}] (or fix the cell)")
+                              f"{table.shown(j)}, {table.row(i)}: only numbers are clustered", fix)
     frame = table.cells[features]
     X = np.column_stack([as_numbers(frame[j]).to_numpy(dtype=np.float64) for j in features]) if features \
         else np.empty((frame.shape[0], 0))
@@ -251,7 +253,8 @@ def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]
         shown = shown_cell(cell) if isinstance(cell, str) else str(cell)  # the text of a CSV cell: '1e400'
         raise ConfigError(key, f"{table.source} has the non-finite value {shown} at {table.row(at[0])}, "
                           f"{table.shown(features[at[1]])} (inf, or beyond float64's range of ±1.8e308)",
-                          "replace it with a finite number, or empty the cell and add a drop_missing or impute step")
+                          "replace it with a finite number" + ("" if dissimilarities else
+                                                               ", or empty the cell and add a drop_missing or impute step"))
     return X
 
 

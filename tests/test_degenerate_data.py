@@ -101,3 +101,26 @@ def test_arrays_without_spread_from_python_raise_an_input_error(data, words):
     with pytest.raises(InputError) as caught:
         parse_config(raw)
     assert all(word in str(caught.value) for word in words), str(caught.value)
+
+
+def _distances_with(cell: str) -> np.ndarray:
+    values = np.abs(np.subtract.outer(np.arange(ROWS), np.arange(ROWS))).astype(object)
+    values[3, 5] = cell
+    return values
+
+
+@pytest.mark.parametrize("values, words", [
+    (_distances_with("abc"), "non-numeric cell 'abc'"),
+    (_distances_with(""), "1 missing or NaN values"),
+    (_distances_with("inf"), "non-finite value 'inf'"),
+    ((1 - np.eye(ROWS)) * 1e200, "reaches |x| = 1e+200"),
+    ((1 - np.eye(ROWS)) * 1e-200, "differ by at most 1e-200"),
+])
+def test_a_distance_matrix_error_never_advises_a_key_the_kind_refuses(tmp_path, values, words):
+    dataset = {"name": "d", "kind": "distances", "path": _table(tmp_path, values)}
+    raw = small_config(n=[20], k=[2, 3], resamples=2, methods=AVERAGE, datasets=[dataset])
+    result = cli_in_process("validate", str(write_config(tmp_path / "c.yaml", **raw)))
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and words in lines[0], result.stderr
+    refused_keys = ("preprocess", "impute", "drop_missing", "standardize", "exclude", "columns:")
+    assert not any(key in lines[0] for key in refused_keys), lines[0]
