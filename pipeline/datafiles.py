@@ -1,11 +1,12 @@
 """Loading file datasets: CSV or NPY (never pickled), an optional labels file, preprocessing.
 
-Every value is checked: inf (or a number beyond float64's range, which reads as inf) is refused where
-it is read, naming the file, the row and the column; a missing value (an empty cell, ``nan``) is
-allowed only when a ``drop_missing`` or ``impute`` step removes it; after preprocessing, the values
-must be small enough that squared distances cannot overflow (``tasks.datasets.bounds``). Too large
-values are refused rather than rescaled: the config stays the record of what was clustered, and the
-fix (a ``standardize`` step) is one line.
+Each file is read once through :func:`pipeline.inputfile.read_input`; a labels file is matched to the rows by
+:mod:`pipeline.labelfiles`. Every value is checked: inf (or a number beyond float64's range, which reads as inf)
+is refused where it is read, naming the file, the row and the column; a missing value (an empty cell, ``nan``)
+is allowed only when a ``drop_missing`` or ``impute`` step removes it; after preprocessing, the values
+must be small enough that squared distances cannot overflow (``tasks.datasets.bounds``), and the rows must
+not all be the same point (a step that makes them so is named). Too large values are refused rather than
+rescaled: the config stays the record of what was clustered, and the fix (a ``standardize`` step) is one line.
 """
 
 from __future__ import annotations
