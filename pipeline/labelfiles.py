@@ -142,7 +142,8 @@ def _by_name(found: LabelsFile, data_names: tuple[str, ...], key: str, data_sour
         if lacking:
             parts.append(f"has no label for {len(lacking)} of the {len(data_names)} data rows ({_shown(lacking)})")
         if extra:
-            parts.append(f"labels {len(extra)} rows the data does not have ({_shown(extra)})")
+            parts.append(f"labels {len(extra)} row{'s' if len(extra) > 1 else ''} the data does not have "
+                         f"({_shown(extra)})")
         raise ConfigError(f"{key}.path", f"{found.source} {' and '.join(parts)}, matched by row name "
                           f"({found.names_column})", "give one label for each data row, named as in the data")
     order = np.fromiter((position[name] for name in data_names), dtype=np.int64, count=len(data_names))

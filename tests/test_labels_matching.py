@@ -39,6 +39,7 @@ def _files(folder: Path) -> None:
     labels.sample(frac=1, random_state=0).to_csv(folder / "shuffled.csv", index=False)
     labels.assign(id=[f"{name}x" for name in NAMES]).to_csv(folder / "renamed.csv", index=False)
     labels.iloc[:149].to_csv(folder / "partial.csv", index=False)
+    pd.concat([labels, pd.DataFrame({"id": ["s150"], "species": ["setosa"]})]).to_csv(folder / "extra.csv", index=False)
     labels.assign(id=NAMES[:149] + ["s0"]).to_csv(folder / "twice.csv", index=False)
     labels[["species"]].to_csv(folder / "plain.csv", index=False)
     labels.rename(columns={"id": ""}).sample(frac=1, random_state=1).to_csv(folder / "r_style.csv", index=False)
@@ -86,6 +87,7 @@ def test_labels_are_matched_by_row_name_and_the_data_line_says_how(tmp_path, kin
     ("renamed.csv", "", ["datasets[0].labels.path", "no label for 150 of the 150 data rows ('s0', 's1', 's2', ...)",
                          "labels 150 rows the data does not have ('s0x', 's100x', 's101x', ...)"]),
     ("partial.csv", "", ["datasets[0].labels.path", "no label for 1 of the 150 data rows ('s149')"]),
+    ("extra.csv", "", ["datasets[0].labels.path", "labels 1 row the data does not have ('s150')"]),
     ("twice.csv", "", ["datasets[0].labels.path", "names the row 's0' twice"]),
     ("shuffled.csv", "unnamed.csv", ["datasets[0].labels.path", "names its rows (column 'id')",
                                      "unnamed.csv have no names", "row_names: COLUMN"]),
