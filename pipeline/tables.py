@@ -72,8 +72,11 @@ class Table:
 def read_csv_table(file: InputFile, key: str, header: bool | None) -> Table:
     """Every cell of a CSV file as text (NaN where missing), its header decided and checked."""
     path = file.path
-    try:
-        raw = pd.read_csv(file.text(key), header=None, dtype=str)
+    try:  # from the bytes: a text copy of them would double the memory a large table takes to parse
+        raw = pd.read_csv(file.binary(), header=None, dtype=str, encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        file.text(key)  # raises the ConfigError naming the first byte that is not UTF-8
+        raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         text = " ".join(str(error).split())
         raise ConfigError(key, f"cannot parse {path} as CSV ({text})", "give a comma-separated file") from None
