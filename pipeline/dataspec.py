@@ -269,7 +269,8 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
             raw = values.tobytes() if values.dtype.kind in "biuf" else "\x1f".join(map(str, values)).encode()
             digest.update(f"{label!r}|{column.dtype}|{len(values)}|".encode() + raw)
     elif isinstance(data, np.ndarray):
-        data = _unmasked(data, source)
+        data = _unmasked(data, source, "pass array.filled(numpy.nan) and add a preprocess step '- impute: "
+                         "{strategy: column_mean}' or '- drop_missing: {}'")
         if data.ndim not in (1, 2) or data.dtype.kind not in "biuf" or 0 in data.shape:
             raise ConfigError(source, f"expected a 1-D or 2-D array of real numbers with rows, got a {data.ndim}-D "
                               f"{data.dtype} array of shape {data.shape}", "give e.g. X.astype(float) of shape "
@@ -292,15 +293,14 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
     return load_table(table, spec, key, source, digest.hexdigest(), given=given)
 
 
-def _unmasked(array: np.ndarray, key: str) -> np.ndarray:
+def _unmasked(array: np.ndarray, key: str, fix: str) -> np.ndarray:
     """A NumPy masked array's values when nothing is masked; refused otherwise (its hidden values would be read)."""
     if not isinstance(array, np.ma.MaskedArray):
         return array
     hidden = int(np.ma.getmaskarray(array).sum())
     if hidden:
-        raise ConfigError(key, f"a masked array with {hidden} masked values: ordercube reads every value, the masked "
-                          "ones too", "pass array.filled(numpy.nan) with a preprocess step '- impute: {strategy: "
-                          "column_mean}' or '- drop_missing: {}' (or array.compressed() rows you chose)")
+        raise ConfigError(key, f"a masked array with {hidden} masked value{'s' if hidden > 1 else ''}: ordercube "
+                          "would read every value, the masked ones too", fix)
     return np.ma.getdata(array)
 
 
@@ -309,7 +309,7 @@ def _labels_in_row_order(values: Any, data: Any, key: str) -> tuple[Any, str]:
     Series against a DataFrame by their index when both name their rows (an index other than 0..n-1), else by
     position; a named Series for unnamed rows, masked labels and labels of more than one dimension are refused."""
     if isinstance(values, np.ndarray):
-        values = _unmasked(values, key)
+        values = _unmasked(values, key, "give every row a label (or leave the unlabelled rows out of the data too)")
         if values.ndim != 1:
             raise ConfigError(key, f"expected one label per row (a 1-D array), got an array of shape {values.shape}",
                               "pass labels.ravel() if it is one column, or one column of it")

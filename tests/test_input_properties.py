@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
@@ -114,3 +115,63 @@ def test_validate_exits_0_or_2_with_one_line_on_any_data_and_labels_file(table, 
                 assert [spec.classes[code] for code in spec.labels] == [f"c{i % 3}" for i in range(table[0])]
     finally:
         shutil.rmtree(folder)
+
+
+@st.composite
+def arrays_from_python(draw):
+    """What a notebook might pass as data: arrays of any shape and dtype, masked or not, DataFrames."""
+    rows = draw(st.one_of(st.integers(10, 14), st.integers(0, 10)))  # half the draws: enough rows for k = 2
+    columns = draw(st.one_of(st.integers(1, 3), st.integers(0, 3)))
+    values = np.asarray(draw(st.lists(st.floats(-1e6, 1e6), min_size=rows * columns, max_size=rows * columns)),
+                        dtype=float).reshape(rows, columns)
+    if values.size and draw(st.integers(0, 3)) == 3:  # a quarter of the tables miss a value
+        values[draw(st.integers(0, rows - 1)), draw(st.integers(0, columns - 1))] = np.nan
+    form = draw(st.sampled_from(["float", "float", "int", "bool", "complex", "str", "1-D", "3-D", "masked", "frame",
+                                 "named frame", "named frame"]))
+    if form == "masked":
+        return np.ma.masked_array(values, mask=draw(st.lists(st.booleans(), min_size=values.size,
+                                                             max_size=values.size)) if values.size else False)
+    if form in ("frame", "named frame"):
+        frame = pd.DataFrame(values, columns=[f"c{j}" for j in range(columns)])
+        return frame.set_axis([f"r{i}" for i in range(rows)]) if form == "named frame" else frame
+    converted = {"float": values, "int": np.nan_to_num(values).astype(np.int64), "bool": values > 0,
+                 "complex": values.astype(complex), "str": values.astype(str), "1-D": values.ravel(),
+                 "3-D": values[..., None]}
+    return converted[form]
+
+
+@st.composite
+def labels_from_python(draw, rows: int):
+    size = draw(st.sampled_from([rows, rows, rows, max(rows - 1, 0), rows + 1]))
+    codes = draw(st.lists(st.integers(0, 3), min_size=size, max_size=size))
+    form = draw(st.sampled_from(["none", "list", "array", "2-D", "nested", "masked", "series", "named series",
+                                 "shuffled series", "shuffled series", "frame"]))
+    names = [f"r{i}" for i in range(size)]
+    return {"none": None, "list": codes, "array": np.array(codes, dtype=np.int64),
+            "2-D": np.array(codes, dtype=np.int64)[:, None], "nested": [[code] for code in codes],
+            "masked": np.ma.masked_array(codes, mask=[code == 0 for code in codes]),
+            "series": pd.Series(codes, dtype=np.int64), "named series": pd.Series(codes, index=names, dtype=np.int64),
+            "shuffled series": pd.Series(codes, index=names, dtype=np.int64).iloc[::-1],
+            "frame": pd.DataFrame({"y": codes})}[form]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=arrays_from_python(), draw=st.data())
+def test_arrays_and_labels_from_python_are_read_or_refused_in_one_line(data, draw):
+    from pipeline.errors import InputError
+
+    labels = draw.draw(labels_from_python(len(data)))
+    entry = {"name": "d", "data": data} if labels is None else {"name": "d", "data": data, "labels": labels}
+    raw = {"name": "p", "seed": 1, "n": ["all"], "k": [2], "resamples": 2, "datasets": [entry],
+           "methods": [{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]}
+    try:
+        dataset = parse_config(raw).datasets[0]
+    except InputError as error:
+        assert "\n" not in str(error) and str(error).startswith(("datasets", "k", "n")), str(error)
+        event(f"refused: {str(error).split(':')[0]}")
+        return
+    event("read")
+    if isinstance(labels, pd.Series) and isinstance(data, pd.DataFrame) and labels.index[0] != 0:
+        event("read, matched by index")
+        expected = labels.reindex(data.index).to_numpy()  # matched by row name
+        assert [dataset.classes[code] for code in dataset.labels] == [str(value) for value in expected]
