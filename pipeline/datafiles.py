@@ -156,7 +156,8 @@ def _labels(spec: Any, key: str, rows: int, selected: Selected, source: str,
     if spec.labels_path is None:
         return None, ""
     labels_path = Path(spec.labels_path)
-    found = read_labels_file(labels_path, spec.labels_column, f"{key}.labels", names_header=selected.row_names_header)
+    found = read_labels_file(labels_path, spec.labels_column, f"{key}.labels", names_header=selected.row_names_header,
+                             data_names=selected.row_labels)
     matched = match_rows(found, selected.row_labels, rows, f"{key}.labels", source)
     column = f" {spec.labels_column!r}" if spec.labels_column is not None else ""
     return matched, f"labels{column} from {labels_path}"

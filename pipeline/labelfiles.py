@@ -2,9 +2,10 @@
 when neither does.
 
 A labels ``.csv`` names its rows when it has a column of the data's row-names header (``sample_id`` in both
-files), or when its first column is row names by the rule the data tables follow (an empty header cell, as R's
-``write.csv`` and pandas' ``to_csv`` write them, or distinct text values) and is not the labels column. A ``.npy``
-array names no rows. Then:
+files), when its first column is row names by the rule the data tables follow (an empty header cell, as R's
+``write.csv`` and pandas' ``to_csv`` write them, or distinct text values) and is not the labels column, or when a
+column holds exactly the data's row names (R's row numbers ``1..n`` under a header ``id``). A ``.npy`` array names
+no rows. Then:
 
 - both name their rows: every data row must be named once in the labels file and every labels row be a data
   row; labels in another order are reordered to the data's rows and the data line says so; a name missing on
@@ -12,7 +13,8 @@ array names no rows. Then:
 - only the data names its rows (a labels file of one column): the labels are taken in the data's row order,
   and the data line says so;
 - only the labels file names its rows: refused (the names cannot be checked against unnamed data rows);
-- neither: by position, said in the data line.
+- neither: by position, said in the data line; but a column numbering the rows ``0..n-1`` or ``1..n`` out of
+  order (a shuffled file whose rows cannot be matched) is refused.
 The row counts must agree in every case.
 """
 
@@ -60,10 +62,12 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def read_labels_file(path: Path, column: Any, key: str, *, names_header: str = "") -> LabelsFile:
+def read_labels_file(path: Path, column: Any, key: str, *, names_header: str = "",
+                     data_names: tuple[str, ...] = ()) -> LabelsFile:
     """The labels in ``path``: a column of a ``.csv`` (the last when ``column`` is None) or a 1-D ``.npy`` array
-    of integers or strings. ``names_header`` is the header of the data's row-names column (a labels column of
-    that name names the labels' rows). ``key`` is the labels entry's (``datasets[0].labels``)."""
+    of integers or strings. ``names_header`` is the header of the data's row-names column and ``data_names``
+    the data's row names (a labels column of that header, or holding those names, names the labels' rows).
+    ``key`` is the labels entry's (``datasets[0].labels``)."""
     from pipeline.datafiles import read_npy
 
     path = Path(path)
@@ -80,10 +84,10 @@ def read_labels_file(path: Path, column: Any, key: str, *, names_header: str = "
         values = read_npy(file, f"{key}.path", kinds="iuUS", ndims=(1,),
                           expected="a 1-D array of integers or strings, one label per data row")
         return LabelsFile(label_set(values, key, str(path), "row index"), str(path), file.sha256)
-    return _csv_labels(file, column, key, names_header)
+    return _csv_labels(file, column, key, names_header, data_names)
 
 
-def _csv_labels(file: InputFile, column: Any, key: str, names_header: str) -> LabelsFile:
+def _csv_labels(file: InputFile, column: Any, key: str, names_header: str, data_names: tuple[str, ...]) -> LabelsFile:
     text = file.text(f"{key}.path").getvalue()
     try:
         frame = pd.read_csv(io.StringIO(text))
@@ -99,14 +103,39 @@ def _csv_labels(file: InputFile, column: Any, key: str, names_header: str) -> La
     labels = label_set(frame[name], key, f"{file.path} column {name!r}")
     header = tuple("" if pd.isna(cell) else str(cell) for cell in cells.iloc[0])
     table = Table(cells.iloc[1:].reset_index(drop=True), header, "header", str(file.path), "data row")
-    labels_at = list(frame.columns).index(name)
-    names_at = header.index(names_header) if names_header and names_header in header else None
-    if names_at is None or names_at == labels_at:
-        names_at = inferred_row_names(table, {labels_at})
+    names_at = _names_column(table, list(frame.columns).index(name), names_header, data_names, f"{key}.path")
     if names_at is None:
         return LabelsFile(labels, f"{file.path} column {name!r}", file.sha256)
     names = tuple(str(cell) for cell in table.cells[names_at])
     return LabelsFile(labels, f"{file.path} column {name!r}", file.sha256, names, table.shown(names_at))
+
+
+def _names_column(table: Table, labels_at: int, names_header: str, data_names: tuple[str, ...], key: str) -> int | None:
+    """The column of a labels table that names its rows, as the module says, or a column holding exactly the
+    data's row names (say the numbers 1..n of R's ``write.csv`` under another header). None when there is none;
+    ``ConfigError`` when a column numbers the rows 0..n-1 or 1..n out of order and the data have no names to
+    match them to (the rows were shuffled)."""
+    if names_header and names_header in table.names and table.names.index(names_header) != labels_at:
+        return table.names.index(names_header)
+    inferred = inferred_row_names(table, {labels_at})
+    if inferred is not None:
+        return inferred
+    others = [j for j in range(table.cells.shape[1]) if j != labels_at]
+    wanted = set(data_names)
+    for j in others:
+        values = table.cells[j]
+        if data_names and values.notna().all() and values.is_unique and set(values) == wanted:
+            return j
+    for j in others:
+        numbers = pd.to_numeric(table.cells[j], errors="coerce")
+        size = len(numbers)
+        if size > 1 and numbers.notna().all() and set(numbers) in ({*range(size)}, {*range(1, size + 1)}) \
+                and not numbers.is_monotonic_increasing:
+            raise ConfigError(key, f"{table.source} {table.shown(j)} numbers its {size} rows out of order (first "
+                              f"{', '.join(table.cells[j].iloc[:3])}, ...): its rows look shuffled, and the data's rows "
+                              "have no names to match them to", "sort the labels file by that column, or give the "
+                              "data and the labels the same row names")
+    return None
 
 
 def match_rows(found: LabelsFile, data_names: tuple[str, ...], rows: int, key: str, data_source: str) -> Matched:

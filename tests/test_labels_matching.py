@@ -53,6 +53,36 @@ def _dataset(kind: str, labels: str, data: str = "") -> dict:
     return entry
 
 
+@pytest.mark.parametrize("data_names, ids, code, words", [
+    ("r", range(1, 151), 0, "matched by row name (column 'id')"),  # R's write.csv: row numbers under an empty cell
+    ("r", "shuffled 1..150", 0, "reordered to the data's rows by row name (column 'id'"),
+    ("none", range(150), 0, "by position (neither file names its rows)"),  # row numbers in order: nothing to match
+    ("none", "shuffled 1..150", 2, "error: datasets[0].labels.path: "),
+    ("none", "shuffled 0..149", 2, "column 'id' numbers its 150 rows out of order"),
+])
+def test_labels_with_row_numbers_are_matched_to_r_row_names_or_refused_when_shuffled(tmp_path, data_names, ids, code,
+                                                                                       words):
+    points = pd.DataFrame(IRIS.data, columns=["a", "b", "c", "d"])
+    if data_names == "r":
+        points.index = range(1, 151)
+        points.to_csv(tmp_path / "iris.csv")  # an empty header cell over 1..150
+    else:
+        points.to_csv(tmp_path / "iris.csv", index=False)
+    order = np.random.default_rng(0).permutation(150)
+    species = SPECIES
+    if isinstance(ids, str):
+        ids, species = [(1 if "1..150" in ids else 0) + i for i in order], SPECIES[order]
+    pd.DataFrame({"id": list(ids), "species": species}).to_csv(tmp_path / "labels.csv", index=False)
+    config = _config(tmp_path, _dataset("file", "labels.csv"))
+    result = cli_in_process("validate", str(config))
+    assert result.returncode == code and words in (result.stdout if code == 0 else result.stderr), result.stderr
+    if code == 0:
+        dataset = parse_config(__import__("yaml").safe_load(config.read_text()), base=tmp_path).datasets[0]
+        assert [dataset.classes[code] for code in dataset.labels] == SPECIES.tolist()
+    else:
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
 def _config(folder: Path, dataset: dict) -> Path:
     methods = KMEANS if dataset["kind"] == "file" else AVERAGE
     raw = small_config(n=[40], k=[2, 3], resamples=2, methods=methods, datasets=[dataset])
