@@ -307,7 +307,9 @@ def _unmasked(array: np.ndarray, key: str, fix: str) -> np.ndarray:
 def _labels_in_row_order(values: Any, data: Any, key: str) -> tuple[Any, str]:
     """Labels given from Python in the data's row order, and how they were matched when it needs saying: a pandas
     Series against a DataFrame by their index when both name their rows (an index other than 0..n-1), else by
-    position; a named Series for unnamed rows, masked labels and labels of more than one dimension are refused."""
+    position (a Series whose index numbers the rows in increasing order, as filtering leaves it, too); a Series
+    indexed by names or out of order for unnamed rows, masked labels and labels of more than one dimension are
+    refused."""
     if isinstance(values, np.ndarray):
         values = _unmasked(values, key, "give every row a label (or leave the unlabelled rows out of the data too)")
         if values.ndim != 1:
@@ -322,9 +324,11 @@ def _labels_in_row_order(values: Any, data: Any, key: str) -> tuple[Any, str]:
         return values, ""
     named, data_named = _named(values.index), isinstance(data, frame) and _named(data.index)
     if named and not data_named:
-        raise ConfigError(key, "the labels Series is indexed by row names and the data's rows have none, so the "
-                          "labels cannot be matched to them", "pass labels.to_numpy() (in the data's row order) or "
-                          "a DataFrame indexed by the same names")
+        if values.index.dtype.kind in "iu" and values.index.is_monotonic_increasing:  # rows filtered in order
+            return values, "by position (the Series' index numbers its rows in increasing order)"  # df.loc[mask, "y"]
+        raise ConfigError(key, "the labels Series is indexed by names or by numbers out of order, and the data's "
+                          "rows have no names to match them to", "pass the data as a DataFrame indexed like the "
+                          "Series, or labels.to_numpy() if they are in the data's row order")
     if not (named and data_named):
         return values, ""
     if values.index.equals(data.index):

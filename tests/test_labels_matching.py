@@ -168,6 +168,8 @@ SERIES = pd.Series(SPECIES, index=NAMES)
     (FRAME, SERIES.sample(frac=1, random_state=0), "labels given from Python, reordered to the DataFrame's rows by "
                                                    "index: 3 classes"),
     (FRAME, pd.Series(SPECIES), "labels given from Python: 3 classes"),
+    (IRIS.data, pd.Series(SPECIES, index=np.arange(0, 300, 2)), "labels given from Python, by position (the "
+                                                                "Series' index numbers its rows in increasing order)"),
     (IRIS.data, SPECIES, "labels given from Python: 3 classes"),
     (np.ma.masked_array(IRIS.data), SPECIES.tolist(), "labels given from Python: 3 classes"),  # nothing masked
 ])
@@ -179,7 +181,9 @@ def test_labels_from_python_are_matched_by_index_when_both_have_one(data, labels
 
 @pytest.mark.parametrize("data, labels, words", [
     (FRAME, SERIES.rename(lambda name: f"{name}x"), ["datasets[0].labels", "different index values"]),
-    (FRAME.reset_index(drop=True), SERIES, ["datasets[0].labels", "indexed by row names", "the data's rows have none"]),
+    (FRAME.reset_index(drop=True), SERIES, ["datasets[0].labels", "indexed by names or by numbers out of order",
+                                            "the data's rows have no names"]),
+    (IRIS.data, pd.Series(SPECIES, index=np.arange(300, 0, -2)), ["datasets[0].labels", "numbers out of order"]),
     (IRIS.data, IRIS.target[:, None], ["datasets[0].labels", "a 1-D array", "shape (150, 1)"]),
     (IRIS.data, [[code] for code in IRIS.target], ["datasets[0].labels", "a list holding sequences"]),
     (IRIS.data, pd.DataFrame({"species": SPECIES}), ["datasets[0].labels", "a DataFrame of shape (150, 1)"]),
