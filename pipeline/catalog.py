@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from pipeline.errors import ConfigError
+from pipeline.inputfile import read_input
 
 PREFIX = "catalog:"
 REGISTRY = Path(__file__).with_name("catalog.yaml")
@@ -87,13 +88,10 @@ def cache_folder() -> Path:
     return Path(pooch.os_cache("ordercube"))
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def check_file(path: Path, dataset: str, name: str, key: str) -> None:
     """``ConfigError`` unless ``path`` is the catalog's ``dataset/name`` byte for byte."""
-    expected, actual = registry()[dataset]["files"][name]["sha256"], sha256(path)
+    expected = registry()[dataset]["files"][name]["sha256"]
+    actual = read_input(path, key, expected=f"the catalog's {PREFIX}{dataset}/{name}").sha256
     if actual == expected:
         return
     cached = cache_folder() in path.parents

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -578,6 +579,6 @@ def _published_value(value: Any, key: str, supervised: bool) -> Any:
 def load_config(path: str | Path, *, out: str | None = None) -> Config:
     """Read and validate the YAML file at ``path`` (bounded YAML data: see :mod:`pipeline.yamlload`)."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ConfigError("CONFIG", f"file {str(path)!r} does not exist", "give the path of a YAML config")
     return parse_config(read_yaml(path), base=path.parent, out=out)

@@ -1,32 +1,33 @@
 """Loading file datasets: CSV or NPY (never pickled), an optional labels file, preprocessing.
 
-Every value is checked: inf (or a number beyond float64's range, which reads as inf) is refused where
-it is read, naming the file, the row and the column; a missing value (an empty cell, ``nan``) is
-allowed only when a ``drop_missing`` or ``impute`` step removes it; after preprocessing, the values
-must be small enough that squared distances cannot overflow (``tasks.datasets.bounds``). Too large
-values are refused rather than rescaled: the config stays the record of what was clustered, and the
-fix (a ``standardize`` step) is one line.
+Each file is read once through :func:`pipeline.inputfile.read_input`; a labels file is matched to the rows by
+:mod:`pipeline.labelfiles`. Every value is checked: inf (or a number beyond float64's range, which reads as inf)
+is refused where it is read, naming the file, the row and the column; a missing value (an empty cell, ``nan``)
+is allowed only when a ``drop_missing`` or ``impute`` step removes it; after preprocessing, the values
+must be small enough that squared distances cannot overflow (``tasks.datasets.bounds``), and the rows must
+not all be the same point (a step that makes them so is named). Too large values are refused rather than
+rescaled: the config stays the record of what was clustered, and the fix (a ``standardize`` step) is one line.
 """
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.lib import format as npy_format
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
+from pipeline.inputfile import InputFile, read_input
+from pipeline.labelfiles import Matched, match_rows, read_labels_file
 from pipeline.tables import LabelSet, Reading, Selected, Table, array_table, label_set, read_csv_table, select
-from tasks.datasets.bounds import first_nonfinite, too_large, too_small
+from tasks.datasets.bounds import first_nonfinite, rows_identical, too_large, too_small
 from tasks.preprocess import apply_steps
 
-LABEL_TYPES = (".csv", ".npy")
+DATA_TYPES = (".csv", ".npy")
 #: Steps after which column j of the matrix is still column j of the file (others move or mix columns).
 COLUMN_KEEPING_STEPS = frozenset({"clip", "log", "standardize", "impute", "drop_missing"})
 MISSING_FIX = "add a preprocess step '- impute: {strategy: row_mean}' or '- drop_missing: {}'"
@@ -42,6 +43,7 @@ class LoadedData:
     read: str = ""  # "62 rows x 2000 features from PATH (header row; ...)"
     classes: LabelSet | None = None
     row_names: tuple[str, ...] = ()  # each object's name (a row's, or a column's after a transpose), when known
+    labels_reordered: bool = False  # a labels file listed the rows in another order (matched by row name)
 
 
 @dataclass(frozen=True)
@@ -62,21 +64,18 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def npy_header(path: Path, key: str) -> tuple[tuple[int, ...], np.dtype]:
+def npy_header(file: InputFile, key: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape and dtype from the header of a ``.npy`` file, checked against the file's size, so that a
     header claiming a huge shape is refused before anything is allocated; pickled (object) arrays too."""
+    path = file.path
     try:
-        with path.open("rb") as stream:
-            version = npy_format.read_magic(stream)
-            read = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}.get(version)
-            if read is None:
-                raise ValueError(f"format version {version} is not supported")
-            shape, _, dtype = read(stream)
-            offset = stream.tell()
+        stream = file.binary()
+        version = npy_format.read_magic(stream)
+        read = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"format version {version} is not supported")
+        shape, _, dtype = read(stream)
+        offset = stream.tell()
     except (ValueError, OSError, SyntaxError, TypeError) as error:
         raise ConfigError(key, f"{path} is not a readable .npy file ({_one_line(error)})",
                           "save it with numpy.save from a numeric array") from None
@@ -84,41 +83,48 @@ def npy_header(path: Path, key: str) -> tuple[tuple[int, ...], np.dtype]:
         raise ConfigError(key, f"{path} holds Python objects (a pickle), which are never loaded",
                           "save a numeric array (array.astype(float)) with numpy.save")
     expected = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    actual = path.stat().st_size - offset
+    actual = len(file.data) - offset
     if expected != actual:
         raise ConfigError(key, f"{path}'s header claims shape {shape} of {dtype} ({expected} bytes) but the file "
                           f"holds {actual} bytes of data", "the file is truncated or damaged: save it again with numpy.save")
     return shape, dtype
 
 
-def read_npy(path: Path, key: str, *, kinds: str, ndims: tuple[int, ...], expected: str) -> NDArray[Any]:
+def read_npy(file: InputFile, key: str, *, kinds: str, ndims: tuple[int, ...], expected: str) -> NDArray[Any]:
     """The array of a ``.npy`` file, never unpickled; its header's shape (``ndims``) and dtype (``kinds``,
     NumPy's dtype kind letters) are checked, against the file's size too, before anything is read."""
-    shape, dtype = npy_header(path, key)
+    shape, dtype = npy_header(file, key)
     if len(shape) not in ndims or dtype.kind not in kinds or dtype.itemsize == 0:
-        raise ConfigError(key, f"{path} holds a {len(shape)}-D {dtype} array", f"expected {expected}")
+        raise ConfigError(key, f"{file.path} holds a {len(shape)}-D {dtype} array", f"expected {expected}")
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(file.binary(), allow_pickle=False)
     except (ValueError, OSError) as error:
-        raise ConfigError(key, f"{path} is not a plain .npy array ({_one_line(error)})", "save it with numpy.save") from None
+        raise ConfigError(key, f"{file.path} is not a plain .npy array ({_one_line(error)})",
+                          "save it with numpy.save") from None
 
 
-def read_table(path: Path, key: str, reading: Reading) -> Table:
+def read_data_file(path: Path, key: str) -> InputFile:
+    """The bytes of a data file, its type checked first (nothing is read to refuse a ``.txt``)."""
+    if path.suffix not in DATA_TYPES:
+        raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
+    return read_input(path, key, expected="a .csv or .npy data file")
+
+
+def read_table(file: InputFile, key: str, reading: Reading) -> Table:
     """The cells of a ``.csv`` file (header as ``reading`` says) or of a ``.npy`` array (never unpickled)."""
-    if path.suffix == ".npy":
+    if file.path.suffix == ".npy":
         if reading.header is not None:
-            raise ConfigError(f"{key.rsplit('.', 1)[0]}.header", f"{path} is a .npy array: only .csv files have a "
-                              "header row", "remove 'header' (columns of an array are named by index from 0)")
-        array = read_npy(path, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
-        return array_table(array, str(path))
-    if path.suffix == ".csv":
-        return read_csv_table(path, key, reading.header)
-    raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
+            raise ConfigError(f"{key.rsplit('.', 1)[0]}.header", f"{file.path} is a .npy array: only .csv files have "
+                              "a header row", "remove 'header' (columns of an array are named by index from 0)")
+        array = read_npy(file, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
+        return array_table(array, str(file.path))
+    return read_csv_table(file, key, reading.header)
 
 
-def read_selected(table: Table, reading: Reading, key: str) -> tuple[Matrix, Selected]:
+def read_selected(table: Table, reading: Reading, key: str, *,
+                  dissimilarities: bool = False) -> tuple[Matrix, Selected]:
     """The feature matrix of ``table``, at least one row and one column; inf is refused, naming its cell."""
-    selected = select(table, reading, key.rsplit(".", 1)[0], key)
+    selected = select(table, reading, key.rsplit(".", 1)[0], key, dissimilarities=dissimilarities)
     if 0 in selected.X.shape:
         raise ConfigError(key, f"{table.source} has {selected.X.shape[0]} data rows and {selected.X.shape[1]} numeric "
                           "columns", "give a file with at least one row and one column of numbers")
@@ -129,7 +135,7 @@ def read_data(path: Path, key: str, reading: Reading | None = None) -> Matrix:
     """The feature values of a data file, ``.npy`` (without pickle) or ``.csv`` (a header row by default; a
     first column of row names is recognised when unambiguous). Empty cells become NaN; inf is refused."""
     reading = reading or Reading()
-    return read_selected(read_table(path, key, reading), reading, key)[0]
+    return read_selected(read_table(read_data_file(Path(path), key), key, reading), reading, key)[0]
 
 
 def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
@@ -137,69 +143,37 @@ def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
     return read_data(path, key).X
 
 
-def read_label_set(path: Path, column: Any, key: str) -> LabelSet:
-    """The labels in ``path``: a column of a ``.csv`` (the last when ``column`` is None) or a 1-D ``.npy``
-    array of integers or strings."""
-    if path.suffix not in LABEL_TYPES:
-        raise ConfigError(f"{key}.path", f"unsupported labels file type {path.suffix!r} for {path}",
-                          f"give a {' or '.join(LABEL_TYPES)} file (a .csv column or a 1-D .npy array of integers or strings)")
-    if path.suffix == ".npy":
-        if column is not None:
-            raise ConfigError(f"{key}.column", f"{path} is a .npy array and has no columns, got column {column!r}",
-                              "remove 'column'")
-        return label_set(read_npy(path, f"{key}.path", kinds="iuUS", ndims=(1,),
-                                  expected="a 1-D array of integers or strings, one label per data row"),
-                         key, str(path), "row index")
-    if column is not None and (isinstance(column, bool) or not isinstance(column, (str, int))):
-        raise ConfigError(f"{key}.column", f"expected one column name, got {column!r}", "give the name of one column")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
-        raise ConfigError(f"{key}.path", f"cannot parse {path} as CSV ({_one_line(error)})",
-                          "give a comma-separated file with a header row") from None
-    name = column if column is not None else frame.columns[-1]
-    if name not in frame.columns and str(name) in map(str, frame.columns):
-        name = str(name)
-    if name not in frame.columns:
-        raise ConfigError(f"{key}.column", f"no column {name!r} in {path}", f"use one of {list(frame.columns)}")
-    return label_set(frame[name], key, f"{path} column {name!r}")
-
-
-def read_labels(path: Path, column: Any, key: str) -> NDArray[np.int64]:
-    """Integer codes of the labels in ``path`` (see :func:`read_label_set`)."""
-    return read_label_set(path, column, key).codes
-
-
 def _labels(spec: Any, key: str, rows: int, selected: Selected, source: str,
-            given: LabelSet | None) -> tuple[LabelSet | None, str]:
-    """The dataset's labels and where they came from: a labels file, a column of the data itself, or
-    ``given`` (values passed from Python, their length checked by the caller)."""
+            given: tuple[LabelSet, str] | None) -> tuple[Matched | None, str]:
+    """The dataset's labels in the data's row order and where they came from: a labels file
+    (:mod:`pipeline.labelfiles`), a column of the data itself, or ``given`` (values passed from Python and how
+    they were matched, their length checked by the caller)."""
     if given is not None:
-        return given, "labels given from Python"
+        return Matched(given[0], given[1]), "labels given from Python"
     if selected.label_values is not None:
         found = label_set(selected.label_values, f"{key}.labels", f"{source} column {spec.labels_column!r}")
-        return found, f"labels {spec.labels_column!r} from the same table"
+        return Matched(found, ""), f"labels {spec.labels_column!r} from the same table"
     if spec.labels_path is None:
         return None, ""
     labels_path = Path(spec.labels_path)
-    if not labels_path.is_file():
-        raise ConfigError(f"{key}.labels.path", f"file {str(labels_path)!r} does not exist",
-                          "give the labels file's path or remove the labels entry")
-    labels = read_label_set(labels_path, spec.labels_column, f"{key}.labels")
-    if labels.codes.shape[0] != rows:
-        raise ConfigError(f"{key}.labels", f"{labels_path} has {labels.codes.shape[0]} labels but {source} has "
-                          f"{rows} rows", "give one label per data row")
+    found = read_labels_file(labels_path, spec.labels_column, f"{key}.labels", names_header=selected.row_names_header,
+                             data_names=selected.row_labels)
+    matched = match_rows(found, selected.row_labels, rows, f"{key}.labels", source)
     column = f" {spec.labels_column!r}" if spec.labels_column is not None else ""
-    return labels, f"labels{column} from {labels_path}"
+    return matched, f"labels{column} from {labels_path}"
 
 
-def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key: str) -> None:
-    """Refuse a preprocessed matrix with NaN, inf, or values whose squared distances overflow or underflow.
+def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key: str, *,
+                 dissimilarities: bool = False) -> None:
+    """Refuse a preprocessed matrix with NaN, inf, values whose squared distances overflow or underflow, or rows
+    that are all the same point. A matrix of ``dissimilarities`` takes no preprocess steps: its fixes say how to
+    change the file instead.
 
     A column is named as in the file when every step keeps the file's columns in place; otherwise by its
     index in the preprocessed matrix.
     """
     keeps_columns = all(step in COLUMN_KEEPING_STEPS for step, _ in steps) and X.shape[1] == raw.X.shape[1]
+    after = " after preprocessing" if steps else ""
 
     def column(j: int) -> str:
         return raw.columns[j] if keeps_columns else f"column {j} of the preprocessed matrix"
@@ -211,8 +185,9 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key
     if missing.any():
         first = first_nonfinite(raw.X)
         origin = f" (the first missing value of the file is at {raw.where(*first)})" if first is not None else ""
-        raise ConfigError(key, f"{path} has {int(missing.sum())} missing or NaN values after preprocessing{origin}",
-                          MISSING_FIX)
+        raise ConfigError(key, f"{path} has {int(missing.sum())} missing or NaN values{after}{origin}",
+                          MISSING_FIX if not dissimilarities else "fill every cell: a distance matrix has a number in every "
+                          "cell but its row names")
     at = first_nonfinite(X)
     if at is not None:
         raise ConfigError(key, f"{path} has the value {X[at]} after preprocessing, at row index {at[0]}, {column(at[1])}",
@@ -220,20 +195,34 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key
     large = too_large(X)
     if large is not None:
         j, peak, bound = large
-        raise ConfigError(key, f"{path} {column(j)} reaches |x| = {peak:.3g} after preprocessing, above {bound:.3g}, "
+        raise ConfigError(key, f"{path} {column(j)} reaches |x| = {peak:.3g}{after}, above {bound:.3g}, "
                           f"the largest magnitude at which squared distances over {X.shape[0]} rows and {X.shape[1]} "
-                          "columns cannot overflow",
-                          "add a preprocess step '- standardize: {axis: columns}' (or rescale the file)")
+                          "columns cannot overflow", "add a preprocess step '- standardize: {axis: columns}' (or "
+                          "rescale the file)" if not dissimilarities else "rescale the file (divide every value by one number)")
+    if rows_identical(X) and dissimilarities:
+        raise ConfigError(key, f"every dissimilarity in {path} is 0: its {X.shape[0]} objects are all at distance 0 "
+                          "from each other, so there is nothing to cluster", "give the dissimilarities between the objects")
+    if rows_identical(X):
+        raise ConfigError(key, f"{path}'s {X.shape[0]} rows are all the same point{after} ({_row(X[0])}): every "
+                          "partition fits them equally well, so there is nothing to cluster",
+                          "give data whose rows differ" + (" (check the preprocess steps)" if steps else ""))
     spread = too_small(X)
     if spread is not None:
-        raise ConfigError(key, f"{path}'s values differ by at most {spread:.3g} after preprocessing: squared distances "
-                          "underflow to 0 and every point looks the same",
-                          "add a preprocess step '- standardize: {axis: columns}'")
+        raise ConfigError(key, f"{path}'s values differ by at most {spread:.3g}{after}: squared distances "
+                          "underflow to 0 and every point looks the same", "add a preprocess step '- standardize: "
+                          "{axis: columns}'" if not dissimilarities else "rescale the file (multiply every value by one number)")
+
+
+def _row(values: NDArray[np.float64], shown: int = 4) -> str:
+    text = ", ".join(f"{value:g}" for value in values[:shown])
+    return f"{text}, ..." if values.size > shown else text
 
 
 def preprocess(X: NDArray[np.float64], steps: Any, key: str) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
-    """``apply_steps`` one step at a time, so that a step that fails or overflows is named."""
+    """``apply_steps`` one step at a time, so that a step that fails, overflows or makes every row the same
+    point is named."""
     rows: NDArray[np.int64] | None = np.arange(X.shape[0])
+    identical = rows_identical(X)
     for i, step in enumerate(steps):
         peak = float(np.nanmax(np.abs(X))) if X.size and not np.isnan(X).all() else 0.0
         try:
@@ -247,38 +236,63 @@ def preprocess(X: NDArray[np.float64], steps: Any, key: str) -> tuple[NDArray[np
             raise ConfigError(f"{key}[{i}]", f"the {step[0]} step overflows float64 on values up to |x| = {peak:.3g}",
                               "rescale the file (e.g. divide by a power of ten) or put a log step before it") from None
         rows = None if rows is None or kept is None else rows[kept]
+        if not identical and rows_identical(X):
+            raise ConfigError(f"{key}[{i}]", f"the {step[0]} step {_shown_params(step[1])}makes all {X.shape[0]} rows "
+                              "the same point (they differ before it): there is nothing left to cluster",
+                              "loosen or remove this step" + (" (a floor and ceiling that leave values apart)"
+                                                              if step[0] == "clip" else ""))
     return X, rows
 
 
+def _shown_params(params: Any) -> str:
+    return f"({', '.join(f'{name}: {value}' for name, value in params.items())}) " if params else ""
+
+
+def _same_objects(selected: Selected, table: Table, key: str) -> None:
+    """A dissimilarity matrix whose rows and columns share names lists them in the same order (labels are matched
+    to its rows by name, and its columns are the same objects); names of two unrelated kinds (rows ``s0, s1, ...``
+    under a header ``V1, V2, ...``) say nothing about the order and are accepted."""
+    rows, columns = selected.row_labels, selected.column_labels
+    if not rows or table.naming != "header" or len(rows) != len(columns) or rows == columns \
+            or not set(rows) & set(columns):
+        return
+    at = next(i for i, (row, column) in enumerate(zip(rows, columns)) if row != column)
+    raise ConfigError(key, f"{table.source} names its rows and its columns differently: row {at + 1} is {rows[at]!r}, "
+                      f"column {at + 1} {columns[at]!r}", "list the objects in the same order in the header row and "
+                      "the row names")
+
+
 def load_file_dataset(spec: Any, key: str) -> LoadedData:
-    """Read, check and preprocess the file dataset described by ``spec`` (a ``DatasetSpec``)."""
-    path = Path(spec.path)
-    if not path.is_file():
-        raise ConfigError(f"{key}.path", f"file {str(path)!r} does not exist", "give the path of a .csv or .npy file "
-                          "(relative paths are read from the config file's folder)")
-    table = read_table(path, f"{key}.path", spec.reading)
-    digest = file_digest(path) + (file_digest(Path(spec.labels_path)) if spec.labels_path else "")
-    return load_table(table, spec, key, f"{key}.path", digest)
+    """Read, check and preprocess the file dataset described by ``spec`` (a ``DatasetSpec``): each file is read
+    once (:func:`pipeline.inputfile.read_input`), and the bytes parsed are the bytes whose digest is the identity."""
+    file = read_data_file(Path(spec.path), f"{key}.path")
+    table = read_table(file, f"{key}.path", spec.reading)
+    return load_table(table, spec, key, f"{key}.path", file.sha256)
 
 
 def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
-               given: LabelSet | None = None) -> LoadedData:
-    """Select, check and preprocess a table's features (a file's or an array's given from Python)."""
-    raw, selected = read_selected(table, spec.reading, data_key)
-    labels, origin = _labels(spec, key, raw.X.shape[0], selected, table.source, given)
+               given: tuple[LabelSet, str] | None = None) -> LoadedData:
+    """Select, check and preprocess a table's features (a file's or an array's given from Python); ``given``
+    is labels passed from Python and how they were matched to the rows."""
+    dissimilarities = spec.objects == "dissimilarity"
+    raw, selected = read_selected(table, spec.reading, data_key, dissimilarities=dissimilarities)
+    if dissimilarities:
+        _same_objects(selected, table, data_key)
+    matched, origin = _labels(spec, key, raw.X.shape[0], selected, table.source, given)
     X, rows = preprocess(raw.X, spec.preprocess, f"{key}.preprocess")
-    check_values(X, raw, spec.preprocess, table.source, data_key)
-    codes = None
-    if labels is not None:
+    check_values(X, raw, spec.preprocess, table.source, data_key, dissimilarities=dissimilarities)
+    labels = None
+    if matched is not None:
         if rows is None:
             raise ConfigError(f"{key}.labels", "labels describe the data's rows, but a transpose step "
                               "clusters its columns", "remove the labels entry or the transpose step")
-        kept = np.unique(labels.codes[rows], return_inverse=True)  # classes whose rows were all dropped go
-        codes = kept[1].astype(np.int64)
-        labels = LabelSet(codes, tuple(labels.classes[c] for c in kept[0]))
+        kept = np.unique(matched.labels.codes[rows], return_inverse=True)  # classes whose rows were all dropped go
+        labels = LabelSet(kept[1].astype(np.int64), tuple(matched.labels.classes[c] for c in kept[0]))
+        digest += matched.sha256
     notes = [table.header_note, selected.row_names, *selected.notes]
     if labels is not None:
-        notes.append(f"{origin}: {len(labels.classes)} classes {labels.counts()}")
+        how = f", {matched.how}" if matched.how else ""
+        notes.append(f"{origin}{how}: {len(labels.classes)} classes {labels.counts()}")
     read = f"{raw.X.shape[0]} rows x {raw.X.shape[1]} features from {table.source}"
     read += f" ({'; '.join(note for note in notes if note)})" if any(notes) else ""
     if spec.preprocess:
@@ -287,5 +301,6 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
         names = selected.column_labels if table.naming in ("header", "label") else ()
     else:
         names = tuple(selected.row_labels[i] for i in rows) if selected.row_labels else ()
-    return LoadedData(X=np.ascontiguousarray(X), labels=codes, sha256=digest, read=read, classes=labels,
-                      row_names=names)
+    return LoadedData(X=np.ascontiguousarray(X), labels=None if labels is None else labels.codes, sha256=digest,
+                      read=read, classes=labels, row_names=names,
+                      labels_reordered=matched is not None and matched.reordered)

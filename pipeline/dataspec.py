@@ -181,6 +181,9 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
     """(labels path, labels column, labels given as values) of a ``labels`` entry."""
     if labels is None:
         return None, None, None
+    if isinstance(labels, _pandas("DataFrame")):
+        raise ConfigError(f"{key}.labels", f"expected one label per row, got a DataFrame of shape {labels.shape}",
+                          "give one column of it (frame['name']), or labels: {column: NAME} of the data's DataFrame")
     if isinstance(labels, (list, tuple)) and any(isinstance(item, Mapping) for item in labels):
         raise ConfigError(f"{key}.labels", f"expected one label set, got a list of {len(labels)}: a dataset has one "
                           "label set (one true k, one agreement score)", _ONE_LABEL_SET_FIX)
@@ -207,7 +210,7 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
 
 
 def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
-                   base: Path) -> DatasetSpec:
+                   base: Path, objects: str = "points") -> DatasetSpec:
     if "params" in entry:
         raise ConfigError(f"{key}.params", f"{kind} datasets take no params", "use 'preprocess' steps")
     from pipeline.datafiles import load_file_dataset  # pandas: for tables only
@@ -218,7 +221,7 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
                          and labels_path is None)
     steps = _steps(entry.get("preprocess"), f"{key}.preprocess")
     spec = DatasetSpec(name=name, kind=kind, params={}, n=(), true_k=-1, n_features=0, labels_path=labels_path,
-                       labels_column=labels_column, preprocess=steps, reading=reading)
+                       labels_column=labels_column, preprocess=steps, reading=reading, objects=objects)
     if kind == "file":
         for extra in ("data",):
             if extra in entry:
@@ -244,6 +247,8 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
                                 "preprocess": [[step, dict(params)] for step, params in steps]}
     if reading.given():  # only then: a cube made before these options resumes under the same identity
         identity["reading"] = reading.given()
+    if loaded.labels_reordered:  # a cube computed with the labels in the file's order is not this dataset
+        identity["labels_matched"] = "by row name"
     return replace(spec, n=n, true_k=true_k, n_features=loaded.X.shape[1], data=loaded.X, labels=loaded.labels,
                    identity=identity, read=loaded.read, row_names=loaded.row_names,
                    classes=loaded.classes.classes if loaded.classes is not None else ())
@@ -268,6 +273,8 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
             raw = values.tobytes() if values.dtype.kind in "biuf" else "\x1f".join(map(str, values)).encode()
             digest.update(f"{label!r}|{column.dtype}|{len(values)}|".encode() + raw)
     elif isinstance(data, np.ndarray):
+        data = _unmasked(data, source, "pass array.filled(numpy.nan) and add a preprocess step '- impute: "
+                         "{strategy: column_mean}' or '- drop_missing: {}'")
         if data.ndim not in (1, 2) or data.dtype.kind not in "biuf" or 0 in data.shape:
             raise ConfigError(source, f"expected a 1-D or 2-D array of real numbers with rows, got a {data.ndim}-D "
                               f"{data.dtype} array of shape {data.shape}", "give e.g. X.astype(float) of shape "
@@ -278,14 +285,68 @@ def _memory(entry: Mapping[str, Any], key: str, spec: DatasetSpec, label_values:
         raise ConfigError(source, f"expected a NumPy 2-D array or a pandas DataFrame, got {type(data).__name__}",
                           "pass numpy.asarray(values, dtype=float) or a DataFrame (from Python only; a YAML config "
                           "reads a file: kind: file, path: FILE)")
-    labels = None
+    given = None
     if label_values is not None:
-        labels = label_set(label_values, f"{key}.labels", f"the labels of {key}", "row index")
+        values, how = _labels_in_row_order(label_values, data, f"{key}.labels")
+        labels = label_set(values, f"{key}.labels", f"the labels of {key}", "row index")
         if labels.codes.shape[0] != table.cells.shape[0]:
             raise ConfigError(f"{key}.labels", f"{labels.codes.shape[0]} labels for the {table.cells.shape[0]} rows of "
                               f"{source}", "give one label per row")
         digest.update(b"labels|" + labels.codes.tobytes() + "\x1f".join(labels.classes).encode())
-    return load_table(table, spec, key, source, digest.hexdigest(), given=labels)
+        given = (labels, how)
+    return load_table(table, spec, key, source, digest.hexdigest(), given=given)
+
+
+def _unmasked(array: np.ndarray, key: str, fix: str) -> np.ndarray:
+    """A NumPy masked array's values when nothing is masked; refused otherwise (its hidden values would be read)."""
+    if not isinstance(array, np.ma.MaskedArray):
+        return array
+    hidden = int(np.ma.getmaskarray(array).sum())
+    if hidden:
+        raise ConfigError(key, f"a masked array with {hidden} masked value{'s' if hidden > 1 else ''}: ordercube "
+                          "would read every value, the masked ones too", fix)
+    return np.ma.getdata(array)
+
+
+def _labels_in_row_order(values: Any, data: Any, key: str) -> tuple[Any, str]:
+    """Labels given from Python in the data's row order, and how they were matched when it needs saying: a pandas
+    Series against a DataFrame by their index when both name their rows (an index other than 0..n-1), else by
+    position (a Series whose index numbers the rows in increasing order, as filtering leaves it, too); a Series
+    indexed by names or out of order for unnamed rows, masked labels and labels of more than one dimension are
+    refused."""
+    if isinstance(values, np.ndarray):
+        values = _unmasked(values, key, "give every row a label (or leave the unlabelled rows out of the data too)")
+        if values.ndim != 1:
+            raise ConfigError(key, f"expected one label per row (a 1-D array), got an array of shape {values.shape}",
+                              "pass labels.ravel() if it is one column, or one column of it")
+    elif isinstance(values, (list, tuple)) and any(isinstance(value, (list, tuple, np.ndarray, dict, set))
+                                                   for value in values):
+        raise ConfigError(key, "expected one label per row, got a list holding sequences",
+                          "give a flat list, array or Series of labels")
+    series, frame = _pandas("Series"), _pandas("DataFrame")
+    if not (series and isinstance(values, series)):
+        return values, ""
+    named, data_named = _named(values.index), isinstance(data, frame) and _named(data.index)
+    if named and not data_named:
+        if values.index.dtype.kind in "iu" and values.index.is_monotonic_increasing:  # rows filtered in order
+            return values, "by position (the Series' index numbers its rows in increasing order)"  # df.loc[mask, "y"]
+        raise ConfigError(key, "the labels Series is indexed by names or by numbers out of order, and the data's "
+                          "rows have no names to match them to", "pass the data as a DataFrame indexed like the "
+                          "Series, or labels.to_numpy() if they are in the data's row order")
+    if not (named and data_named):
+        return values, ""
+    if values.index.equals(data.index):
+        return values, "matched by index"
+    if not (values.index.is_unique and data.index.is_unique and set(values.index) == set(data.index)):
+        raise ConfigError(key, "the labels Series and the DataFrame have different index values, so the labels "
+                          "cannot be matched to the rows", "give labels indexed like the DataFrame (labels.reindex("
+                          "frame.index)), or a NumPy array in the DataFrame's row order")
+    return values.reindex(data.index), "reordered to the DataFrame's rows by index"
+
+
+def _named(index: Any) -> bool:
+    """Whether a pandas index names rows (anything but the default 0, 1, ..., n - 1)."""
+    return not (isinstance(index, _pandas("RangeIndex")) and index.start == 0 and index.step == 1)
 
 
 def plain_entry(entry: Any) -> Any:

@@ -33,7 +33,7 @@ def distances_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"a distances dataset takes no '{extra}': its columns are its objects",
                               "remove it (prepare the matrix before, or give the points as kind: file)")
-    spec = _table_dataset({k: v for k, v in entry.items() if k != "kind"}, key, name, "file", n_raw, base)
+    spec = _table_dataset({k: v for k, v in entry.items() if k != "kind"}, key, name, "file", n_raw, base, OBJECTS)
     check_dissimilarities(spec.data, f"{key}.path", str(spec.path))
     size = spec.data.shape[0]
     read = spec.read.replace(f"{size} rows x {size} features", f"{size} x {size} dissimilarities", 1)

@@ -25,6 +25,7 @@ from pipeline.errors import ConfigError
 #: and below what a driver holds comfortably with its parsed copy. ``ORDERCUBE_MAX_INPUT_BYTES`` raises it.
 MAX_INPUT_BYTES = 2 * 2**30
 MAX_INPUT_ENV = "ORDERCUBE_MAX_INPUT_BYTES"
+READ_BLOCK = 2**20  # bytes read at a time beyond the size fstat reported
 
 
 @dataclass(frozen=True)
@@ -103,11 +104,25 @@ def read_input(path: str | os.PathLike[str], key: str, *, expected: str) -> Inpu
         if info.st_size > limit:
             raise ConfigError(key, f"{str(path)!r} holds {info.st_size} bytes, above the {limit} read at most",
                               f"give a smaller file, or raise the bound with {MAX_INPUT_ENV}=BYTES")
-        data = handle.read(limit + 1)
+        data = _read_at_most(handle, limit, expected_size=info.st_size)
     if len(data) > limit:  # grew while being read
         raise ConfigError(key, f"{str(path)!r} grew beyond the {limit} bytes read at most while it was read",
                           "give a file that is not being written")
     return InputFile(path=path, data=data, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _read_at_most(handle: io.BufferedReader, limit: int, *, expected_size: int) -> bytes:
+    """Up to ``limit + 1`` bytes of ``handle``: the size ``fstat`` gave in one read, then in blocks (a file
+    that grows, or one whose size the system does not report). ``read(limit + 1)`` would allocate the whole
+    bound (2 GiB) for every file, however small."""
+    chunks = [handle.read(min(expected_size, limit) + 1)]
+    total = len(chunks[0])
+    if total <= expected_size:  # a buffered read is short only at the end of the file
+        return chunks[0]
+    while chunks[-1] and total <= limit:
+        chunks.append(handle.read(min(READ_BLOCK, limit + 1 - total)))
+        total += len(chunks[-1])
+    return b"".join(chunks)
 
 
 def _stat_problem(error: OSError) -> str:

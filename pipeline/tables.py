@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from pipeline.config import Reading
 from pipeline.errors import ConfigError
+from pipeline.inputfile import InputFile
 from tasks.datasets.bounds import first_nonfinite
 
 READING_KEYS = ("header", "columns", "exclude", "row_names")
@@ -68,11 +69,15 @@ class Table:
                           f"use one of {listed}")
 
 
-def read_csv_table(path: Any, key: str, header: bool | None) -> Table:
+def read_csv_table(file: InputFile, key: str, header: bool | None) -> Table:
     """Every cell of a CSV file as text (NaN where missing), its header decided and checked."""
-    try:
-        raw = pd.read_csv(path, header=None, dtype=str)
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as error:
+    path = file.path
+    try:  # from the bytes: a text copy of them would double the memory a large table takes to parse
+        raw = pd.read_csv(file.binary(), header=None, dtype=str, encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        file.text(key)  # raises the ConfigError naming the first byte that is not UTF-8
+        raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         text = " ".join(str(error).split())
         raise ConfigError(key, f"cannot parse {path} as CSV ({text})", "give a comma-separated file") from None
     raw.columns = range(raw.shape[1])
@@ -156,13 +161,14 @@ class Selected:
     notes: tuple[str, ...] = ()
     row_labels: tuple[str, ...] = ()  # the rows' names, when a column names them
     column_labels: tuple[str, ...] = ()  # the feature columns' names, as the table has them
+    row_names_header: str = ""  # the header of the column of row names (CSV with a header row)
 
 
 def _resolve_all(table: Table, values: Sequence[Any] | None, key: str) -> list[int]:
     return [table.find(value, f"{key}[{i}]") for i, value in enumerate(values or ())]
 
 
-def _inferred_row_names(table: Table, taken: set[int]) -> int | None:
+def inferred_row_names(table: Table, taken: set[int]) -> int | None:
     """The first column, when it is unambiguously row names: no name in the header row, or distinct text."""
     if table.cells.shape[1] < 2 or 0 in taken or table.naming not in ("header", "position"):
         return None
@@ -174,9 +180,10 @@ def _inferred_row_names(table: Table, taken: set[int]) -> int | None:
     return None
 
 
-def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
+def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimilarities: bool = False) -> Selected:
     """The feature columns of ``table`` as a float matrix, after the row names, labels and exclusions.
-    ``key`` is the dataset's (for its options), ``data_key`` where the values came from (``.path``, ``.data``)."""
+    ``key`` is the dataset's (for its options), ``data_key`` where the values came from (``.path``, ``.data``);
+    a matrix of ``dissimilarities`` takes neither exclusions nor steps, and its messages' fixes say so."""
     if reading.columns is not None and reading.exclude:
         raise ConfigError(f"{key}.exclude", "both 'columns' and 'exclude' are given",
                           "give 'columns' (the features to keep) or 'exclude' (the columns to drop), not both")
@@ -212,7 +219,7 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
         if len(set(features)) != len(features):
             raise ConfigError(f"{key}.columns", "a column is listed twice", "list each column once")
     else:
-        inferred = None if reading.row_names is not None else _inferred_row_names(table, set(roles) | excluded)
+        inferred = None if reading.row_names is not None else inferred_row_names(table, set(roles) | excluded)
         if inferred is not None:
             roles[inferred], names_at = "row names", inferred
             why = "its empty header cell" if table.naming == "header" and table.names[0] == "" else \
@@ -222,22 +229,24 @@ def select(table: Table, reading: Reading, key: str, data_key: str) -> Selected:
     if not features:
         raise ConfigError(f"{key}.columns" if reading.columns is not None else f"{key}.exclude",
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
-    X = _numbers(table, features, data_key)
+    X = _numbers(table, features, data_key, dissimilarities)
     row_labels = () if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
+    names_header = str(table.names[names_at]) if names_at is not None and table.naming == "header" else ""
     return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes), row_labels,
-                    tuple(str(table.names[j]) for j in features))
+                    tuple(str(table.names[j]) for j in features), names_header)
 
 
-def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]:
+def _numbers(table: Table, features: list[int], key: str, dissimilarities: bool) -> NDArray[np.float64]:
     for j in features:
         bad = not_numbers(table.cells[j])
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             name = table.names[j]
+            fix = "fix the cell: a distance matrix has a number in every cell but its row names" if dissimilarities \
+                else f"if that column names the rows set row_names: {name!r}; if it holds classes set labels: " \
+                     f"{{column: {name!r}}}; else exclude: [{name!r}] (or fix the cell)"
             raise ConfigError(key, f"{table.source} has a non-numeric cell {shown_cell(table.cells[j].iloc[i])} in "
-                              f"{table.shown(j)}, {table.row(i)}: only numbers are clustered",
-                              f"if that column names the rows set row_names: {name!r}; if it holds classes set "
-                              f"labels: {{column: {name!r}}}; else exclude: [{name!r}] (or fix the cell)")
+                              f"{table.shown(j)}, {table.row(i)}: only numbers are clustered", fix)
     frame = table.cells[features]
     X = np.column_stack([as_numbers(frame[j]).to_numpy(dtype=np.float64) for j in features]) if features \
         else np.empty((frame.shape[0], 0))
@@ -247,7 +256,8 @@ def _numbers(table: Table, features: list[int], key: str) -> NDArray[np.float64]
         shown = shown_cell(cell) if isinstance(cell, str) else str(cell)  # the text of a CSV cell: '1e400'
         raise ConfigError(key, f"{table.source} has the non-finite value {shown} at {table.row(at[0])}, "
                           f"{table.shown(features[at[1]])} (inf, or beyond float64's range of ±1.8e308)",
-                          "replace it with a finite number, or empty the cell and add a drop_missing or impute step")
+                          "replace it with a finite number" + ("" if dissimilarities else
+                                                               ", or empty the cell and add a drop_missing or impute step"))
     return X
 
 

@@ -17,6 +17,7 @@ Every refusal is a :class:`~pipeline.errors.ConfigError` naming the file and the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pipeline.errors import ConfigError
+from pipeline.inputfile import read_input
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32
@@ -115,14 +117,17 @@ class BoundedLoader(yaml.SafeLoader):
 BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_bounded_int)
 
 
-def read_yaml(path: Path) -> Any:
-    """The YAML document in ``path`` as plain data; ``ConfigError`` naming the file for anything out of bounds."""
-    size = path.stat().st_size
+def read_yaml(path: Path, key: str = "CONFIG") -> Any:
+    """The YAML document in ``path`` as plain data; ``ConfigError`` naming the file for anything out of bounds,
+    and under ``key`` for a path that is not a regular file (:func:`pipeline.inputfile.read_input`)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = 0  # read_input says what is wrong with the path
     if size > MAX_BYTES:
         raise ConfigError(str(path), f"the file has {size:,} bytes; a config has at most {MAX_BYTES:,}",
                           "give the config file (data belongs in a file dataset: kind: file)")
-    with path.open("rb") as file:
-        data = file.read(MAX_BYTES + 1)  # a file that grew since stat() is read no further
+    data = read_input(path, key, expected="a YAML config").data
     if len(data) > MAX_BYTES:
         raise ConfigError(str(path), f"the file has more than {MAX_BYTES:,} bytes", "give the config file")
     try:

@@ -128,31 +128,32 @@ def test_inf_in_a_csv_is_refused_with_its_text_row_and_column(tmp_path):
 
 def test_npy_header_is_checked_against_the_file_size(tmp_path):
     from pipeline.datafiles import npy_header
+    from pipeline.inputfile import read_input
 
     np.save(tmp_path / "ok.npy", np.arange(6, dtype=np.int32).reshape(3, 2))
-    shape, dtype = npy_header(tmp_path / "ok.npy", "k")
+    shape, dtype = npy_header(read_input(tmp_path / "ok.npy", "k", expected="a file"), "k")
     assert shape == (3, 2) and dtype == np.int32
     data = (tmp_path / "ok.npy").read_bytes()
     (tmp_path / "short.npy").write_bytes(data[:-4])
     with pytest.raises(ValueError, match=r"claims shape \(3, 2\) of int32 \(24 bytes\) but the file holds 20 bytes"):
-        npy_header(tmp_path / "short.npy", "k")
+        npy_header(read_input(tmp_path / "short.npy", "k", expected="a file"), "k")
     with pytest.raises(ValueError, match="not a readable .npy"):
         (tmp_path / "text.npy").write_text("hello")
-        npy_header(tmp_path / "text.npy", "k")
+        npy_header(read_input(tmp_path / "text.npy", "k", expected="a file"), "k")
 
 
 def test_labels_from_npy_of_integers_or_strings_and_from_a_csv_column(tmp_path):
-    from pipeline.datafiles import read_labels
+    from pipeline.labelfiles import read_labels_file
 
     np.save(tmp_path / "ints.npy", np.array([7, 3, 7, 9]))
-    assert read_labels(tmp_path / "ints.npy", None, "k").tolist() == [1, 0, 1, 2]
+    assert read_labels_file(tmp_path / "ints.npy", None, "k").labels.codes.tolist() == [1, 0, 1, 2]
     np.save(tmp_path / "names.npy", np.array(["b", "a", "b"]))
-    assert read_labels(tmp_path / "names.npy", None, "k").tolist() == [1, 0, 1]
+    assert read_labels_file(tmp_path / "names.npy", None, "k").labels.codes.tolist() == [1, 0, 1]
     (tmp_path / "l.csv").write_text("id,phase\nx,G1\ny,S\nz,G1\n")
-    assert read_labels(tmp_path / "l.csv", "phase", "k").tolist() == [0, 1, 0]
-    assert read_labels(tmp_path / "l.csv", None, "k").tolist() == [0, 1, 0]  # the last column
+    assert read_labels_file(tmp_path / "l.csv", "phase", "k").labels.codes.tolist() == [0, 1, 0]
+    assert read_labels_file(tmp_path / "l.csv", None, "k").labels.codes.tolist() == [0, 1, 0]  # the last column
     with pytest.raises(ValueError, match=r"k.column: expected one column name, got \['id', 'phase'\]"):
-        read_labels(tmp_path / "l.csv", ["id", "phase"], "k")
+        read_labels_file(tmp_path / "l.csv", ["id", "phase"], "k")
 
 
 def test_preprocessing_that_overflows_names_the_step(tmp_path):

@@ -64,3 +64,51 @@ def test_text_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
     path.write_bytes(b"a\n\xe9\n")
     with pytest.raises(ConfigError, match=r"^k: .* is not UTF-8 text \(byte 2"):
         read_input(path, "k", expected="a file").text("k")
+
+
+def test_a_small_file_is_read_without_allocating_the_bound(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b\n" + b"1,2\n" * 1000)
+    tracemalloc.start()
+    try:
+        read = read_input(path, "k", expected="a file")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read.data == path.read_bytes()
+    assert peak < 1_000_000, f"reading 4 kB allocated {peak} bytes at the peak"
+
+
+def test_a_file_whose_size_is_not_reported_is_read_whole_within_the_bound(tmp_path, monkeypatch):
+    from pipeline import inputfile
+
+    path = tmp_path / "x.csv"
+    path.write_bytes(bytes(range(256)) * 40)
+    monkeypatch.setattr(inputfile, "READ_BLOCK", 100)
+    with path.open("rb") as handle:  # as /proc files report 0 bytes
+        assert inputfile._read_at_most(handle, 10**6, expected_size=0) == path.read_bytes()
+    with path.open("rb") as handle:  # a bound below the content: one byte past it is read, so it is refused
+        assert len(inputfile._read_at_most(handle, 1000, expected_size=0)) == 1001
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("make, words", [
+    (lambda p: os.mkfifo(p), "is a named pipe (FIFO)"),
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: p.symlink_to("/dev/zero"), "is a device"),
+    (lambda p: (p.symlink_to(p.with_name("b.yaml")), p.with_name("b.yaml").symlink_to(p)), "loop of symbolic links"),
+    (lambda p: None, "file '{path}' does not exist"),
+])
+def test_a_config_path_that_is_not_a_regular_file_exits_2_naming_it(tmp_path, make, words):
+    from conftest import cli_in_process
+
+    path = tmp_path / "c.yaml"
+    make(path)
+    for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "cube.zarr")]):
+        result = cli_in_process(*command)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("error: CONFIG: ") and words.format(path=path) in lines[0], lines[0]
+    assert not (tmp_path / "cube.zarr").exists()

@@ -9,12 +9,16 @@ criteria form (a mean over trials, a variance times a count), so nothing overflo
 distance comparison turns into ``inf - inf = nan``.
 
 At the other end, a squared difference below the smallest normal float64 (2.2e-308) becomes a denormal
-or zero: when every feature spreads over less than ``MIN_SPREAD`` all points look identical.
+or zero: when every feature spreads over less than ``MIN_SPREAD`` all points look identical. And when they
+are identical (every column constant), every partition into k clusters is as good as any other: each
+criterion then reads ties or noise (every k "stable", or every k "33% error") and the choice is the grid's
+edge, not the data's; there is nothing to cluster.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,3 +63,15 @@ def too_small(X: NDArray[np.float64]) -> float | None:
         return None
     spread = float((X.max(axis=0) - X.min(axis=0)).max())
     return spread if 0.0 < spread < MIN_SPREAD else None
+
+
+def rows_identical(X: NDArray[np.float64]) -> bool:
+    """Whether the rows of a 2-D ``X`` (two or more) are all the same point: every column takes one value
+    (NaN, a missing value, ignored; a column with no value at all counts as constant). False without
+    columns: there is no point then, which is a different refusal."""
+    if X.shape[0] < 2 or X.shape[1] == 0:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column's nanmax
+        spread = np.nanmax(X, axis=0) - np.nanmin(X, axis=0)
+    return not bool((spread > 0).any())
