@@ -49,6 +49,8 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:
         raise ConfigError(f"{key}.kind", "missing", "add the key 'kind' (a generator's name, or file)")
+    if not isinstance(kind, str):
+        raise ConfigError(f"{key}.kind", f"expected one name, got {show(kind)}", "write e.g. kind: file")
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
     if n_raw is None:
         if kind not in MATRIX_KINDS:
