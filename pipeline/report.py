@@ -169,8 +169,9 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
 
 
 FLAG_MEANINGS = {
-    "at_grid_edge": "k̂ is the largest k of the grid with a value (or its smallest, where the criterion is defined "
-                    "below it): the curve may go on; widen k",
+    "at_grid_edge": "k̂ is at an edge of the grid beyond which its rule could have chosen (the largest k with a value; "
+                    "the smallest, where the criterion is defined below it, except for the largest k above a "
+                    "threshold): the curve may go on; widen k",
     "not_separated": f"the {LEVEL:.0%} interval of the difference to the runner-up contains 0: the data do not tell "
                      "k̂ from it; more resamples or a larger n",
     "runner_up_better": "the runner-up scores better than k̂ beyond noise: the rule chose k̂ for another reason (the Gap "
@@ -179,10 +180,26 @@ FLAG_MEANINGS = {
 }
 
 
+NOT_COMPUTABLE = "n/a"
+# Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
+NOT_COMPUTABLE_MEANINGS = {
+    "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
+                       "has no width, so no interval is given",
+    "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
+                  "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
+}
+
+
 def flag_notes(table: pd.DataFrame) -> list[str]:
-    """One line per flag raised somewhere in ``table``: its name, how many rows, what it means."""
-    return [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
-            for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    """One line per flag raised somewhere in ``table`` (its name, how many rows, what it means), and one per
+    kind of interval shown as n/a."""
+    notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
+             for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    for column, meaning in NOT_COMPUTABLE_MEANINGS.items():
+        if column in table:
+            count = int((table[column].notna() & table[f"{column}_low"].isna()).sum())
+            notes += [f"{meaning} ({count} of {len(table)} rows)"] if count else []
+    return notes
 
 
 def printable(table: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +209,7 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             return "-"
         if np.isfinite(low) and abs(value) < 1e-9 * max(abs(low), abs(high)):
             value = 0.0  # a mean of paired differences that cancel, up to rounding (6.9e-19)
-        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g}"
+        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g} [{NOT_COMPUTABLE}]"
 
     rows = []
     for row in table.itertuples():
