@@ -23,10 +23,10 @@ A reducer like the others (``pipeline.reduce``): from the per-trial scores and t
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
   Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
 - flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
-  largest k for the argmin/argmax rules, Gap, Clest and the largest k above a threshold; the smallest, where
-  the criterion is defined below it, for all but the largest k above a threshold (Tibshirani & Walther 2005:
-  a smaller k is never preferred to one that qualifies) and the first k above or below one), ``not_separated`` (the difference's interval
-  contains 0), ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
+  largest k for every rule but the first k above or below a threshold; the smallest, where the criterion is
+  defined below it, for every rule but the largest k above a threshold (Tibshirani & Walther 2005: a smaller k
+  is never preferred to one that qualifies)), ``not_separated`` (the difference's interval contains 0),
+  ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
   chose k̂ for another reason, e.g. the Gap statistic's standard-error rule; for a threshold rule, k̂ or the
   runner-up is on the wrong side of the threshold beyond noise), ``few_trials`` (fewer than ``FEW_TRIALS``
   trials with a value).

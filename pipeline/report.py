@@ -27,6 +27,7 @@ from pipeline.reduce import (
 )
 from pipeline.reduce_supervised import supervised_in
 from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL, decision_uncertainty
+from pipeline.report_published import PUBLISHED_CSV, published_in, published_rows
 from pipeline.store import count_planned
 from pipeline.sweeps import swept
 from tasks.criteria import CRITERIA, Decision
@@ -225,28 +226,6 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
         rows.append(shown)
     return pd.DataFrame(rows)
-def published_of(cube: xr.Dataset) -> dict[str, dict[str, int]]:
-    """The paper's k̂ the config quoted under ``published`` (``{"rings3/kmeans": {"gap": 1}}``)."""
-    return json.loads(cube.attrs.get("ordercube_config", "{}")).get("published") or {}
-
-
-def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
-    """k̂ per (dataset/method, n) x criterion, as "cube k̂ / published k̂" where the paper gives one.
-
-    A Table-1-like view of ``selection_table``'s rows; a trailing ``!`` marks a disagreement.
-    """
-    cells: dict[tuple[str, int], dict[str, str]] = {}
-    for row in table.itertuples():
-        pair = f"{row.dataset}/{row.method}"
-        paper = published.get(pair, {}).get(row.criterion)
-        paper = paper if isinstance(paper, int) else None  # a classifier's {N, R}: in Table 1's layout instead
-        text = str(row.k_hat) if paper is None else f"{row.k_hat} / {paper}" + ("" if row.k_hat == paper else " !")
-        cells.setdefault((pair, int(row.n)), {})[str(row.criterion)] = text
-    criteria = list(dict.fromkeys(table["criterion"]))
-    index = pd.MultiIndex.from_tuples(list(cells), names=["dataset/method", "n"])
-    return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
-
-
 def label_of(criterion: str) -> str:
     """The y label of a criterion's figures: what its value is and where it is defined."""
     return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
@@ -403,8 +382,10 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion and ``index.html`` (the whole
     report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns the
     table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
-    ``["without_values"]`` (criteria with no value anywhere) and ``["missing_cells"]`` (:func:`missing_cells`,
-    also written as ``missing_cells.csv`` when there are any).
+    ``["without_values"]`` (criteria with no value anywhere), ``["missing_cells"]`` (:func:`missing_cells`,
+    also written as ``missing_cells.csv`` when there are any), ``["published"]`` (the paper's values beside the
+    cube's, also ``published.csv``, when the config quotes any: :mod:`pipeline.report_published`) and
+    ``["published_hidden"]`` (why some are not shown).
 
     ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
     (:class:`pipeline.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
@@ -430,7 +411,13 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     if not adaptive.empty:
         adaptive.to_csv(out / "adaptive.csv", index=False)
     table.attrs["adaptive"] = adaptive
-    _seed_specific(cube, reduced, table, figures)
+    published = published_in(cube)
+    selectors = _seed_specific(cube, reduced, table, figures, published.values)
+    quoted = published.values or published.hidden
+    table.attrs["published"] = published_rows(table, selectors, published.values) if quoted else None
+    table.attrs["published_hidden"] = list(published.hidden)
+    if quoted:
+        table.attrs["published"].to_csv(out / PUBLISHED_CSV, index=False)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
     table.attrs["figures_failed"] = figures.failed
@@ -439,13 +426,15 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
                flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
-               figures=figures.names,
+               figures=figures.names, published=published, published_table=table.attrs["published"],
                summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube))
     return table
 
 
-def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures) -> None:
-    """The sections of seeds 003 and 004: transfer costs, swept parameters, matrix orders, classifiers."""
+def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures,
+                   published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame | None:
+    """The sections of transfer costs, swept parameters, matrix orders and classifiers; returns the classifiers'
+    per-selector rows (:func:`pipeline.reduce_supervised.selection_rows`), None without classifiers."""
     from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
 
     scores = reduced.scores
@@ -465,4 +454,6 @@ def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figu
     if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 
-        table.attrs["table_one"] = write_supervised(scores, figures, published_of(cube), reduced.decide)
+        table.attrs["table_one"], selectors = write_supervised(scores, figures, published, reduced.decide)
+        return selectors
+    return None
