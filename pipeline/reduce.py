@@ -187,31 +187,32 @@ def _clest_choice(observed: xr.DataArray, null: xr.DataArray, decision: Decision
                           output_dtypes=[np.int64])
 
 
-def _on_k(function: Any, values: xr.DataArray, *core: str) -> xr.DataArray:
-    """``function`` of :mod:`tasks.criteria.rules` over the core dims ``core`` (ending with ``k``) of ``values``."""
+def _kernel(function: Any, values: xr.DataArray, core: tuple[str, ...], out: tuple[str, ...] = ()) -> xr.DataArray:
+    """``function`` (a :mod:`tasks.criteria.rules` kernel on trailing axes) over the dims ``core`` of ``values``,
+    giving the dims ``out`` (their coordinates kept)."""
     return xr.apply_ufunc(function, values.transpose(..., *core), input_core_dims=[list(core)],
-                          output_core_dims=[[] if core == ("k",) or core == ("trial",) else ["k"]])
+                          output_core_dims=[list(out)])
 
 
 def _rule_choice(curve: xr.DataArray, decision: Decision) -> xr.DataArray:
     """The k that ``decision``'s rule (:func:`tasks.criteria.rules.choose_along`) takes on each curve, -1: none."""
     ks = curve["k"].values
     threshold = None if decision.threshold is None else float(decision.threshold)
-    index = _on_k(lambda values: rules.choose_along(values, decision.rule, ties=decision.ties, threshold=threshold),
-                  curve, "k")
+    index = _kernel(lambda values: rules.choose_along(values, decision.rule, ties=decision.ties, threshold=threshold),
+                    curve, ("k",))
     return index.copy(data=np.where(index.values >= 0, ks[np.maximum(index.values, 0)], -1).astype(np.int64))
 
 
 def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: bool) -> xr.DataArray:
     """k̂ of criterion ``name`` by ``decision``: from the trials (``decision.aggregate``), or for every trial."""
     if not per_trial and decision.aggregate == "median_of_choices":
-        return _on_k(rules.lower_median_choice, _choose(scores, name, decision, per_trial=True), "trial")
+        return _kernel(rules.lower_median_choice, _choose(scores, name, decision, per_trial=True), ("trial",))
 
     def curve(variable: str) -> xr.DataArray:
         if per_trial:
             return scores[variable]
         function = rules.median_curve if decision.aggregate == "median" else rules.mean_curve
-        return _on_k(function, scores[variable], "trial", "k")
+        return _kernel(function, scores[variable], ("trial", "k"), ("k",))
 
     if decision.rule == "gap":
         return _gap_choice(curve("gap"), curve("gap_sd"), decision)
