@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.rules import choose_index, mean_curve, tied_with
+from tasks.criteria.rules import at_least, choose_index, mean_curve, tied_with
 
 REASONS = ("decided", "settled", "unsettled")  # and "running": a race given only its first looks
 
@@ -261,7 +261,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
                 trials[arm] = r
             means = {arm: m for arm, m in zip(active, mean)}
             for arm in remaining:
-                if means[arm] >= threshold:
+                if at_least(means[arm], threshold):  # the fixed budget's comparison (tasks.criteria.rules)
                     above.add(arm)
             return Race(largest_above(), "unsettled", r, tuple(remaining), tuple(trials), tuple(eliminated))
     raise ValueError("threshold_race: no looks given")
