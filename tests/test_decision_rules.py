@@ -20,7 +20,7 @@ from pipeline.config import data_digest, load_config
 from pipeline.reduce import choice_per_trial, criterion_scores, failure_rate, select_k
 from pipeline.reduce_uncertainty import at_grid_edge, decision_uncertainty
 from pipeline.report import flag_notes, printable, selection_table
-from tasks.adaptive import choice_on_means
+from tasks.adaptive import choice_on_means, race_by
 from tasks.algorithms.lowrank import opcv_rank
 from tasks.criteria import CRITERIA, Decision
 from tasks.criteria.rules import EDGES, TIE_RTOL, choose_index
@@ -101,6 +101,24 @@ def test_a_threshold_reached_up_to_rounding_counts_as_reached():
     # the replay's choice on the means is the same function
     assert choice_on_means(Decision(rule="largest_above", threshold=0.9), np.array([[1.0] * 10, [0.95] * 10, values,
                                                                                     [0.3] * 10]).T) == 2
+
+
+def test_the_threshold_race_classifies_a_last_look_mean_as_the_fixed_budget_does():
+    values = np.array([[0.85, 0.95, 0.85, 0.95, 1.0, 0.7, 0.95, 0.95, 0.85, 0.95], [0.2] * 10]).T  # k = 2, 3
+    rule = Decision(rule="largest_above", threshold=0.9)
+    assert choice_on_means(rule, values) == 0  # a mean of 0.8999999999999998 reaches 0.9
+    race = race_by(rule, values, (10,), delta=0.05, epsilon=0.0)  # one look: unsettled, decided by the means
+    assert (race.reason, race.choice) == ("unsettled", 0)
+
+
+def test_the_replays_choice_on_means_is_select_ks_on_random_tables():
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        table = rng.choice([0.1, 0.2, 0.3], size=(5, 4))  # trials x k: frequent exact and rounded ties
+        for rule in (Decision(rule="smallest"), Decision(rule="smallest", ties="largest")):
+            scores = scores_of("lange", table.T.tolist(), [2, 3, 4, 5])
+            expected = k_hat(scores, "lange", {"lange": {"ties": rule.ties}})
+            assert [2, 3, 4, 5][choice_on_means(rule, table)] == expected
 
 
 def test_the_rules_agree_with_a_plain_loop_on_random_curves():
