@@ -7,7 +7,8 @@ A reducer like the others (``pipeline.reduce``): from the per-trial scores and t
 - ``score``, ``score_se``: the mean over trials of the criterion's value at k̂ and its standard error
   (sd / sqrt(trials)). For Clest the value is d_k = t_k - mean_b t0_kb (Dudoit & Fridlyand, step 4).
 - ``runner_up``, ``difference`` (``_low``, ``_high``): for the argmin / argmax rules (``smallest``,
-  ``largest``, ``gap``, ``clest``), the runner-up is the best k other than k̂ on the mean curve, and the
+  ``largest``, ``gap``, ``clest``), the runner-up is the best k other than k̂ on the curve the rule reads (the
+  mean, or the per-k medians where the rule aggregates by the median), and the
   difference is the mean over trials of value(runner-up) - value(k̂), oriented so that a positive
   difference favours k̂, with a t interval at ``LEVEL``. The trials are paired (every k of a trial has the
   same sample and split), so the paired difference has a far smaller variance than either mean.
@@ -44,7 +45,7 @@ from numpy.typing import NDArray
 from pipeline.reduce import DECISION_DIMS, deciding_rules, choice_per_trial, select_k
 from tasks.adaptive import t_quantile
 from tasks.criteria import CRITERIA, Decision
-from tasks.criteria.rules import EDGES
+from tasks.criteria.rules import EDGES, mean_curve, median_curve
 
 LEVEL = 0.95
 FEW_TRIALS = 10
@@ -143,9 +144,9 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
     score = values[:, at][~np.isnan(values[:, at])]
     out["score"] = float(score.mean())
     out["score_se"] = float(score.std(ddof=1) / np.sqrt(score.size)) if score.size > 1 else np.nan
-    with np.errstate(invalid="ignore"):
-        mean = np.where(present, np.nanmean(np.where(present, values, 0.0), axis=0), np.nan)
-    runner = _runner_up(mean, at, decision)
+    # the curve the rule reads: the per-k medians for aggregate "median" (a k missing in a trial has none)
+    curve = median_curve(values) if decision.aggregate == "median" else mean_curve(values)
+    runner = _runner_up(curve, at, decision)
     if runner >= 0 or decision.rule in THRESHOLD_RULES:
         out["runner_up"] = float(ks[runner]) if runner >= 0 else np.nan
         out["difference"], out["difference_low"], out["difference_high"] = _difference(values, at, runner, decision, level)

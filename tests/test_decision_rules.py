@@ -170,6 +170,11 @@ def test_opcv_never_chooses_a_rank_missing_in_a_permutation_in_the_report_select
     assert k_hat(scores, "opcv_half") == 2
     # the skipping median this replaces would have chosen 3 (the median of 1.0, 2.0, 1.5)
     assert int(np.nanargmin(np.nanmedian(errors, axis=0))) + 1 == 3
+    # the runner-up is read on the same medians: k = 1, not the missing k = 3 (lowest mean where it exists)
+    uncertainty = decision_uncertainty(scores)
+    assert int(uncertainty["opcv_half_runner_up"].squeeze()) == 1
+    # paired differences k = 1 - k = 2 over the four permutations: 4, 2, 4, 4.5 -> mean 3.625
+    assert float(uncertainty["opcv_half_difference"].squeeze()) == pytest.approx(3.625)
 
 
 def test_opcv_on_the_domino_matrix_is_the_same_in_select_k_and_opcv_rank(tmp_path, shared):
