@@ -289,9 +289,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
     from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import (
-        MISSING_MEANINGS, comparison_matrix, flag_notes, printable, published_of, status_counts, write_report,
-    )
+    from pipeline.report import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
+    from pipeline.report_published import PUBLISHED_CSV, comparison_matrix, published_of
     from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
@@ -353,8 +352,10 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         print(adaptive.to_string(index=False, formatters={"share": "{:.0%}".format}))
     published = published_of(cube)
     if published and not table.empty:
-        print("\nk̂ by criterion: this cube / published (! where they differ)")
+        print(f"\nk̂ by criterion: this cube / published (! where they differ; {PUBLISHED_CSV})")
         print(comparison_matrix(table, published).to_string())
+    for line in table.attrs.get("published_hidden", []):
+        print(line)
     crossings = table.attrs.get("sweep_crossings")
     if crossings is not None and not crossings.empty:
         print("\nswept parameter: the first value at which a criterion's modal choice falls below the true k (sweep.csv)")
@@ -465,7 +466,7 @@ def _print_datasets(config: Config) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from pipeline.config import load_config
+    from pipeline.config import data_digest, load_config
     from pipeline.cores import usable_cores
     from pipeline.run import preview_plan, where_to_compute
 
@@ -484,7 +485,8 @@ def _validate(args: argparse.Namespace) -> int:
           f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
     _print_datasets(config)
     for dataset in config.datasets:
-        print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}")
+        print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}, "
+              f"data digest {data_digest(dataset.identity)}")
     from tasks.algorithms import get_algorithm  # loaded with the config already
 
     for method in config.methods:

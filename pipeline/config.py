@@ -156,7 +156,7 @@ class Config:
     baseline_draws: int
     execution: Execution
     raw: Mapping[str, Any] = field(repr=False, compare=False)
-    published: Mapping[str, Mapping[str, int]] = field(default_factory=dict, compare=False)
+    published: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # the adaptive rule of each method that has one (pipeline.adaptive), by method name; not the cube's identity
     adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
 
@@ -551,18 +551,42 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
                               "in each half", f"use n >= {2 * clusters}")
 
 
-def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, dict[str, int]]:
-    """A paper's k̂ per ``dataset/method`` and criterion, printed by the report next to the cube's."""
+DATA_KEY = "data"  # published.data: {DATASET: digest of the data the paper's values belong to}
+
+
+def data_digest(identity: Mapping[str, Any]) -> str:
+    """A dataset's data digest: the fingerprint of its identity (kind and generator parameters, or the file's
+    sha256 with its labels, reading and preprocessing), as ``ordercube validate`` prints it."""
+    return fingerprint(identity)
+
+
+def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, Any]:
+    """A paper's k̂ per ``dataset/method`` and criterion, printed by the report next to the cube's, and under
+    ``data`` the digest of each dataset's data the values belong to (shown only where the cube's data match)."""
     if value is None:
         return {}
-    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods}, "published")
-    out = {}
+    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods} | {DATA_KEY}, "published")
+    out: dict[str, Any] = {}
     for pair, entries in value.items():
+        if pair == DATA_KEY:
+            out[DATA_KEY] = _published_data(entries, datasets)
+            continue
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
         _check_keys(entries, set(method.criteria), f"published.{pair}")
         out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).supervised)
                      for name, value in entries.items()}
     return out
+
+
+def _published_data(value: Any, datasets: tuple[DatasetSpec, ...]) -> dict[str, str]:
+    """``published.data``: a data digest (16 hexadecimal digits) per dataset name."""
+    _check_keys(value, {d.name for d in datasets}, f"published.{DATA_KEY}")
+    for name, digest in value.items():
+        if not (isinstance(digest, str) and len(digest) == 16 and all(c in "0123456789abcdef" for c in digest)):
+            raise ConfigError(f"published.{DATA_KEY}.{name}", f"expected the data digest of 16 hexadecimal digits, "
+                              f"got {show(digest)}", "copy the 'data digest' that 'ordercube validate' prints for "
+                              f"dataset {name} (of the data the paper's values belong to)")
+    return dict(value)
 
 
 def _published_value(value: Any, key: str, supervised: bool) -> Any:

@@ -6,16 +6,15 @@ and is left out of every mean, never silently counted. Coordinates are sorted (e
 labels at the end of the cube).
 
 Decision rules: each criterion declares its own (``tasks.criteria.Decision``), and the deciding
-reducers take ``decide={criterion: {field: value}}`` (a threshold, the Gap statistic's rule, Clest's
-p_max and d_min) to re-decide a stored cube without recomputing.
-For an instability (``smallest``) k̂ is the argmin over k of the mean score; **exact ties go to the
-largest k**. Ties are exact float equalities and in practice mean "perfectly reproducible" (an
-instability of 0, e.g. k = 2 and k = 3 on well-separated clouds where the two small ones merge
-stably): the finer of two equally reproducible solutions is the one the data supports, since the
-coarser adds nothing the finer does not reproduce. For Prediction Strength (``largest_above``) k̂ is
-the largest k whose mean score reaches the threshold; the Gap statistic applies R's ``maxSE`` rule to
-the mean Gap curve with the mean s_k (and to each trial's own curve); Clest compares the median over
-trials with the trials' reference sets.
+reducers take ``decide={criterion: {field: value}}`` (a threshold, the tie rule, the Gap statistic's rule,
+Clest's p_max and d_min) to re-decide a stored cube without recomputing. The rules on a curve over k are
+:mod:`tasks.criteria.rules` (one implementation, also behind the adaptive replay and ``opcv_rank``): the argmin
+or argmax with values equal within ``TIE_RTOL`` tied and **ties to the smallest k** by default
+(``ties="largest"`` on request), the largest k reaching a threshold (Prediction Strength), the first k above
+or below one (Molloy's rules). The curve is the mean over trials (NaN cells left out), the per-k median (a k
+missing in a trial that has values has none and is never chosen) or, for ``median_of_choices``, the trials'
+own choices. The Gap statistic applies R's ``maxSE`` rule to the mean Gap curve with the mean s_k (and to each
+trial's own curve); Clest compares the median over trials with the trials' reference sets.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ import xarray as xr
 from pipeline.store import BASELINE
 from tasks.cell import Status
 from tasks.criteria import ADJUSTABLE, AGGREGATES, CRITERIA, GAP_METHODS, VARIABLES, Decision
+from tasks.criteria import rules
 from tasks.criteria.clest import clest_choice
 from tasks.criteria.gap import max_se
 
@@ -106,16 +106,6 @@ def summarise(scores: xr.Dataset) -> xr.Dataset:
     return xr.Dataset(out, attrs=scores.attrs)
 
 
-def _argmin_k(values: xr.DataArray, ties: str = "largest") -> xr.DataArray:
-    """The k of the smallest value along ``k`` (exact ties to the largest k, or the smallest with
-    ``ties="smallest"``), -1 where all are NaN."""
-    values = values.sortby("k", ascending=ties == "smallest")
-    filled = values.fillna(np.inf)
-    index = filled.argmin("k")  # the first occurrence in that order wins an exact tie
-    chosen = values["k"].isel(k=index).drop_vars("k", errors="ignore")
-    return chosen.where(np.isfinite(filled.min("k")), -1).astype(np.int64)
-
-
 def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Decision]:
     """Each criterion's decision rule, with the fields given in ``decide`` replaced.
 
@@ -143,17 +133,19 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
                 if value not in AGGREGATES:
                     raise ValueError(f"{name}.aggregate = {value!r} is not one of {list(AGGREGATES)}")
             else:
-                changes[field] = _decision_number(name, field, value)
+                bounds = decision.threshold_range if field == "threshold" else FIELD_RANGES.get(field)
+                changes[field] = _decision_number(name, field, value, bounds)
         out[name] = replace(decision, **changes)
     if decide:
         raise ValueError(f"{sorted(decide)[0]!r}: no such criterion in the cube; it has {sorted(out)}")
     return out
 
 
-def _decision_number(name: str, field: str, value: Any) -> float:
-    """``value`` as a finite float within ``FIELD_RANGES[field]``; a ``ValueError`` naming it otherwise
-    (NaN would silently change every comparison, and with it k̂)."""
-    low, high = FIELD_RANGES.get(field, (-np.inf, np.inf))
+def _decision_number(name: str, field: str, value: Any, bounds: tuple[float, float] | None) -> float:
+    """``value`` as a finite float within ``bounds`` (inclusive); a ``ValueError`` naming it otherwise (NaN
+    would silently change every comparison, and with it k̂; a threshold outside the criterion's values makes
+    every k qualify, or none)."""
+    low, high = bounds or (-np.inf, np.inf)
     expected = "a number (finite" + ("" if np.isinf(low) else f", in [{low:g}, {high:g}]" if np.isfinite(high)
                                      else f", >= {low:g}") + ")"
     try:
@@ -163,27 +155,6 @@ def _decision_number(name: str, field: str, value: Any) -> float:
     if not (np.isfinite(number) and low <= number <= high):
         raise ValueError(f"{name}.{field} = {value!r}: expected {expected}")
     return number
-
-
-def _first_where(qualifies: xr.DataArray) -> xr.DataArray:
-    """The smallest k where ``qualifies`` holds, -1 where it holds nowhere."""
-    ks = xr.DataArray(qualifies["k"].values, dims="k", coords={"k": qualifies["k"]})
-    return ks.where(qualifies).min("k", skipna=True).fillna(-1).astype(np.int64)
-
-
-def _lower_median_choice(choices: xr.DataArray) -> xr.DataArray:
-    """The lower median of the trials' choices (a k some trial chose), ignoring trials without one (-1); -1 if none."""
-    def lower_median(values: np.ndarray) -> np.int64:
-        chosen = np.sort(values[values >= 0])
-        return np.int64(chosen[(chosen.size - 1) // 2]) if chosen.size else np.int64(-1)
-
-    return xr.apply_ufunc(lower_median, choices, input_core_dims=[["trial"]], vectorize=True, output_dtypes=[np.int64])
-
-
-def _largest_above(values: xr.DataArray, threshold: float) -> xr.DataArray:
-    """The largest k whose value is at least ``threshold``, -1 where none is."""
-    ks = xr.DataArray(values["k"].values, dims="k", coords={"k": values["k"]})
-    return ks.where(values >= threshold).max("k", skipna=True).fillna(-1).astype(np.int64)
 
 
 def _gap_choice(gap: xr.DataArray, sd: xr.DataArray, decision: Decision) -> xr.DataArray:
@@ -216,29 +187,38 @@ def _clest_choice(observed: xr.DataArray, null: xr.DataArray, decision: Decision
                           output_dtypes=[np.int64])
 
 
+def _kernel(function: Any, values: xr.DataArray, core: tuple[str, ...], out: tuple[str, ...] = ()) -> xr.DataArray:
+    """``function`` (a :mod:`tasks.criteria.rules` kernel on trailing axes) over the dims ``core`` of ``values``,
+    giving the dims ``out`` (their coordinates kept)."""
+    return xr.apply_ufunc(function, values.transpose(..., *core), input_core_dims=[list(core)],
+                          output_core_dims=[list(out)])
+
+
+def _rule_choice(curve: xr.DataArray, decision: Decision) -> xr.DataArray:
+    """The k that ``decision``'s rule (:func:`tasks.criteria.rules.choose_along`) takes on each curve, -1: none."""
+    ks = curve["k"].values
+    threshold = None if decision.threshold is None else float(decision.threshold)
+    index = _kernel(lambda values: rules.choose_along(values, decision.rule, ties=decision.ties, threshold=threshold),
+                    curve, ("k",))
+    return index.copy(data=np.where(index.values >= 0, ks[np.maximum(index.values, 0)], -1).astype(np.int64))
+
+
 def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: bool) -> xr.DataArray:
     """k̂ of criterion ``name`` by ``decision``: from the trials (``decision.aggregate``), or for every trial."""
     if not per_trial and decision.aggregate == "median_of_choices":
-        return _lower_median_choice(_choose(scores, name, decision, per_trial=True))
+        return _kernel(rules.lower_median_choice, _choose(scores, name, decision, per_trial=True), ("trial",))
 
     def curve(variable: str) -> xr.DataArray:
         if per_trial:
             return scores[variable]
-        return scores[variable].median("trial") if decision.aggregate == "median" else scores[variable].mean("trial")
+        function = rules.median_curve if decision.aggregate == "median" else rules.mean_curve
+        return _kernel(function, scores[variable], ("trial", "k"), ("k",))
 
-    if decision.rule == "largest":
-        return _argmin_k(-curve(name), "smallest")
-    if decision.rule == "first_above":
-        return _first_where(curve(name) >= float(decision.threshold))  # type: ignore[arg-type]
-    if decision.rule == "first_below":
-        return _first_where(curve(name) < float(decision.threshold))  # type: ignore[arg-type]
-    if decision.rule == "largest_above":
-        return _largest_above(curve(name), float(decision.threshold))  # type: ignore[arg-type]
     if decision.rule == "gap":
         return _gap_choice(curve("gap"), curve("gap_sd"), decision)
     if decision.rule == "clest":
         return _clest_choice(scores["clest"], scores["clest_null"], decision, per_trial=per_trial)
-    return _argmin_k(curve(name), decision.ties)
+    return _rule_choice(curve(name), decision)
 
 
 def deciding_rules(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
@@ -288,13 +268,13 @@ def true_k(ds: xr.Dataset) -> xr.DataArray:
 def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> xr.Dataset:
     """Fraction of trials whose choice missed the dataset's true k (NaN when k is unknown).
 
-    For an instability, seed 001's definition ("theta_3 was not the smallest of the three"): a trial
-    fails when some other k scores strictly lower than the true k, or when the true k has no value in
-    that trial. Without exact ties this is the trial's own choice differing from the true k; with a tie
-    at the minimum the true k is among the smallest and the trial does not count as a failure,
-    whichever k the tie rule picks. For the other rules, a trial fails when its choice is not the true
-    k. Trials without any value are left out, and in an adaptive cube those after its common prefix
-    (:func:`common_prefix`).
+    For an argmin rule, Shamir & Tishby's (2007) definition ("theta_3 was not the smallest of the three"): a
+    trial fails when some other k scores lower than the true k beyond the tie tolerance
+    (``tasks.criteria.rules.TIE_RTOL``), or when the true k has no value in that trial. Without ties this is the
+    trial's own choice differing from the true k; with a tie at the minimum the true k is among the smallest and
+    the trial does not count as a failure, whichever k the tie rule picks. For the other rules, a trial fails
+    when its choice is not the true k. Trials without any value are left out, and in an adaptive cube those
+    after its common prefix (:func:`common_prefix`).
     """
     truth = true_k(scores)
     scores = common_prefix(scores)
@@ -305,8 +285,8 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
         values = scores[name]
         valid = values.notnull().any("k")
         if rule.rule == "smallest":
-            at_truth = _at_true_k(values, known)
-            failed = valid & ~(at_truth <= values.min("k"))
+            at_truth, best = _at_true_k(values, known), values.min("k")
+            failed = valid & ~((at_truth <= best) | xr.apply_ufunc(rules.tied_with, at_truth, best))
         else:
             failed = valid & (_choose(scores, name, rule, per_trial=True) != known)
         count = valid.sum("trial")

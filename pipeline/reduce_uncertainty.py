@@ -7,7 +7,8 @@ A reducer like the others (``pipeline.reduce``): from the per-trial scores and t
 - ``score``, ``score_se``: the mean over trials of the criterion's value at k̂ and its standard error
   (sd / sqrt(trials)). For Clest the value is d_k = t_k - mean_b t0_kb (Dudoit & Fridlyand, step 4).
 - ``runner_up``, ``difference`` (``_low``, ``_high``): for the argmin / argmax rules (``smallest``,
-  ``largest``, ``gap``, ``clest``), the runner-up is the best k other than k̂ on the mean curve, and the
+  ``largest``, ``gap``, ``clest``), the runner-up is the best k other than k̂ on the curve the rule reads (the
+  mean, or the per-k medians where the rule aggregates by the median), and the
   difference is the mean over trials of value(runner-up) - value(k̂), oriented so that a positive
   difference favours k̂, with a t interval at ``LEVEL``. The trials are paired (every k of a trial has the
   same sample and split), so the paired difference has a far smaller variance than either mean.
@@ -18,11 +19,15 @@ A reducer like the others (``pipeline.reduce``): from the per-trial scores and t
 - ``frequency`` (``_low``, ``_high``): the share of trials (those with a choice) whose own choice is k̂, and
   the percentile interval of the bootstrap that resamples the trials with replacement. It is computed
   exactly: that bootstrap distribution of a share of m trials is Binomial(m, share) / m, so no random draw
-  is needed and the interval is the same on every machine. (At a share of 0 or 1 it has no width, as every
-  percentile bootstrap of a proportion.)
-- flags: ``at_grid_edge`` (k̂ is the largest k with a value, or the smallest where the criterion is
-  defined below it: the grid may have cut the curve), ``not_separated`` (the difference's interval
-  contains 0), ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
+  is needed and the interval is the same on every machine. At a share of 0 or 1 it has no width, as every
+  percentile bootstrap of a proportion: its bounds are then NaN (not computable from these trials).
+- A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
+  Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
+- flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
+  largest k for every rule but the first k above or below a threshold; the smallest, where the criterion is
+  defined below it, for every rule but the largest k above a threshold (Tibshirani & Walther 2005: a smaller k
+  is never preferred to one that qualifies)), ``not_separated`` (the difference's interval contains 0),
+  ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
   chose k̂ for another reason, e.g. the Gap statistic's standard-error rule; for a threshold rule, k̂ or the
   runner-up is on the wrong side of the threshold beyond noise), ``few_trials`` (fewer than ``FEW_TRIALS``
   trials with a value).
@@ -40,6 +45,7 @@ from numpy.typing import NDArray
 from pipeline.reduce import DECISION_DIMS, deciding_rules, choice_per_trial, select_k
 from tasks.adaptive import t_quantile
 from tasks.criteria import CRITERIA, Decision
+from tasks.criteria.rules import EDGES, mean_curve, median_curve
 
 LEVEL = 0.95
 FEW_TRIALS = 10
@@ -134,21 +140,38 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
         out["at_grid_edge"] = out["not_separated"] = 0.0
         return out
     at = int(np.flatnonzero(ks == k_hat)[0])
-    with_values = ks[present]
-    out["at_grid_edge"] = float(k_hat == with_values.max() or (k_hat == with_values.min() and k_hat > min_k))
+    out["at_grid_edge"] = float(at_grid_edge(k_hat, ks[present], decision.rule, min_k))
     score = values[:, at][~np.isnan(values[:, at])]
     out["score"] = float(score.mean())
     out["score_se"] = float(score.std(ddof=1) / np.sqrt(score.size)) if score.size > 1 else np.nan
-    with np.errstate(invalid="ignore"):
-        mean = np.where(present, np.nanmean(np.where(present, values, 0.0), axis=0), np.nan)
-    runner = _runner_up(mean, at, decision)
+    # the curve the rule reads: the per-k medians for aggregate "median" (a k missing in a trial has none)
+    curve = median_curve(values) if decision.aggregate == "median" else mean_curve(values)
+    runner = _runner_up(curve, at, decision)
     if runner >= 0 or decision.rule in THRESHOLD_RULES:
         out["runner_up"] = float(ks[runner]) if runner >= 0 else np.nan
         out["difference"], out["difference_low"], out["difference_high"] = _difference(values, at, runner, decision, level)
     low, high = out["difference_low"], out["difference_high"]
     out["not_separated"] = float(bool(low <= 0.0 <= high))
     out["runner_up_better"] = float(bool(high < 0.0))
-    return out
+    return _without_zero_width(out)
+
+
+def _without_zero_width(fields: dict[str, float]) -> dict[str, float]:
+    """The intervals of no width (every trial the same value, a share of 0 or 1) as NaN bounds: they cannot be
+    computed from these trials, and a width of 0 would read as certainty. The flags are read before."""
+    for name in ("difference", "frequency"):
+        if fields[f"{name}_low"] == fields[f"{name}_high"]:
+            fields[f"{name}_low"] = fields[f"{name}_high"] = np.nan
+    return fields
+
+
+def at_grid_edge(k_hat: int, ks_with_values: NDArray[np.int64], rule: str, min_k: int) -> bool:
+    """Whether the rule could have chosen a k beyond the grid: k̂ at an edge of the k's with values that matters
+    for the rule (``tasks.criteria.rules.EDGES``; the lower one only where the criterion is defined below it)."""
+    edges = EDGES.get(rule, ())
+    upper = "upper" in edges and k_hat == ks_with_values.max()
+    lower = "lower" in edges and k_hat == ks_with_values.min() and k_hat > min_k
+    return bool(upper or lower)
 
 
 def decision_uncertainty(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,

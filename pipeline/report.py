@@ -27,6 +27,7 @@ from pipeline.reduce import (
 )
 from pipeline.reduce_supervised import supervised_in
 from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL, decision_uncertainty
+from pipeline.report_published import PUBLISHED_CSV, published_in, published_rows
 from pipeline.store import count_planned
 from pipeline.sweeps import swept
 from tasks.criteria import CRITERIA, Decision
@@ -169,8 +170,9 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
 
 
 FLAG_MEANINGS = {
-    "at_grid_edge": "k̂ is the largest k of the grid with a value (or its smallest, where the criterion is defined "
-                    "below it): the curve may go on; widen k",
+    "at_grid_edge": "k̂ is at an edge of the grid beyond which its rule could have chosen (the largest k with a value; "
+                    "the smallest, where the criterion is defined below it, except for the largest k above a "
+                    "threshold): the curve may go on; widen k",
     "not_separated": f"the {LEVEL:.0%} interval of the difference to the runner-up contains 0: the data do not tell "
                      "k̂ from it; more resamples or a larger n",
     "runner_up_better": "the runner-up scores better than k̂ beyond noise: the rule chose k̂ for another reason (the Gap "
@@ -179,10 +181,26 @@ FLAG_MEANINGS = {
 }
 
 
+NOT_COMPUTABLE = "n/a"
+# Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
+NOT_COMPUTABLE_MEANINGS = {
+    "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
+                       "has no width, so no interval is given",
+    "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
+                  "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
+}
+
+
 def flag_notes(table: pd.DataFrame) -> list[str]:
-    """One line per flag raised somewhere in ``table``: its name, how many rows, what it means."""
-    return [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
-            for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    """One line per flag raised somewhere in ``table`` (its name, how many rows, what it means), and one per
+    kind of interval shown as n/a."""
+    notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
+             for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    for column, meaning in NOT_COMPUTABLE_MEANINGS.items():
+        if column in table:
+            count = int((table[column].notna() & table[f"{column}_low"].isna()).sum())
+            notes += [f"{meaning} ({count} of {len(table)} rows)"] if count else []
+    return notes
 
 
 def printable(table: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +210,7 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             return "-"
         if np.isfinite(low) and abs(value) < 1e-9 * max(abs(low), abs(high)):
             value = 0.0  # a mean of paired differences that cancel, up to rounding (6.9e-19)
-        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g}"
+        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g} [{NOT_COMPUTABLE}]"
 
     rows = []
     for row in table.itertuples():
@@ -208,28 +226,6 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
         rows.append(shown)
     return pd.DataFrame(rows)
-def published_of(cube: xr.Dataset) -> dict[str, dict[str, int]]:
-    """The paper's k̂ the config quoted under ``published`` (``{"rings3/kmeans": {"gap": 1}}``)."""
-    return json.loads(cube.attrs.get("ordercube_config", "{}")).get("published") or {}
-
-
-def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
-    """k̂ per (dataset/method, n) x criterion, as "cube k̂ / published k̂" where the paper gives one.
-
-    A Table-1-like view of ``selection_table``'s rows; a trailing ``!`` marks a disagreement.
-    """
-    cells: dict[tuple[str, int], dict[str, str]] = {}
-    for row in table.itertuples():
-        pair = f"{row.dataset}/{row.method}"
-        paper = published.get(pair, {}).get(row.criterion)
-        paper = paper if isinstance(paper, int) else None  # a classifier's {N, R}: in Table 1's layout instead
-        text = str(row.k_hat) if paper is None else f"{row.k_hat} / {paper}" + ("" if row.k_hat == paper else " !")
-        cells.setdefault((pair, int(row.n)), {})[str(row.criterion)] = text
-    criteria = list(dict.fromkeys(table["criterion"]))
-    index = pd.MultiIndex.from_tuples(list(cells), names=["dataset/method", "n"])
-    return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
-
-
 def label_of(criterion: str) -> str:
     """The y label of a criterion's figures: what its value is and where it is defined."""
     return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
@@ -386,8 +382,10 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion and ``index.html`` (the whole
     report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns the
     table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
-    ``["without_values"]`` (criteria with no value anywhere) and ``["missing_cells"]`` (:func:`missing_cells`,
-    also written as ``missing_cells.csv`` when there are any).
+    ``["without_values"]`` (criteria with no value anywhere), ``["missing_cells"]`` (:func:`missing_cells`,
+    also written as ``missing_cells.csv`` when there are any), ``["published"]`` (the paper's values beside the
+    cube's, also ``published.csv``, when the config quotes any: :mod:`pipeline.report_published`) and
+    ``["published_hidden"]`` (why some are not shown).
 
     ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
     (:class:`pipeline.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
@@ -413,7 +411,13 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     if not adaptive.empty:
         adaptive.to_csv(out / "adaptive.csv", index=False)
     table.attrs["adaptive"] = adaptive
-    _seed_specific(cube, reduced, table, figures)
+    published = published_in(cube)
+    selectors = _seed_specific(cube, reduced, table, figures, published.values)
+    quoted = published.values or published.hidden
+    table.attrs["published"] = published_rows(table, selectors, published.values) if quoted else None
+    table.attrs["published_hidden"] = list(published.hidden)
+    if quoted:
+        table.attrs["published"].to_csv(out / PUBLISHED_CSV, index=False)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
     table.attrs["figures_failed"] = figures.failed
@@ -422,13 +426,15 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
                flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
-               figures=figures.names,
+               figures=figures.names, published=published, published_table=table.attrs["published"],
                summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube))
     return table
 
 
-def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures) -> None:
-    """The sections of seeds 003 and 004: transfer costs, swept parameters, matrix orders, classifiers."""
+def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures,
+                   published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame | None:
+    """The sections of transfer costs, swept parameters, matrix orders and classifiers; returns the classifiers'
+    per-selector rows (:func:`pipeline.reduce_supervised.selection_rows`), None without classifiers."""
     from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
 
     scores = reduced.scores
@@ -448,4 +454,6 @@ def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figu
     if supervised_in(scores):
         from pipeline.report_supervised import write_supervised
 
-        table.attrs["table_one"] = write_supervised(scores, figures, published_of(cube), reduced.decide)
+        table.attrs["table_one"], selectors = write_supervised(scores, figures, published, reduced.decide)
+        return selectors
+    return None

@@ -2,7 +2,8 @@
 network (figures embedded as data URIs, styles inline, no external script).
 
 Sections: the k̂ table with its intervals and flags (the published k̂ beside ours where the config quotes
-one), what each raised flag means, the cells without a value, every figure, a drill-down per (dataset,
+one for the same data), what each raised flag means, the paper's values beside the cube's (and why any are
+not shown), the cells without a value, every figure, a drill-down per (dataset,
 method) with each n's per-k means ± SE and the share of trials choosing each k, and the config with the
 cube's provenance. A figure that fails to load says so in the page (the script that checks it also marks
 each image ``data-loaded``, which the browser test reads).
@@ -22,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce_uncertainty import FLAGS, LEVEL
+from pipeline.report_published import Published
 
 PAGE = "index.html"
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
@@ -118,21 +120,39 @@ def _drill_down(summary: xr.Dataset, frequency: xr.Dataset, criteria: Sequence[s
     return "".join(parts)
 
 
+def _published_section(published: Published | None, rows: pd.DataFrame | None) -> list[str]:
+    """The paper's values beside the cube's (``published.csv``'s rows), and why any are not shown."""
+    if published is None or (rows is None and not published.hidden):
+        return []
+    parts = ["<h2>Published values beside this cube's</h2>"]
+    if rows is not None and not rows.empty:
+        shown = rows.assign(agrees=["" if value is None else "yes" if value else "no" for value in rows["agrees"]])
+        differs = {(i, "cube"): "differs" for i, value in enumerate(rows["agrees"]) if value is False}
+        parts.append(_table(shown, table_id="published", cell_classes=differs,
+                            text_columns=("dataset", "method", "criterion", "quantity", "agrees")))
+    if published.hidden:
+        parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in published.hidden) + "</ul>")
+    return parts
+
+
 def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame, shown: pd.DataFrame,
                flag_notes: Sequence[str], missing: pd.DataFrame, figures: Sequence[str], summary: xr.Dataset,
-               adaptive: pd.DataFrame | None = None,
+               adaptive: pd.DataFrame | None = None, published: Published | None = None,
+               published_table: pd.DataFrame | None = None,
                frequency: xr.Dataset, counts: Mapping[str, int]) -> Path:
-    """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order."""
+    """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order;
+    ``published``: the paper's values shown (:mod:`pipeline.report_published`) and ``published_table`` their rows."""
     config = json.loads(cube_attrs.get("ordercube_config", "{}"))
-    published = config.get("published") or {}
     name = cube_attrs.get("ordercube_name", "cube")
     sections = [f"<h1>ordercube report: {html.escape(str(name))}</h1>",
                 "<p>" + html.escape(", ".join(f"{key}: {value}" for key, value in counts.items())) + " planned cells</p>"]
     if table.empty:
         sections.append("<p>No k̂ to show: no model-order criterion has values in this cube.</p>")
     else:
-        sections += [f"<h2>k̂ per group ({LEVEL:.0%} intervals)</h2>", _selection(table, shown, published)]
+        sections += [f"<h2>k̂ per group ({LEVEL:.0%} intervals)</h2>",
+                     _selection(table, shown, published.values if published is not None else {})]
         sections += ["<ul>" + "".join(f'<li class="flag">{html.escape(note)}</li>' for note in flag_notes) + "</ul>"]
+    sections += _published_section(published, published_table)
     if not missing.empty:
         sections += [f"<h2>Cells without a value ({int(missing['cells'].sum())})</h2>",
                      _table(missing, table_id="missing", text_columns=("dataset", "method", "status", "reason"))]

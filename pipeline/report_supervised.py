@@ -46,8 +46,9 @@ def table_one(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) ->
 
 
 def write_supervised(scores: xr.Dataset, figures: Figures, published: Mapping[str, Mapping[str, Any]],
-                     decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """The tables (CSV) and figures of a cube of classifiers in the report's folder; returns Table 1's layout."""
+                     decide: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tables (CSV) and figures of a cube of classifiers in the report's folder; returns Table 1's layout and
+    the per-selector rows it is made of."""
     out = figures.folder
     rows, gains = selection_rows(scores, decide), gain_rows(scores, decide)
     rows.to_csv(out / "supervised.csv", index=False)
@@ -58,7 +59,7 @@ def write_supervised(scores: xr.Dataset, figures: Figures, published: Mapping[st
         figures.draw("supervised_bias_vs_k", plot_bias, scores[["swap_penalty", "conditional_error", "resubstitution"]])
     if not rows.empty:
         figures.draw("supervised_selectors", plot_selectors, rows)
-    return table_one(rows, published) if not rows.empty else pd.DataFrame()
+    return (table_one(rows, published) if not rows.empty else pd.DataFrame()), rows
 
 
 def plot_error_curves(summary: xr.Dataset) -> Figure:

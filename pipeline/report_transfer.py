@@ -2,17 +2,17 @@
 and the number of non-empty clusters beside them (Fig. 5's k_effective), one figure per (method, n).
 
 Each row is a dataset, each column a transfer-cost criterion the method computed; a cross marks the k of the
-lowest median (exact ties to the smallest k, as the criteria decide).
+lowest median (ties to the smallest k, as the criteria decide).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 import xarray as xr
 
 from pipeline.figures import Figures
+from tasks.criteria.rules import best_index
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +53,7 @@ def plot_costs(summary: xr.Dataset, present: list[str], datasets: list[str], tit
             for quartile in ("q25", "q75"):
                 ax.plot(ks, summary[f"{name}_{quartile}"].sel(dataset=dataset), ls="--", lw=0.8, color=line.get_color())
             if name != "k_effective" and bool(median.notnull().any()):
-                best = int(np.nanargmin(median.values))  # the first (smallest k) of equal minima
+                best = best_index(median.values, lower_is_better=True)  # ties within the tolerance: the smallest k
                 ax.plot(ks[best], median.values[best], "x", color="red", ms=9, mew=2, label=f"k = {ks[best]}")
                 ax.legend(fontsize=7)
             ax.set(title=f"{dataset}: {name}", xlabel="k", ylabel="transfer cost" if name != "k_effective"

@@ -26,13 +26,14 @@ failure without removing it (measured: ``benchmarks/bench_adaptive.py``).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from tasks.criteria.rules import at_least, choose_index, mean_curve, tied_with
 
 REASONS = ("decided", "settled", "unsettled")  # and "running": a race given only its first looks
 
@@ -193,7 +194,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
             block = values[:r][:, active]
             means = np.array([math.fsum(column[~np.isnan(column)]) / max(int((~np.isnan(column)).sum()), 1)
                               for column in block.T])
-            best = [arm for arm, value in zip(active, means) if value == np.nanmin(means)]
+            best = [arm for arm, tied in zip(active, tied_with(means, np.nanmin(means))) if tied]
             return Race(pick(best) if best else active[0], "unsettled", r, tuple(active), tuple(trials), tuple(eliminated))
     raise ValueError("race: no looks given")
 
@@ -260,7 +261,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
                 trials[arm] = r
             means = {arm: m for arm, m in zip(active, mean)}
             for arm in remaining:
-                if means[arm] >= threshold:
+                if at_least(means[arm], threshold):  # the fixed budget's comparison (tasks.criteria.rules)
                     above.add(arm)
             return Race(largest_above(), "unsettled", r, tuple(remaining), tuple(trials), tuple(eliminated))
     raise ValueError("threshold_race: no looks given")
@@ -285,15 +286,8 @@ def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, del
 
 
 def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
-    """The column the rule chooses from the means of ``values`` (trials, arms) over the trials with a value (exact
-    ties by the rule's convention); -1 where it chooses none (no mean above the threshold, or no value)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an arm without values: its mean is NaN
-        means = np.nanmean(values, axis=0)
-    if rule.rule == "largest_above":
-        above = np.flatnonzero(means >= float(rule.threshold))
-        return int(above.max()) if above.size else -1
-    if np.isnan(means).all():
-        return -1
-    best = np.flatnonzero(means == np.nanmin(means))
-    return int(best.max() if rule.ties == "largest" else best.min())
+    """The column the rule chooses from the means of ``values`` (trials, arms) over the trials with a value, by
+    :func:`tasks.criteria.rules.choose_index` (ties within its tolerance by the rule's convention); -1 where it
+    chooses none (no mean above the threshold, or no value)."""
+    threshold = None if rule.threshold is None else float(rule.threshold)
+    return choose_index(mean_curve(values), rule.rule, ties=rule.ties, threshold=threshold)

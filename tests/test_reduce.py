@@ -57,11 +57,12 @@ def test_selection_summary_choices_frequency_and_failure_rate_by_hand():
     assert float(scaled) == pytest.approx(0.5 * 10)
 
 
-def test_exact_ties_go_to_the_largest_k():
-    # normalised: k=2 [0, 0], k=3 [0, 0.5], k=4 [0, 0.25]: per trial ties at 0 -> largest k among them
+def test_exact_ties_go_to_the_smallest_k_unless_told_otherwise():
+    # normalised: k=2 [0, 0], k=3 [0, 0.5], k=4 [0, 0.25]: per trial ties at 0 -> smallest k among them
     cube = tiny_cube([[0.0, 0.0], [0.0, 0.3], [0.0, 0.2]])
     scores = criterion_scores(cube)
-    assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [4, 2]
+    assert choice_per_trial(scores)["lange"].values.ravel().tolist() == [2, 2]
+    assert choice_per_trial(scores, {"lange": {"ties": "largest"}})["lange"].values.ravel().tolist() == [4, 2]
     assert int(select_k(scores)["lange"].squeeze()) == 2  # means 0, 0.25, 0.125
     # the true k = 3 ties for the smallest in trial 0 (no failure) and is beaten in trial 1 (failure)
     assert float(failure_rate(scores)["lange"].squeeze()) == pytest.approx(1 / 2)
@@ -117,7 +118,9 @@ def test_prediction_strength_is_decided_by_the_largest_k_above_the_threshold_and
     assert int(select_k(scores)["prediction_strength"].squeeze()) == 2  # 0.9: k = 3's mean 0.883 misses it
     assert int(select_k(scores, {"prediction_strength": {"threshold": 0.8}})["prediction_strength"].squeeze()) == 3
     assert int(select_k(scores, {"prediction_strength": {"threshold": 0.5}})["prediction_strength"].squeeze()) == 4
-    assert int(select_k(scores, {"prediction_strength": {"threshold": 1.01}})["prediction_strength"].squeeze()) == -1
+    assert int(select_k(scores, {"prediction_strength": {"threshold": 1.0}})["prediction_strength"].squeeze()) == 1
+    with pytest.raises(ValueError, match=r"prediction_strength.threshold = 1.01: expected a number \(finite, in \[0, 1\]\)"):
+        select_k(scores, {"prediction_strength": {"threshold": 1.01}})  # a share never reaches it: refused
     assert choice_per_trial(scores)["prediction_strength"].values.ravel().tolist() == [3, 2, 2]
     lowered = {"prediction_strength": {"threshold": 0.8}}
     assert choice_per_trial(scores, lowered)["prediction_strength"].values.ravel().tolist() == [3, 4, 3]

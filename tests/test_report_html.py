@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from conftest import cli_in_process, small_config, write_config
+from pipeline.config import data_digest, load_config
 from pipeline.reduce_uncertainty import FLAGS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -83,7 +84,9 @@ def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html")
     config = small_config(n=[40, 80], resamples=8, seed=2)
     config["methods"][0]["criteria"] = ["lange", "pairwise", "prediction_strength"]
-    config["published"] = {"gauss/km": {"lange": 3, "prediction_strength": 2}}
+    path = write_config(folder / "c.yaml", **config)
+    digest = data_digest(next(d for d in load_config(path).datasets if d.name == "gauss").identity)
+    config["published"] = {"gauss/km": {"lange": 3, "prediction_strength": 2}, "data": {"gauss": digest}}
     path = write_config(folder / "c.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(folder / "c.zarr"), "--workers", "0",
                           "--no-progress").returncode == 0

@@ -150,12 +150,23 @@ def test_per_trial_choices_ties_to_the_smallest_k_and_errors_read_at_them():
 
 
 def test_report_prints_table_one_with_the_published_values(tmp_path, colon):
-    config = colon_config(colon, resamples=3, published={"colon/g50": {"swapping": {"N": 9.11, "R": 28.6}}})
+    from pathlib import Path
+
+    import yaml
+
+    # the digest of the data Daudin & Mary-Huard's Table 1 belongs to, as configs/daudin_colon.yaml gives it
+    shipped = Path(__file__).resolve().parents[1] / "configs" / "daudin_colon.yaml"
+    digest = yaml.safe_load(shipped.read_text())["published"]["data"]
+    config = colon_config(colon, resamples=3, published={"colon/g50": {"swapping": {"N": 9.11, "R": 28.6}},
+                                                         "data": digest})
     path = write_config(tmp_path / "c.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0").returncode == 0
     result = cli_in_process("report", str(tmp_path / "c.zarr"), "--out", str(tmp_path / "r"))
     assert result.returncode == 0, result.stderr
     assert "Table 1" in result.stdout and "/ 9.11" in result.stdout and "/ 28.6" in result.stdout
+    published = pd.read_csv(tmp_path / "r" / "published.csv")
+    assert published[["criterion", "quantity", "published"]].values.tolist() == [["swapping", "N", 9.11],
+                                                                               ["swapping", "R", 28.6]]
     rows = pd.read_csv(tmp_path / "r" / "supervised.csv")
     assert set(rows["selector"]) == {"test_error", "swapping", "loo_cv"} and (rows["trials"] == 3).all()
     assert (tmp_path / "r" / "supervised_error_vs_k.png").stat().st_size > 10_000

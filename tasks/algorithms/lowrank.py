@@ -43,6 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from tasks.criteria.rules import best_index, median_curve
+
 ROWS_PER_BLOCK = 2048  # nearest neighbours in blocks of rows of X2: memory stays O(block x N1)
 THRESHOLD = 0.5  # Molloy's g(x) = 1{x > 0.5}
 
@@ -464,9 +466,11 @@ def _holdout_errors(A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[n
 
 
 def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
-    """The paper's decision: the k of the lowest median error over permutations (ties to the smallest k).
+    """The paper's decision: the k of the lowest median error over permutations (Frank et al. l. 107-113).
 
-    A k that is NaN in any permutation has no median and is not chosen; None when no k has one.
+    A k that is NaN in any permutation has no median and is not chosen; a permutation without any value is left
+    out; medians equal within ``tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a
+    median. The reducers decide ``aggregate: median`` with the same functions.
 
     Parameters
     ----------
@@ -477,12 +481,9 @@ def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
     errors, ks = np.asarray(errors, dtype=np.float64), _ranks(ks)
     if errors.ndim != 2 or errors.shape[1] != ks.size:
         raise ValueError(f"opcv_rank: expected errors of shape (permutations, {ks.size}), got {errors.shape}")
-    medians = np.median(errors, axis=0)
-    finite = np.isfinite(medians)
-    if not finite.any():
-        return None
-    best = medians[finite].min()
-    return int(ks[finite & (medians == best)].min())
+    order = np.argsort(ks, kind="stable")  # the rule reads k ascending
+    best = best_index(median_curve(errors[:, order]), lower_is_better=True, ties="smallest")
+    return int(ks[order][best]) if best >= 0 else None
 
 
 # ------------------------------------------------------------------------------------------------- checks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -124,7 +125,7 @@ class TrialSample:
 # What a decision rule may be re-run with, per rule (``ordercube report --decide CRITERION.FIELD=VALUE``).
 ADJUSTABLE: dict[str, tuple[str, ...]] = {
     "smallest": ("ties", "aggregate"),
-    "largest": ("aggregate",),
+    "largest": ("ties", "aggregate"),
     "largest_above": ("threshold",),
     "first_above": ("threshold", "aggregate"),
     "first_below": ("threshold", "aggregate"),
@@ -150,12 +151,12 @@ DECISION_RANGES: dict[str, Param] = {
 class Decision:
     """How k̂ follows from a criterion's per-k values (the mean over trials, or one trial's values).
 
-    ``smallest``: the argmin over k; exact ties go to the largest k (instabilities, BIC, AIC: of two equally
-    reproducible solutions the finer) or, with ``ties="smallest"``, to the smallest (error rates, which are
-    multiples of 1/n and tie often: the simpler classifier, seed 003's per-trial choices).
-    ``largest``: the argmax over k (ties to the smallest k; the PSNR oracle).
+    ``smallest``: the argmin over k. ``largest``: the argmax over k (the PSNR oracle, the silhouette). Values
+    equal within ``tasks.criteria.rules.TIE_RTOL`` (relative) tie, and a tie goes to the smallest k
+    (``ties="smallest"``, the default: no registered criterion's paper states another rule) or, with
+    ``ties="largest"``, to the largest.
     ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
-    no choice (-1) when no k reaches it.
+    no choice (-1) when no k reaches it. Thresholds are compared within the same tolerance.
     ``first_above`` / ``first_below``: the smallest k whose value is at least / below ``threshold`` (Molloy's
     coverage and increment rules); -1 when none is.
     ``gap``: the Gap statistic's rules by their names in R's ``cluster::maxSE`` (``method``, ``se_factor``).
@@ -163,9 +164,13 @@ class Decision:
     ``none``: not a model-order criterion (a diagnostic such as the agreement with known classes).
 
     ``aggregate`` (rules ``smallest``, ``largest``, ``first_above``, ``first_below``): how the trials make one
-    k̂: the rule on the mean over trials (``mean``), on the per-k medians (``median``: Owen-Perry's
-    bi-cross-validation as seed 004 runs it), or the lower median of the trials' own choices
-    (``median_of_choices``: seed 004's MTC, "the median over 20 random splits").
+    k̂: the rule on the mean over trials (``mean``), on the per-k medians (``median``: Owen & Perry's
+    bi-cross-validation as Frank et al. run it; a k missing in a trial that has values has no median), or the
+    lower median of the trials' own choices (``median_of_choices``: Frank et al.'s MTC, "the median over 20
+    random splits"). The rules themselves are :mod:`tasks.criteria.rules`.
+
+    ``threshold_range``: the thresholds that mean something for the criterion's values (a share in [0, 1] for
+    Prediction Strength and Molloy's coverage); a threshold outside it is refused.
     """
 
     rule: str = "smallest"
@@ -174,8 +179,9 @@ class Decision:
     se_factor: float | None = None
     p_max: float | None = None
     d_min: float | None = None
-    ties: str = "largest"
+    ties: str = "smallest"
     aggregate: str = "mean"
+    threshold_range: tuple[float, float] = (-math.inf, math.inf)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@ model (:mod:`tasks.algorithms.matrix_models`); here they are declared: what they
 
 from __future__ import annotations
 
+import math
+
 from tasks.criteria.base import Criterion, Decision
 
 SVD_MODELS = ("truncated_svd", "boolean_svd")
@@ -26,12 +28,12 @@ OPCV_FIFTH = Criterion(
     description="Owen-Perry bi-cross-validation with the small hold-out, the top-left ⌊n/5⌋ x ⌊d/5⌋ block")
 COVERAGE_RULE = Criterion(
     name="coverage_rule", min_k=1, matrix=True, algorithms=("boolean_svd",),
-    decision=Decision(rule="first_above", threshold=0.8, aggregate="median"),
+    decision=Decision(rule="first_above", threshold=0.8, aggregate="median", threshold_range=(0.0, 1.0)),
     description="Molloy's rule (i): the share of the noisy matrix's 1-entries that g(rank-k SVD) keeps at 1; k̂ the "
                 "smallest k covering 80%")
 INCREMENT_RULE = Criterion(
     name="increment_rule", min_k=1, matrix=True, algorithms=("boolean_svd",),
-    decision=Decision(rule="first_below", threshold=0.001, aggregate="median"),
+    decision=Decision(rule="first_below", threshold=0.001, aggregate="median", threshold_range=(0.0, math.inf)),
     description="Molloy's rule (ii): the approximation increment ‖g_k - g_(k+1)‖₁ / ‖X‖₁ of the noisy matrix; k̂ the "
                 "smallest k below 0.001")
 PSNR = Criterion(

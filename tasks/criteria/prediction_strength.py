@@ -47,7 +47,7 @@ PREDICTION_STRENGTH = Criterion(
     min_k=1,
     needs_evaluation_sample=False,
     description="Tibshirani & Walther's prediction strength: co-membership kept by the training solution",
-    decision=Decision(rule="largest_above", threshold=0.9),
+    decision=Decision(rule="largest_above", threshold=0.9, threshold_range=(0.0, 1.0)),
     needs_coordinates=True,  # it predicts by nearest centroids, whatever the method's predictor
     label="prediction strength ps(k)\n(Tibshirani & Walther 2005)",
 )

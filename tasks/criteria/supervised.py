@@ -3,7 +3,7 @@
 For these criteria the labels are the response: a trial is a labelled sample split into a learning set
 (and a test set), and the method's classifier kernel (:mod:`tasks.classifiers`) computes every rate for
 every k of the trial at once. Each criterion here only declares what is stored and how k̂ follows:
-the smallest value, exact ties to the smallest k (the rates are multiples of 1/n and tie often; the
+the smallest value, ties to the smallest k (the rates are multiples of 1/n and tie often; the
 simpler classifier is the parsimonious choice, spec §1.2 [A]; ``--decide NAME.ties=largest`` is the
 sensitivity variant).
 """

@@ -17,7 +17,7 @@ model (``TrialFits.model_first``; nothing is fitted again):
   ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
   halves only), and the soft mapping of eq. (14) (l. 185-187, ``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
 
-All are decided by the smallest value with exact ties to the smallest k (spec G6): a transfer cost is flat
+All are decided by the smallest value with ties to the smallest k (:mod:`tasks.criteria.rules`): a transfer cost is flat
 where extra clusters stay empty, and the parsimonious order is then the meaningful one.
 """
 
