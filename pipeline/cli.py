@@ -252,28 +252,16 @@ def _beside_cube(place: Location, suffix: str) -> Path:
 
 def _report_folder(cube_place: Location, given: str | None) -> Path:
     """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
-    on object storage); never the cube itself or a file."""
-    cube = cube_place.local().resolve() if cube_place.is_local else None
+    on object storage), checked by the output guard (:func:`pipeline.outputs.output_folder`)."""
+    from pipeline.figures import RECORD
+    from pipeline.outputs import output_folder
+
     if given:
         place = _cube_location(given, "--out")  # not a local folder named after a URL either
         if not place.is_local:
             raise InputError(f"--out: {given!r} is a URL, but the report is written to a local folder; give a path")
-        out = place.local().resolve()
-    else:
-        out = _beside_cube(cube_place, "-report")
-    if cube is not None and (out == cube or cube in out.parents):
-        raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
-                         "choose a folder outside it")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {out} exists and is a file, not a folder; choose a folder for the report")
-    existing = next(folder for folder in (out, *out.parents) if folder.exists())
-    if not existing.is_dir():
-        raise InputError(f"--out: cannot create the report folder {out}: {existing} is a file, not a folder; "
-                         "choose another --out")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"--out: cannot create the report folder {out}: {existing} is not writable; "
-                         "choose a folder you can write to")
-    return out
+        return output_folder(place.local(), RECORD)
+    return output_folder(_beside_cube(cube_place, "-report"), RECORD)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -292,6 +280,8 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
     from pipeline.report import (
         MISSING_MEANINGS, comparison_matrix, flag_notes, printable, published_of, status_counts, write_report,
     )
+    from pipeline.figures import RECORD
+    from pipeline.outputs import claim_folder
     from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
@@ -320,11 +310,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         print(f"no computed cells yet in {cube_path} (0 of {counts['total']} planned cells ok; {others}); "
               "nothing to report, no report written")
         return EXIT_OK
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
-                         "choose a folder you can write to") from None
+    claim_folder(out, RECORD)
     table = write_report(cube, out, decide, fmt=args.format, helper=helper)
     if table.empty:  # e.g. only a diagnostic (agreement) was computed
         print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
@@ -385,12 +371,12 @@ def _partition(args: argparse.Namespace) -> int:
     if args.k is not None and args.k < 1:
         raise InputError(f"--k: expected an integer >= 1, got {args.k}; e.g. --k 3")
     place = _cube_location(args.cube, "CUBE")
+    if args.out:  # before anything is computed
+        _partition_paths(Path(args.out))
     cube = load_cube(place)
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
-    out = Path(args.out) if args.out else _beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv")
-    if out.is_dir() or not out.parent.is_dir():
-        raise InputError(f"--out: {out} is a folder or its folder does not exist; give a CSV file's path")
-    clusters_path = out.with_name(out.stem + "-clusters.csv")
+    out, clusters_path = _partition_paths(
+        Path(args.out) if args.out else _beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
     result.rows().to_csv(out, index=False)
     clusters = result.clusters()
     clusters.to_csv(clusters_path, index=False)
@@ -407,21 +393,50 @@ def _partition(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _partition_paths(out: Path) -> tuple[Path, Path]:
+    """Where ``partition`` writes its labels and, beside them, its clusters' table (both checked by the guard)."""
+    from pipeline.outputs import PARTITION_CLUSTERS, PARTITION_LABELS, output_file
+
+    labels = output_file(out, PARTITION_LABELS)
+    return labels, output_file(labels.with_name(labels.stem + "-clusters.csv"), PARTITION_CLUSTERS)
+
+
+def _replay_paths(out: Path) -> tuple[Path, Path]:
+    """Where ``replay`` writes its table and, beside it, its figure (both checked by the guard)."""
+    from pipeline.outputs import REPLAY_FIGURE, REPLAY_TABLE, output_file
+
+    if out.suffix.lower() == ".png":
+        raise InputError(f"--out: {out} names the figure, which goes beside the table; give the table's path (.csv)")
+    table = output_file(out, REPLAY_TABLE)
+    return table, output_file(table.with_suffix(".png"), REPLAY_FIGURE)
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in words a person plans by: 4.2 s, 3.5 min, 2.1 h."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
 def _replay(args: argparse.Namespace) -> int:
     import json
 
-    from pipeline.reduce import criterion_scores
     from pipeline.cube_attrs import BASELINE
-    from pipeline.replay import Setting, replay
+    from pipeline.reduce import criterion_scores
+    from pipeline.replay import (
+        CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, replay, replay_groups,
+    )
     from pipeline.store import load_cube
 
     for key, value, ok, fix in (("--delta", args.delta, 0 < args.delta < 1, "e.g. --delta 0.05"),
                                 ("--epsilon", args.epsilon, args.epsilon >= 0 and math.isfinite(args.epsilon), "e.g. 0.005"),
                                 ("--r-min", args.r_min, args.r_min >= 2, "at least 2 trials at the first look"),
-                                ("--permutations", args.permutations, args.permutations >= 0, "e.g. 200")):
+                                ("--permutations", args.permutations, 0 <= args.permutations <= MAX_PERMUTATIONS,
+                                 f"from 0 to {MAX_PERMUTATIONS:,} random orders per group, e.g. 200")):
         if not ok:
             raise InputError(f"{key}: {value} is out of range; {fix}")
     place = _cube_location(args.cube, "CUBE")
+    out, figure = _replay_paths(Path(args.out) if args.out else _beside_cube(place, "-replay.csv"))
     cube = load_cube(place)
     scores = criterion_scores(cube)
     unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))
@@ -429,18 +444,20 @@ def _replay(args: argparse.Namespace) -> int:
         raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {sorted(map(str, scores.data_vars))}")
     setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations,
                       mode=args.mode)
-    table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion,
-                   baseline=cube[BASELINE] if BASELINE in cube else None, seconds=cube["seconds"])
-    if table.empty:
+    seed = int(json.loads(cube.attrs["ordercube_config"])["seed"])
+    groups = replay_groups(scores, setting, criteria=args.criterion, seconds=cube["seconds"],
+                           baseline=cube[BASELINE] if BASELINE in cube else None)
+    if not groups:
         print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
               "transfer costs, bic, aic) and prediction_strength (mode strict: those with values in [0, 1]), with two "
               "complete trials at least")
         return EXIT_OK
-    out = Path(args.out) if args.out else _beside_cube(place, "-replay.csv")
+    estimate, timed = estimate_seconds(groups, setting, seed)
+    print(f"replaying {len(groups)} groups x {args.permutations + 1:,} trial orders: about {_duration(estimate)} "
+          f"(one group at {min(args.permutations, CALIBRATION_PERMUTATIONS) + 1} orders took {timed:.2f} s)", flush=True)
+    table = replay(scores, setting, seed=seed, groups=groups)
     table.to_csv(out, index=False)
-    from pipeline.replay import plot_replay
-
-    plot_replay(table, out.with_suffix(".png"))
+    plot_replay(table, figure)
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "reference", "agreement", "wrong",
                    "wrong_upper", "cells_median", "compute_mean", "decided", "settled", "unsettled", "in_play",
                    "null_false_rate", "null_false_upper"]]
@@ -454,7 +471,7 @@ def _replay(args: argparse.Namespace) -> int:
           "cells, compute: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")
+    print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {figure}")
     return EXIT_OK
 
 

@@ -96,8 +96,12 @@ def say(ax: Axes, text: str) -> None:
 
 
 def save(figure: Figure, path: Path) -> None:
-    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression)."""
-    options: dict[str, Any] = {"pil_kwargs": {"compress_level": 1}} if path.suffix == ".png" else {}
+    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression, its ``Software``
+    text naming ordercube)."""
+    from pipeline.outputs import SOFTWARE  # the tag by which a command recognises a figure it wrote
+
+    options: dict[str, Any] = ({"pil_kwargs": {"compress_level": 1}, "metadata": {"Software": SOFTWARE}}
+                               if path.suffix == ".png" else {})
     figure.savefig(path, dpi=DPI, **options)
 
 

@@ -38,6 +38,7 @@ from pipeline.integrity import (
     stored_chunks,
 )
 from pipeline.location import Location, location
+from pipeline.outputs import enclosing_store
 from pipeline.remote import (
     check_new_remote, create_remote, remote_is_cube,
 )
@@ -143,6 +144,10 @@ def check_new_cube_path(where: str | Path | Location) -> None:
         check_new_remote(place)
         return
     path = place.local()
+    store = enclosing_store(path.parent)
+    if store is not None:
+        raise InputError(f"--out: {path} is inside the cube {store} (a zarr store), whose files only its own runs "
+                         "write; choose an --out outside it")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
     existing = next(folder for folder in (path, *path.absolute().parents) if folder.exists())
