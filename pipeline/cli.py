@@ -268,11 +268,14 @@ def _report(args: argparse.Namespace) -> int:
     from pipeline.figures import Helper
 
     helper = Helper.start()  # now, while this process has one thread: it imports matplotlib as the cube is read
+    finished = False
     try:
-        return _report_with(args, helper)
+        code = _report_with(args, helper)
+        finished = True
+        return code
     finally:
         if helper is not None:
-            helper.stop()
+            helper.stop(now=not finished)  # an error exit is one line: the helper is not waited for
 
 
 def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
