@@ -6,7 +6,8 @@ is resolved (symbolic links followed, a relative path made absolute), and refuse
 the option, the path and the fix) when it is
 
 - inside a zarr store: any cube, an array of one, or one being created (a folder that is, or lies below,
-  a folder holding a ``zarr.json``); so never a cube's own file either;
+  a folder holding a ``zarr.json``); so never a cube's own file either, nor its writer lock file
+  (``CUBE.lock`` beside it, see :mod:`pipeline.lock`);
 - an existing file the command did not write. A command recognises its own earlier output: a CSV by the
   leading columns of its header, a figure by the ``Software`` text ordercube writes into its PNGs
   (:data:`SOFTWARE`), a report folder by the record of figures every report keeps in it
@@ -72,9 +73,12 @@ def enclosing_store(path: Path) -> Path | None:
 def _outside_stores(path: Path, key: str) -> Path:
     resolved = Path(path).expanduser().resolve()
     store = enclosing_store(resolved)
+    if store is None and resolved.suffix == ".lock" and (resolved.with_suffix("") / "zarr.json").is_file():
+        raise InputError(f"{key}: {resolved} is the writer lock file of the cube {resolved.with_suffix('')}, which "
+                         "its runs open and rewrite; choose another path")
     if store is not None:
         where = "is the cube itself" if store == resolved else f"is inside the cube {store}"
-        raise InputError(f"{key}: {resolved} {where}; no command but 'run' writes inside a cube (a zarr store): "
+        raise InputError(f"{key}: {resolved} {where}; only 'run' writes inside the cube (a zarr store): "
                          "choose a path outside it")
     return resolved
 
