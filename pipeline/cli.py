@@ -456,8 +456,9 @@ def _replay(args: argparse.Namespace) -> int:
               "complete trials at least")
         return EXIT_OK
     estimate, timed = estimate_seconds(groups, setting, seed)
-    print(f"replaying {len(groups)} groups x {args.permutations + 1:,} trial orders: about {_duration(estimate)} "
-          f"(one group at {min(args.permutations, CALIBRATION_PERMUTATIONS) + 1} orders took {timed:.2f} s)", flush=True)
+    print(f"replaying {len(groups)} groups x {args.permutations + 1:,} trial orders: about {_duration(estimate)} of "
+          f"computing, longer on a busy machine (from {timed} group(s) timed at "
+          f"{min(args.permutations, CALIBRATION_PERMUTATIONS) + 1} orders)", flush=True)
     table = replay(scores, setting, seed=seed, groups=groups)
     table.to_csv(out, index=False)
     plot_replay(table, figure)

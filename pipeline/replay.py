@@ -152,7 +152,8 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
 #: standard error is at most 0.005 and the Clopper-Pearson bound of zero wrong stops 3.0e-4; beyond it the time
 #: and the orders held (B x trials integers per group) grow without adding a digit.
 MAX_PERMUTATIONS = 10_000
-CALIBRATION_PERMUTATIONS = 10  # the orders of the timed run that estimates how long the chosen B takes
+CALIBRATION_PERMUTATIONS = 10  # the orders of the timed runs that estimate how long the chosen B takes
+CALIBRATION_SECONDS = 2.0  # at most this long (past the first group) spent timing them
 
 
 @dataclass(frozen=True)
@@ -210,16 +211,23 @@ def replay_groups(scores: xr.Dataset, setting: Setting, *, criteria: list[str] |
     return groups
 
 
-def estimate_seconds(groups: list[Group], setting: Setting, seed: int) -> tuple[float, float]:
-    """How long replaying ``groups`` with ``setting`` takes: the first group timed with
-    ``CALIBRATION_PERMUTATIONS`` random orders, scaled by the orders replayed (B + 1, and about B null races)
-    and the number of groups. Returns (estimate, the timed run's seconds); the groups' tables are unchanged
-    (each group's random orders come from its own stream)."""
+def estimate_seconds(groups: list[Group], setting: Setting, seed: int) -> tuple[float, int]:
+    """How long replaying ``groups`` with ``setting`` computes (CPU seconds of this process): groups replayed
+    with ``CALIBRATION_PERMUTATIONS`` random orders (spread over the list, as many as ``CALIBRATION_SECONDS``
+    allow; at least one), their time scaled by the orders replayed (B + 1, and about B null races) and by the
+    groups not timed. Returns (the estimate, the groups timed); the tables are unchanged (each group's random
+    orders come from its own stream)."""
     calibration = replace(setting, permutations=min(setting.permutations, CALIBRATION_PERMUTATIONS))
-    started = time.perf_counter()
-    groups[0].run(calibration, seed)
-    elapsed = time.perf_counter() - started
-    return elapsed * (setting.permutations + 1) / (calibration.permutations + 1) * len(groups), elapsed
+    step = max(len(groups) // 8, 1)
+    order = [*range(0, len(groups), step), *(i for i in range(len(groups)) if i % step)]
+    spent, timed = 0.0, 0
+    for index in order:
+        started = time.process_time()  # this process's CPU time: a busy machine's other work is not counted
+        groups[index].run(calibration, seed)
+        spent, timed = spent + time.process_time() - started, timed + 1
+        if spent > CALIBRATION_SECONDS:
+            break
+    return spent * (setting.permutations + 1) / (calibration.permutations + 1) * len(groups) / timed, timed
 
 
 def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
