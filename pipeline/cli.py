@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
+from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder
+from pipeline.outputs import report_folder as _report_folder  # noqa: F401 (where ordercube.api imports it from)
 from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
@@ -242,28 +244,6 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
-def _beside_cube(place: Location, suffix: str) -> Path:
-    """``<cube's stem><suffix>`` beside a local cube, or in the working folder for a cube on object storage."""
-    if place.is_local:
-        cube = place.local().resolve()
-        return cube.with_name(cube.stem + suffix)
-    return Path(Path(place.name).stem + suffix).resolve()
-
-
-def _report_folder(cube_place: Location, given: str | None) -> Path:
-    """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
-    on object storage), checked by the output guard (:func:`pipeline.outputs.output_folder`)."""
-    from pipeline.figures import RECORD
-    from pipeline.outputs import output_folder
-
-    if given:
-        place = _cube_location(given, "--out")  # not a local folder named after a URL either
-        if not place.is_local:
-            raise InputError(f"--out: {given!r} is a URL, but the report is written to a local folder; give a path")
-        return output_folder(place.local(), RECORD)
-    return output_folder(_beside_cube(cube_place, "-report"), RECORD)
-
-
 def _report(args: argparse.Namespace) -> int:
     from pipeline.figures import Helper
 
@@ -302,7 +282,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         decide.setdefault(name, {})[field] = value
     cube_path = _cube_location(args.cube, "CUBE")
     cube = load_cube(cube_path)
-    out = _report_folder(cube_path, args.out)
+    out = report_folder(cube_path, args.out)
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:
@@ -375,11 +355,11 @@ def _partition(args: argparse.Namespace) -> int:
         raise InputError(f"--k: expected an integer >= 1, got {args.k}; e.g. --k 3")
     place = _cube_location(args.cube, "CUBE")
     if args.out:  # before anything is computed
-        _partition_paths(Path(args.out))
+        partition_paths(Path(args.out))
     cube = load_cube(place)
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
-    out, clusters_path = _partition_paths(
-        Path(args.out) if args.out else _beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
+    out, clusters_path = partition_paths(
+        Path(args.out) if args.out else beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
     result.rows().to_csv(out, index=False)
     clusters = result.clusters()
     clusters.to_csv(clusters_path, index=False)
@@ -394,24 +374,6 @@ def _partition(args: argparse.Namespace) -> int:
     print(clusters.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"labels written to {out}; clusters to {clusters_path}")
     return EXIT_OK
-
-
-def _partition_paths(out: Path) -> tuple[Path, Path]:
-    """Where ``partition`` writes its labels and, beside them, its clusters' table (both checked by the guard)."""
-    from pipeline.outputs import PARTITION_CLUSTERS, PARTITION_LABELS, output_file
-
-    labels = output_file(out, PARTITION_LABELS)
-    return labels, output_file(labels.with_name(labels.stem + "-clusters.csv"), PARTITION_CLUSTERS)
-
-
-def _replay_paths(out: Path) -> tuple[Path, Path]:
-    """Where ``replay`` writes its table and, beside it, its figure (both checked by the guard)."""
-    from pipeline.outputs import REPLAY_FIGURE, REPLAY_TABLE, output_file
-
-    if out.suffix.lower() == ".png":
-        raise InputError(f"--out: {out} names the figure, which goes beside the table; give the table's path (.csv)")
-    table = output_file(out, REPLAY_TABLE)
-    return table, output_file(table.with_suffix(".png"), REPLAY_FIGURE)
 
 
 def _duration(seconds: float) -> str:
@@ -439,7 +401,7 @@ def _replay(args: argparse.Namespace) -> int:
         if not ok:
             raise InputError(f"{key}: {value} is out of range; {fix}")
     place = _cube_location(args.cube, "CUBE")
-    out, figure = _replay_paths(Path(args.out) if args.out else _beside_cube(place, "-replay.csv"))
+    out, figure = replay_paths(Path(args.out) if args.out else beside_cube(place, "-replay.csv"))
     cube = load_cube(place)
     scores = criterion_scores(cube)
     unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))

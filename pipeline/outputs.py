@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.location import Location, location
 
 #: The PNG ``Software`` text of the figures a command writes beside the cube (how they are recognised).
 SOFTWARE = "ordercube"
@@ -126,7 +127,7 @@ def output_folder(path: str | os.PathLike[str], record: str, key: str = "--out")
     existing = next(folder for folder in (resolved, *resolved.parents) if folder.exists())
     if not existing.is_dir():
         raise InputError(f"{key}: cannot create the report folder {resolved}: {existing} is a file, not a folder; "
-                         "choose another --out")
+                         "choose another folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"{key}: cannot create the report folder {resolved}: {existing} is not writable; "
                          "choose a folder you can write to")
@@ -136,15 +137,51 @@ def output_folder(path: str | os.PathLike[str], record: str, key: str = "--out")
     return resolved
 
 
-def claim_folder(folder: Path, record: str) -> None:
+def claim_folder(folder: Path, record: str, key: str = "--out") -> None:
     """Create the report ``folder`` checked by :func:`output_folder` and mark it as a report's before anything
     else is written there (an empty record: every figure is drawn), so that an interrupted report's folder
     is recognised by the next report."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise InputError(f"--out: cannot create the report folder {folder} ({error.strerror}); "
+        raise InputError(f"{key}: cannot create the report folder {folder} ({error.strerror}); "
                          "choose a folder you can write to") from None
     marker = folder / record
     if not marker.exists():
         marker.write_text("{}")
+
+
+def beside_cube(place: Location, suffix: str) -> Path:
+    """``<cube's stem><suffix>`` beside a local cube, or in the working folder for a cube on object storage."""
+    if place.is_local:
+        cube = place.local().resolve()
+        return cube.with_name(cube.stem + suffix)
+    return Path(Path(place.name).stem + suffix).resolve()
+
+
+def report_folder(cube: Location, given: str | os.PathLike[str] | None, key: str = "--out") -> Path:
+    """The report folder: ``given`` or ``<cube>-report`` beside the cube (in the working folder for a cube on
+    object storage), checked by :func:`output_folder`; a URL (``memory://`` too) is refused, the report
+    being written to a local folder."""
+    from pipeline.figures import RECORD  # with matplotlib's helpers: only where a report is written
+
+    if given is None or not str(given):
+        return output_folder(beside_cube(cube, "-report"), RECORD, key)
+    place = location(os.fspath(given), key=key)  # never a local folder named after a mistyped URL either
+    if not place.is_local:
+        raise InputError(f"{key}: {str(given)!r} is a URL, but the report is written to a local folder; give a path")
+    return output_folder(place.local(), RECORD, key)
+
+
+def partition_paths(out: Path) -> tuple[Path, Path]:
+    """Where ``partition`` writes its labels and, beside them, its clusters' table."""
+    labels = output_file(out, PARTITION_LABELS)
+    return labels, output_file(labels.with_name(labels.stem + "-clusters.csv"), PARTITION_CLUSTERS)
+
+
+def replay_paths(out: Path) -> tuple[Path, Path]:
+    """Where ``replay`` writes its table and, beside it (the same name, ``.png``), its figure."""
+    if out.suffix.lower() == ".png":
+        raise InputError(f"--out: {out} names the figure, which goes beside the table; give the table's path (.csv)")
+    table = output_file(out, REPLAY_TABLE)
+    return table, output_file(table.with_suffix(".png"), REPLAY_FIGURE)

@@ -337,3 +337,17 @@ def test_a_report_error_exit_is_one_line_from_every_process(cube):
     _, path = cube
     result = cli("report", str(path), "--out", str(path.parent), timeout=100)
     _one_error_line(result, "--out", "no ordercube report")
+
+
+@pytest.mark.parametrize("opened", ["path", "dataset"])
+def test_the_api_s_report_shares_the_guard(cube, opened):
+    import ordercube
+
+    _, path = cube
+    source = str(path) if opened == "path" else ordercube.open_cube(path)
+    before = _tree(path)
+    with pytest.raises(InputError, match=r"^folder: .* inside the cube"):
+        ordercube.report(source, path.parent / "link.zarr" / "report")
+    with pytest.raises(InputError, match=r"^folder: .* no ordercube report"):
+        ordercube.report(source, path.parent)
+    assert _tree(path) == before and not (path / "report").exists()
