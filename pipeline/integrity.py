@@ -428,6 +428,12 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if not valid:
             raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+    required = [*ALWAYS_WRITTEN, *([MANIFEST] if cube_format >= CHECKSUMMED else []),
+                *(["true_k"] if cube_format >= FORMAT else [])]
+    for name in required:
+        if name not in group:
+            raise InputError(f"CUBE: {path}: the array {name!r} is missing ({path / f'{name}/zarr.json'}), which no run "
+                             "can compute again; restore the cube from a copy")
     record = growth_record(group)
     if record is None:  # mid-growth the arrays' shapes differ until the roll-back; the record holds the old ones
         check_shapes(group, path)

@@ -570,8 +570,7 @@ def status_for_planning(group: zarr.Group, path: Path | Location, *, baseline: b
 def verify_cube(where: str | Path | Location) -> str:
     """Read back every chunk of the cube at ``where``; a one-line summary, or ``InputError`` naming damage."""
     path = location(where, key="CUBE")
-    check_metadata(path)
-    group = zarr.open_group(path.store(read_only=True), mode="r", use_consolidated=False)
+    group = _open_checked(path)  # its metadata, shapes and labels first, as every command checks them
     bad = corrupt_chunks(group)
     if bad:
         raise corruption_error(path, bad)
