@@ -289,7 +289,9 @@ def test_a_lost_baseline_makes_its_criterion_pending_and_run_restores_it_bit_for
     report = cli_in_process("report", str(path), "--out", str(path.parent / "report"))
     assert report.returncode == 0 and f"lange_random that lange is divided by {where}" in report.stderr
     assert "'ordercube run'" in report.stderr and "Traceback" not in report.stderr
-    assert _tree(path) == damaged, "status and report changed the cube"
+    planned = cli_in_process("validate", str(config), "--out", str(path))  # plans what run does: no cell to compute
+    assert planned.returncode == 0 and f"cells: {2 * CELLS_PER_N} planned, 0 to compute" in planned.stdout, planned.stdout
+    assert _tree(path) == damaged, "status, report and validate changed the cube"
     run = cli_in_process("run", str(config), "--out", str(path), "--workers", "0", "--no-progress")
     assert run.returncode == 0, run.stderr
     assert "computed the random-labelling baseline lange_random at" in run.stdout
