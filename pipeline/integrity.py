@@ -434,6 +434,8 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if name not in group:
             raise InputError(f"CUBE: {path}: the array {name!r} is missing ({path / f'{name}/zarr.json'}), which no run "
                              "can compute again; restore the cube from a copy")
+    if cube_format >= CHECKSUMMED:
+        check_cell_layout(group, path)
     record = growth_record(group)
     if record is None:  # mid-growth the arrays' shapes differ until the roll-back; the record holds the old ones
         check_shapes(group, path)
@@ -456,7 +458,8 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
 
 def check_shapes(group: zarr.Group, path: Path | Location) -> None:
     """``InputError`` naming the ``zarr.json`` of an array whose size along a dimension differs from the one the
-    other arrays of the cube agree on (an edited shape), and the manifest's when it does not fit the chunk grid."""
+    other arrays of the cube agree on (an edited shape), and the manifest's when it does not fit the cube's
+    variables and chunk grid."""
     sizes: dict[str, dict[str, int]] = {}  # dimension -> array -> its size along it
     for name, stored in group.arrays():
         for dim, size in zip(getattr(stored.metadata, "dimension_names", None) or (), stored.shape):
@@ -472,7 +475,31 @@ def check_shapes(group: zarr.Group, path: Path | Location) -> None:
                              "a copy")
     if MANIFEST in group and "status" in group:
         manifest, status = group[MANIFEST], group["status"]
-        grid = chunk_grid_shape(status.shape, status.chunks)  # type: ignore[union-attr]
-        if tuple(manifest.shape[1:]) != grid:  # type: ignore[union-attr]
+        grid = (len(manifest.attrs.get("variables", [])), *chunk_grid_shape(status.shape, status.chunks))  # type: ignore
+        if tuple(manifest.shape) != grid:  # type: ignore[union-attr]
             raise InputError(f"CUBE: {path / f'{MANIFEST}/zarr.json'}: its shape {list(manifest.shape)} does not fit the "  # type: ignore[union-attr]
-                             f"cube's chunk grid {list(grid)}: the file was edited; restore the cube from a copy")
+                             f"cube's variables and chunk grid {list(grid)}: the file was edited; restore the cube from a copy")
+
+
+def check_cell_layout(group: zarr.Group, path: Path | Location) -> None:
+    """``InputError`` naming the ``zarr.json`` of a cell array (over every dimension) whose chunk shape, data type
+    or fill value is not the one ordercube writes (one chunk shape for all; ``status`` int8 filled with 0, for
+    pending; the values float64 filled with NaN). Cubes of format 2 on: format 1 chunked the variables it added
+    later its own way."""
+    cells = {name: stored for name, stored in group.arrays()
+             if tuple(getattr(stored.metadata, "dimension_names", None) or ()) == DIMS}
+    shapes = [stored.chunks for stored in cells.values()]
+    agreed = max(set(shapes), key=shapes.count)
+    for name, stored in sorted(cells.items()):
+        expected = {"status": (np.dtype("int8"), 0), "reason": (None, "")}.get(name, (np.dtype("float64"), np.nan))
+        fill = stored.fill_value
+        if stored.chunks != agreed:
+            problem = f"its chunk shape says {list(stored.chunks)}, where the cube's other arrays have {list(agreed)}"
+        elif expected[0] is not None and stored.dtype != expected[0]:
+            problem = f"its data type says {stored.dtype}, where ordercube writes {expected[0]}"
+        elif name != "reason" and not (fill == expected[1] or (np.isnan(expected[1]) and np.isnan(fill))):
+            problem = f"its fill value says {fill}, where ordercube writes {expected[1]}"
+        else:
+            continue
+        raise InputError(f"CUBE: {path / f'{name}/zarr.json'}: {problem}: the file was edited; restore the cube from a copy")
+

@@ -207,7 +207,29 @@ def _edit_shape(name: str, axis: int, size: int) -> Callable[[Path], None]:
     return edit
 
 
+def _edit_metadata(name: str, edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def harm(cube: Path) -> None:
+        metadata = cube / name / "zarr.json"
+        document = json.loads(metadata.read_text())
+        edit(document)
+        metadata.write_text(json.dumps(document))
+    return harm
+
+
+def _chunk_shape(document: dict) -> None:
+    document["chunk_grid"]["configuration"]["chunk_shape"][4] = 2
+
+
 DAMAGE: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    "a value array's chunk shape edited": (_edit_metadata("lange", _chunk_shape), ["lange/zarr.json", "chunk shape"]),
+    "the status's chunk shape edited": (_edit_metadata("status", _chunk_shape), ["status/zarr.json", "chunk shape"]),
+    "a value array's data type edited": (_edit_metadata("pairwise", lambda doc: doc.update(data_type="float32")),
+                                         ["pairwise/zarr.json", "float32", "float64"]),
+    "the status's fill value made ok": (_edit_metadata("status", lambda doc: doc.update(fill_value=1)),
+                                        ["status/zarr.json", "fill value says 1"]),
+    "a value array's fill value made 0": (_edit_metadata("lange", lambda doc: doc.update(fill_value=0.0)),
+                                          ["lange/zarr.json", "fill value says 0.0"]),
+    "the manifest's rows edited": (_edit_shape("integrity/crc", 0, 2), ["integrity/crc/zarr.json", "variables"]),
     "a value array's shape edited": (_edit_shape("lange", 4, 9), ["lange/zarr.json", "'trial'", "9", "4"]),
     "the status array's shape edited": (_edit_shape("status", 3, 5), ["status/zarr.json", "'k'"]),
     "a coordinate's shape shortened": (_edit_shape("trial", 0, 3), ["trial/zarr.json", "'trial'", "3"]),
