@@ -144,7 +144,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     import pandas as pd
 
     from pipeline.cli import _report_folder
-    from pipeline.figures import FORMATS
+    from pipeline.figures import FORMATS, RECORD as FIGURE_RECORD
     from pipeline.location import location
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
@@ -159,7 +159,9 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         except InputError as error:
             raise InputError(str(error).replace("--out:", "folder:", 1)) from None
     else:
-        cube, target = cube_or_path.load(), Path(folder)
+        from pipeline.outputs import output_folder  # the commands' guard: never inside a cube, nor over others' files
+
+        cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
+from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder
+from pipeline.outputs import report_folder as _report_folder  # noqa: F401 (where ordercube.api imports it from)
 from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
@@ -242,52 +244,23 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_FAILED_CELLS if counts["failed"] or counts["crashed"] else EXIT_OK
 
 
-def _beside_cube(place: Location, suffix: str) -> Path:
-    """``<cube's stem><suffix>`` beside a local cube, or in the working folder for a cube on object storage."""
-    if place.is_local:
-        cube = place.local().resolve()
-        return cube.with_name(cube.stem + suffix)
-    return Path(Path(place.name).stem + suffix).resolve()
-
-
-def _report_folder(cube_place: Location, given: str | None) -> Path:
-    """The report folder: ``--out`` or ``<cube>-report`` beside the cube (in the working folder for a cube
-    on object storage); never the cube itself or a file."""
-    cube = cube_place.local().resolve() if cube_place.is_local else None
-    if given:
-        place = _cube_location(given, "--out")  # not a local folder named after a URL either
-        if not place.is_local:
-            raise InputError(f"--out: {given!r} is a URL, but the report is written to a local folder; give a path")
-        out = place.local().resolve()
-    else:
-        out = _beside_cube(cube_place, "-report")
-    if cube is not None and (out == cube or cube in out.parents):
-        raise InputError(f"--out: {out} is inside the cube {cube}, which the report must not change; "
-                         "choose a folder outside it")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {out} exists and is a file, not a folder; choose a folder for the report")
-    existing = next(folder for folder in (out, *out.parents) if folder.exists())
-    if not existing.is_dir():
-        raise InputError(f"--out: cannot create the report folder {out}: {existing} is a file, not a folder; "
-                         "choose another --out")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"--out: cannot create the report folder {out}: {existing} is not writable; "
-                         "choose a folder you can write to")
-    return out
-
-
 def _report(args: argparse.Namespace) -> int:
     from pipeline.figures import Helper
 
     helper = Helper.start()  # now, while this process has one thread: it imports matplotlib as the cube is read
+    finished = False
     try:
-        return _report_with(args, helper)
+        code = _report_with(args, helper)
+        finished = True
+        return code
     finally:
         if helper is not None:
-            helper.stop()
+            helper.stop(now=not finished)  # an error exit is one line: the helper is not waited for
 
 
 def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
+    from pipeline.figures import RECORD
+    from pipeline.outputs import claim_folder
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
     from pipeline.report_published import PUBLISHED_CSV, comparison_matrix, published_of
@@ -308,7 +281,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         decide.setdefault(name, {})[field] = value
     cube_path = _cube_location(args.cube, "CUBE")
     cube = load_cube(cube_path)
-    out = _report_folder(cube_path, args.out)
+    out = report_folder(cube_path, args.out)
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:
@@ -319,11 +292,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         print(f"no computed cells yet in {cube_path} (0 of {counts['total']} planned cells ok; {others}); "
               "nothing to report, no report written")
         return EXIT_OK
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise InputError(f"--out: cannot create the report folder {out} ({error.strerror}); "
-                         "choose a folder you can write to") from None
+    claim_folder(out, RECORD)
     table = write_report(cube, out, decide, fmt=args.format, helper=helper)
     if table.empty:  # e.g. only a diagnostic (agreement) was computed
         print("no k̂ to show: no model-order criterion has values in this cube (figures of the diagnostics only)")
@@ -386,12 +355,12 @@ def _partition(args: argparse.Namespace) -> int:
     if args.k is not None and args.k < 1:
         raise InputError(f"--k: expected an integer >= 1, got {args.k}; e.g. --k 3")
     place = _cube_location(args.cube, "CUBE")
+    if args.out:  # before anything is computed
+        partition_paths(Path(args.out))
     cube = load_cube(place)
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
-    out = Path(args.out) if args.out else _beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv")
-    if out.is_dir() or not out.parent.is_dir():
-        raise InputError(f"--out: {out} is a folder or its folder does not exist; give a CSV file's path")
-    clusters_path = out.with_name(out.stem + "-clusters.csv")
+    out, clusters_path = partition_paths(
+        Path(args.out) if args.out else beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
     result.rows().to_csv(out, index=False)
     clusters = result.clusters()
     clusters.to_csv(clusters_path, index=False)
@@ -408,21 +377,32 @@ def _partition(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _duration(seconds: float) -> str:
+    """``seconds`` in words a person plans by: 4.2 s, 3.5 min, 2.1 h."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
 def _replay(args: argparse.Namespace) -> int:
     import json
 
-    from pipeline.reduce import criterion_scores
     from pipeline.cube_attrs import BASELINE
-    from pipeline.replay import Setting, replay
+    from pipeline.reduce import criterion_scores
+    from pipeline.replay import (
+        CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, replay, replay_groups,
+    )
     from pipeline.store import load_cube
 
     for key, value, ok, fix in (("--delta", args.delta, 0 < args.delta < 1, "e.g. --delta 0.05"),
                                 ("--epsilon", args.epsilon, args.epsilon >= 0 and math.isfinite(args.epsilon), "e.g. 0.005"),
                                 ("--r-min", args.r_min, args.r_min >= 2, "at least 2 trials at the first look"),
-                                ("--permutations", args.permutations, args.permutations >= 0, "e.g. 200")):
+                                ("--permutations", args.permutations, 0 <= args.permutations <= MAX_PERMUTATIONS,
+                                 f"from 0 to {MAX_PERMUTATIONS:,} random orders per group, e.g. 200")):
         if not ok:
             raise InputError(f"{key}: {value} is out of range; {fix}")
     place = _cube_location(args.cube, "CUBE")
+    out, figure = replay_paths(Path(args.out) if args.out else beside_cube(place, "-replay.csv"))
     cube = load_cube(place)
     scores = criterion_scores(cube)
     unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))
@@ -430,18 +410,21 @@ def _replay(args: argparse.Namespace) -> int:
         raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {sorted(map(str, scores.data_vars))}")
     setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations,
                       mode=args.mode)
-    table = replay(scores, setting, seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]), criteria=args.criterion,
-                   baseline=cube[BASELINE] if BASELINE in cube else None, seconds=cube["seconds"])
-    if table.empty:
+    seed = int(json.loads(cube.attrs["ordercube_config"])["seed"])
+    groups = replay_groups(scores, setting, criteria=args.criterion, seconds=cube["seconds"],
+                           baseline=cube[BASELINE] if BASELINE in cube else None)
+    if not groups:
         print("no group to replay: the adaptive rule covers criteria decided by the smallest mean (lange, pairwise, "
               "transfer costs, bic, aic) and prediction_strength (mode strict: those with values in [0, 1]), with two "
               "complete trials at least")
         return EXIT_OK
-    out = Path(args.out) if args.out else _beside_cube(place, "-replay.csv")
+    estimate, timed = estimate_seconds(groups, setting, seed)
+    print(f"replaying {len(groups)} groups x {args.permutations + 1:,} trial orders: about {_duration(estimate)} of "
+          f"computing, longer on a busy machine (from {timed} group(s) timed at "
+          f"{min(args.permutations, CALIBRATION_PERMUTATIONS) + 1} orders)", flush=True)
+    table = replay(scores, setting, seed=seed, groups=groups)
     table.to_csv(out, index=False)
-    from pipeline.replay import plot_replay
-
-    plot_replay(table, out.with_suffix(".png"))
+    plot_replay(table, figure)
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "reference", "agreement", "wrong",
                    "wrong_upper", "cells_median", "compute_mean", "decided", "settled", "unsettled", "in_play",
                    "null_false_rate", "null_false_upper"]]
@@ -455,7 +438,7 @@ def _replay(args: argparse.Namespace) -> int:
           "cells, compute: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {out.with_suffix('.png')}")
+    print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {figure}")
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FORMATS = ("png", "svg", "pdf")
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 RECORD = ".ordercube-figures.json"
 DPI = 110
 # Margins in inches: room for a two-line y label on the left, a title above, tick labels and x label below.
@@ -96,8 +98,12 @@ def say(ax: Axes, text: str) -> None:
 
 
 def save(figure: Figure, path: Path) -> None:
-    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression)."""
-    options: dict[str, Any] = {"pil_kwargs": {"compress_level": 1}} if path.suffix == ".png" else {}
+    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression, its ``Software``
+    text naming ordercube)."""
+    from pipeline.outputs import SOFTWARE  # the tag by which a command recognises a figure it wrote
+
+    options: dict[str, Any] = ({"pil_kwargs": {"compress_level": 1}, "metadata": {"Software": SOFTWARE}}
+                               if path.suffix == ".png" else {})
     figure.savefig(path, dpi=DPI, **options)
 
 
@@ -172,7 +178,14 @@ def _warm_up() -> None:
 
 
 def _serve(connection: Any) -> None:
-    """The helper process: warm up while the parent reads the cube, then draw what it is sent."""
+    """The helper process: warm up while the parent reads the cube, then draw what it is sent.
+
+    Ctrl-C (sent to the whole process group) is the parent's to handle: ignored here. SIGTERM, by which the
+    parent stops it, ends it at once and silently. Both were blocked across the fork (:meth:`Helper.start`), so
+    a signal arriving meanwhile meets these dispositions, never the parent's handler and its traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _warm_up()
     while True:
         try:
@@ -208,11 +221,19 @@ class Helper:
         context = multiprocessing.get_context("fork")
         mine, theirs = context.Pipe()
         process = context.Process(target=_serve, args=(theirs,), daemon=True, name="ordercube-figures")
-        process.start()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one that came meanwhile is handled here, now
         theirs.close()
         return cls(process, mine)
 
-    def stop(self) -> None:
+    def stop(self, *, now: bool = False) -> None:
+        """End the helper: after the figures it was sent, or ``now`` (the report ended early: an error or an
+        interrupt), without waiting for it and without a word from it."""
+        if now:
+            self.process.terminate()
         try:
             self.connection.send(None)
         except (OSError, ValueError):

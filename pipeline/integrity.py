@@ -33,9 +33,11 @@ from zarr.abc.store import SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from pipeline.cube_attrs import BASELINE
 from pipeline.errors import InputError
 from pipeline.location import Location
 from pipeline.remote import remote_documents
+from tasks.cell import Status
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 # Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
@@ -117,6 +119,7 @@ class Lost:
     missing_chunks: list[str] = field(default_factory=list)
     misplaced_chunks: list[str] = field(default_factory=list)
     unrecorded: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    baseline: str = ""  # where the random-labelling baseline that a criterion is divided by is lost
 
     @property
     def count(self) -> int:
@@ -126,8 +129,16 @@ class Lost:
         where = [f"variable {name} missing" for name in self.missing_variables]
         where += _first(self.missing_chunks, "missing")
         where += _first(self.misplaced_chunks, "not the chunk recorded at its place")
+        where += [self.baseline] if self.baseline else []
         return (f"{self.count} cell(s) marked done have lost their values ({'; '.join(where)}): "
                 "they count as pending")
+
+    @property
+    def remedy(self) -> str:
+        """What ``ordercube run`` does about it (for a lost baseline alone: computes the baseline, not the cells)."""
+        only_baseline = not (self.missing_variables or self.missing_chunks or self.misplaced_chunks)
+        return ("'ordercube run' computes the baseline again (not the cells)" if self.baseline and only_baseline
+                else "'ordercube run' computes them again")
 
 
 def _first(keys: list[str], what: str, shown: int = 3) -> list[str]:
@@ -137,8 +148,10 @@ def _first(keys: list[str], what: str, shown: int = 3) -> list[str]:
     return [f"{', '.join(keys[:shown])}{more} {what}"]
 
 
-def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost:
-    """The cells whose status says done but whose value chunks (or whole variables) are absent.
+def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, baseline: bool = True) -> Lost:
+    """The cells whose status says done but whose value chunks (or whole variables) are absent; with
+    ``baseline``, also the ok cells of a criterion divided by the random-labelling baseline
+    (:func:`lost_baseline`) where that baseline is lost.
 
     Cubes of format 1 wrote no chunk that held only fill values, so for them only missing variables
     are detected.
@@ -148,6 +161,9 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
     result = Lost(cells=lost)
     if not done.any():
         return result
+    if baseline:
+        cells, result.baseline = lost_baseline(group, status, models)
+        lost |= cells
     every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= CHECKSUMMED
     present_arrays = {name for name, _ in group.arrays()}
     for name, used in variables_of_models(group, models).items():
@@ -173,6 +189,39 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str]) -> Lost
             result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
             lost |= expected & expand_grid(absent | misplaced, chunks, status.shape)
     return result
+
+
+def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> tuple[np.ndarray, str]:
+    """The ok cells of the models with a criterion divided by the random-labelling baseline (Lange et al.
+    2004, eq. 5: ``lange`` / ``lange_random`` at the same n and k) where that baseline is lost (its array
+    deleted, or its chunk: NaN where a value was stored), and a description of the loss ("" when none).
+    The baseline is written before any cell, so an ok cell always had it."""
+    from tasks.criteria import get_criterion
+
+    methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
+    normalised: list[str] = []
+    uses = np.zeros(len(models), dtype=bool)
+    for m, model in enumerate(models):
+        for criterion in methods.get(model, {}).get("criteria", []):
+            try:
+                divided = get_criterion(criterion).normalised_by_random_labels
+            except (KeyError, ValueError):  # a plugin's criterion that is not loaded
+                continue
+            if divided:
+                uses[m] = True
+                normalised += [criterion] if criterion not in normalised else []
+    cells = (status == Status.OK) & uses[None, None, :, None, None]
+    if not cells.any():
+        return np.zeros(status.shape, dtype=bool), ""
+    if BASELINE in group:
+        stored = read_checked(group, BASELINE, _store_name(group.store))[: status.shape[1], : status.shape[3]]
+        cells &= np.isnan(stored)[None, :, None, :, None]
+    if not cells.any():
+        return cells, ""
+    n_labels = np.asarray(group["n"][: status.shape[1]])  # type: ignore[index]
+    at = sorted(int(n) for n in n_labels[cells.any(axis=(0, 2, 3, 4))])
+    gone = "is missing" if BASELINE not in group else f"is lost at n = {', '.join(map(str, at))}"
+    return cells, f"the random-labelling baseline {BASELINE} that {', '.join(normalised)} is divided by {gone}"
 
 
 def _chunk_indices(stored: zarr.Array) -> Iterator[tuple[int, ...]]:
@@ -365,8 +414,9 @@ LEGACY_ATTRIBUTE_KEYS = {"ordercube_true_k": ()}  # format < 3: the true k as JS
 
 
 def check_cube(group: zarr.Group, path: Path | Location) -> None:
-    """``InputError`` naming what is damaged when the cube's attributes or coordinate labels are not
-    as ordercube wrote them (the group's ``zarr.json`` edited, a coordinate chunk deleted)."""
+    """``InputError`` naming what is damaged when the cube's attributes, shapes or coordinate labels are not
+    as ordercube wrote them (the group's ``zarr.json`` edited, an array's shape edited, a coordinate chunk
+    deleted or changed); the coordinates, ``true_k`` and the baseline are read back with their checksums."""
     cube_format = int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
     legacy = LEGACY_ATTRIBUTE_KEYS if cube_format < FORMAT else {}
     for key, fields in {**ATTRIBUTE_KEYS, **legacy}.items():
@@ -378,9 +428,20 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if not valid:
             raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+    required = [*ALWAYS_WRITTEN, *([MANIFEST] if cube_format >= CHECKSUMMED else []),
+                *(["true_k"] if cube_format >= FORMAT else [])]
+    for name in required:
+        if name not in group:
+            raise InputError(f"CUBE: {path}: the array {name!r} is missing ({path / f'{name}/zarr.json'}), which no run "
+                             "can compute again; restore the cube from a copy")
+    if cube_format >= CHECKSUMMED:
+        check_cell_layout(group, path)
+    record = growth_record(group)
+    if record is None:  # mid-growth the arrays' shapes differ until the roll-back; the record holds the old ones
+        check_shapes(group, path)
     if cube_format < CHECKSUMMED:  # format 1 did not store a chunk of labels [0]
         return
-    old_shapes = (growth_record(group) or {}).get("shapes", {})
+    old_shapes = (record or {}).get("shapes", {})
     for dim in DIMS:
         if dim not in group:
             raise InputError(f"CUBE: {path}: the coordinate {dim!r} is missing; restore the cube from a copy")
@@ -390,3 +451,55 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if missing:
             raise InputError(f"CUBE: {path}: the labels of {dim!r} are lost ({chunk_key(dim, missing[0])} is missing); "
                              "restore the cube from a copy")
+    for name in (*DIMS, "true_k", BASELINE):  # small arrays, read by every command: a changed byte is named here
+        if name in group:
+            read_checked(group, name, path)
+
+
+def check_shapes(group: zarr.Group, path: Path | Location) -> None:
+    """``InputError`` naming the ``zarr.json`` of an array whose size along a dimension differs from the one the
+    other arrays of the cube agree on (an edited shape), and the manifest's when it does not fit the cube's
+    variables and chunk grid."""
+    sizes: dict[str, dict[str, int]] = {}  # dimension -> array -> its size along it
+    for name, stored in group.arrays():
+        for dim, size in zip(getattr(stored.metadata, "dimension_names", None) or (), stored.shape):
+            if dim in DIMS:
+                sizes.setdefault(dim, {})[name] = int(size)
+    for dim, by_array in sizes.items():
+        values = list(by_array.values())
+        agreed = max(set(values), key=lambda size: (values.count(size), by_array.get(dim) == size))
+        odd = sorted(name for name, size in by_array.items() if size != agreed)
+        if odd:
+            raise InputError(f"CUBE: {path / f'{odd[0]}/zarr.json'}: its shape says {by_array[odd[0]]} along {dim!r}, "
+                             f"where the cube's other arrays have {agreed}: the file was edited; restore the cube from "
+                             "a copy")
+    if MANIFEST in group and "status" in group:
+        manifest, status = group[MANIFEST], group["status"]
+        grid = (len(manifest.attrs.get("variables", [])), *chunk_grid_shape(status.shape, status.chunks))  # type: ignore
+        if tuple(manifest.shape) != grid:  # type: ignore[union-attr]
+            raise InputError(f"CUBE: {path / f'{MANIFEST}/zarr.json'}: its shape {list(manifest.shape)} does not fit the "  # type: ignore[union-attr]
+                             f"cube's variables and chunk grid {list(grid)}: the file was edited; restore the cube from a copy")
+
+
+def check_cell_layout(group: zarr.Group, path: Path | Location) -> None:
+    """``InputError`` naming the ``zarr.json`` of a cell array (over every dimension) whose chunk shape, data type
+    or fill value is not the one ordercube writes (one chunk shape for all; ``status`` int8 filled with 0, for
+    pending; the values float64 filled with NaN). Cubes of format 2 on: format 1 chunked the variables it added
+    later its own way."""
+    cells = {name: stored for name, stored in group.arrays()
+             if tuple(getattr(stored.metadata, "dimension_names", None) or ()) == DIMS}
+    shapes = [stored.chunks for stored in cells.values()]
+    agreed = max(set(shapes), key=shapes.count)
+    for name, stored in sorted(cells.items()):
+        expected = {"status": (np.dtype("int8"), 0), "reason": (None, "")}.get(name, (np.dtype("float64"), np.nan))
+        fill = stored.fill_value
+        if stored.chunks != agreed:
+            problem = f"its chunk shape says {list(stored.chunks)}, where the cube's other arrays have {list(agreed)}"
+        elif expected[0] is not None and stored.dtype != expected[0]:
+            problem = f"its data type says {stored.dtype}, where ordercube writes {expected[0]}"
+        elif name != "reason" and not (fill == expected[1] or (np.isnan(expected[1]) and np.isnan(fill))):
+            problem = f"its fill value says {fill}, where ordercube writes {expected[1]}"
+        else:
+            continue
+        raise InputError(f"CUBE: {path / f'{name}/zarr.json'}: {problem}: the file was edited; restore the cube from a copy")
+

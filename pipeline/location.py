@@ -25,6 +25,7 @@ from pipeline.errors import InputError
 BACKENDS: dict[str, str | None] = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs",
                                    "abfs": "adlfs", "abfss": "adlfs", "memory": None}
 SCHEMES = ("file", *BACKENDS)
+ALIASES = {"s3a": "s3", "gcs": "gs", "abfs": "az", "abfss": "az"}  # schemes naming the same stores (one lock)
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 _SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$")
 
@@ -78,10 +79,20 @@ class Location:
         """The cube's last path component (``x.zarr``)."""
         return self.path.name if self.path is not None else self.text.rstrip("/").rsplit("/", 1)[-1]
 
+    def canonical_url(self) -> str:
+        """The URL spelled one way for every spelling of the same object-store place: the scheme in lower case
+        and its aliases merged (``s3a`` is ``s3``, ``gcs`` is ``gs``, ``abfs``/``abfss`` are ``az``), repeated,
+        leading and trailing slashes and ``.`` segments of the path dropped."""
+        match = _URL.match(self.url or self.text)
+        assert match is not None, "canonical_url of a local location"
+        scheme = ALIASES.get(match.group(1).lower(), match.group(1).lower())
+        parts = [part for part in match.group(2).split("/") if part not in ("", ".")]
+        return f"{scheme}://{'/'.join(parts)}"
+
     def local_lock_file(self) -> Path:
-        """Where runs on this machine lock a URL cube: a file keyed by the URL under the user's cache folder."""
+        """Where runs on this machine lock a URL cube: a file keyed by its canonical URL under the user's cache folder."""
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ordercube" / "locks"
-        digest = hashlib.sha256(self.text.rstrip("/").encode()).hexdigest()[:16]
+        digest = hashlib.sha256(self.canonical_url().encode()).hexdigest()[:16]
         return cache / f"{self.name}-{digest}.lock"
 
 

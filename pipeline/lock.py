@@ -1,15 +1,17 @@
 """One writer per cube: an advisory lock file beside it, naming its holder.
 
-``results/quickstart.zarr`` is locked through ``results/quickstart.zarr.lock``, held with ``flock`` for
-as long as a run writes (creating, growing, repairing or filling the cube). The kernel drops the lock
-when its holder dies, however it dies, so a lock left by a killed run is stale by construction: the
-next run takes it and says so. The file holds the holder's host, pid and start time for the message
-a second writer gets; it is removed on release.
+``results/quickstart.zarr`` is locked through ``results/quickstart.zarr.lock``, beside the folder the path
+resolves to (a symbolic link to the cube, or a relative spelling of its path, takes the same lock), held
+with ``flock`` for as long as a run writes (creating, growing, repairing or filling the cube). The kernel
+drops the lock when its holder dies, however it dies, so a lock left by a killed run is stale by
+construction: the next run takes it and says so. The file holds the holder's host, pid and start time for
+the message a second writer gets; it is removed on release.
 
 A cube on object storage (``s3://bucket/x.zarr``) has no file to lock beside it: it is locked through a
-local file keyed by its URL under ``~/.cache/ordercube/locks`` (``$XDG_CACHE_HOME``), which keeps two
-runs *on this machine* from writing it, and on S3 also through a lock object ``s3://bucket/x.zarr.lock``
-created by a conditional write (see :mod:`pipeline.remote`), which keeps out runs on other machines
+local file keyed by its URL, spelled one way (:meth:`pipeline.location.Location.canonical_url`), under
+``~/.cache/ordercube/locks`` (``$XDG_CACHE_HOME``), which keeps two runs *on this machine* from writing it,
+and on S3 also through a lock object ``s3://bucket/x.zarr.lock`` created by a conditional write (see
+:mod:`pipeline.remote`), which keeps out runs on other machines
 (see the README's "Cubes on object storage" for what that does not cover).
 """
 
@@ -30,7 +32,10 @@ from pipeline.remote import drop_lock_object, supports_lock_object, take_lock_ob
 
 
 def lock_path(cube: Path) -> Path:
-    return cube.with_name(cube.name + ".lock")
+    """The lock file of the local cube at ``cube``: beside the folder it really is (symbolic links followed, a
+    relative path made absolute), so that every spelling of one cube's path takes the same lock."""
+    real = Path(os.path.realpath(cube))
+    return real.with_name(real.name + ".lock")
 
 
 class CubeLock:

@@ -12,7 +12,8 @@ The permutations come from the cube's seed (``Purpose.REPLAY``): the same table 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,11 +148,41 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
             "fixed_curve": " ".join(f"{r}:{share:.4g}" for r, share in curve.items())}
 
 
-def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
-           baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None) -> pd.DataFrame:
-    """The replay of every group of the criteria with a sequential rule (``criteria``: a subset). The bounded modes
-    (strict, hoeffding): only the criteria with values in [0, 1] (``pipeline.adaptive.UNIT_RANGE``; Lange's score
-    in [0, 1 / ``baseline``]). ``seconds``: the cube's compute seconds per cell (the share of compute used)."""
+#: The most random orders replayed per group. Enough for any figure of the table: at B = 10,000 the agreement's
+#: standard error is at most 0.005 and the Clopper-Pearson bound of zero wrong stops 3.0e-4; beyond it the time
+#: and the orders held (B x trials integers per group) grow without adding a digit.
+MAX_PERMUTATIONS = 10_000
+CALIBRATION_PERMUTATIONS = 10  # the orders of the timed runs that estimate how long the chosen B takes
+CALIBRATION_SECONDS = 2.0  # at most this long (past the first group) spent timing them
+
+
+@dataclass(frozen=True)
+class Group:
+    """One replayed group: its labels, its complete trials' values (trials, k's with values) and what the rule needs."""
+
+    dataset: str
+    n: int
+    method: str
+    criterion: str
+    values: np.ndarray
+    ks: np.ndarray
+    fixed_k: int
+    rule: Decision
+    ranges: np.ndarray | None
+    cost: np.ndarray | None
+
+    def rng(self, seed: int) -> np.random.Generator:
+        return stream(seed, Purpose.REPLAY, label_id(self.dataset), self.n, label_id(self.method), label_id(self.criterion))
+
+    def run(self, setting: Setting, seed: int) -> dict[str, Any]:
+        return replay_group(self.values, self.ks, self.fixed_k, setting, self.rng(seed), self.rule, self.ranges, self.cost)
+
+
+def replay_groups(scores: xr.Dataset, setting: Setting, *, criteria: list[str] | None = None,
+                  baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None) -> list[Group]:
+    """The groups :func:`replay` replays: per criterion with a sequential rule (``criteria``: a subset; the bounded
+    modes, strict and hoeffding: only those with values in [0, 1], ``pipeline.adaptive.UNIT_RANGE``, Lange's score in
+    [0, 1 / ``baseline``]), dataset, n and method with two complete trials and two k's at least."""
     from pipeline.adaptive import UNIT_RANGE, score_ranges
 
     rules = {name: rule for name, rule in deciding_rules(scores, None).items()
@@ -159,7 +190,7 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
              and (setting.mode not in BOUNDED or name in UNIT_RANGE)}
     chosen = select_k(scores)
     ks = scores["k"].values
-    rows = []
+    groups = []
     for name, rule in rules.items():
         values = scores[name].transpose(*DECISION_DIMS, "trial", "k")
         for dataset in map(str, scores["dataset"].values):
@@ -171,17 +202,43 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
                     complete = ~np.isnan(group).any(axis=1)
                     if complete.sum() < 2 or group.shape[1] < 2:
                         continue
-                    rng = stream(seed, Purpose.REPLAY, label_id(dataset), n, label_id(model), label_id(name))
                     ranges = score_ranges(name, None if baseline is None else baseline.sel(n=n).values[defined],
                                           int(defined.sum()))
                     cost = None if seconds is None else seconds.sel(dataset=dataset, n=n, model=model).transpose(
                         "trial", "k").sel(trial=scores["trial"], k=scores["k"]).values[:, defined][complete]
-                    summary = replay_group(group[complete], ks[defined],
-                                           int(chosen[name].sel(dataset=dataset, n=n, model=model)), setting, rng,
-                                           rule, ranges, cost)
-                    rows.append({"dataset": dataset, "n": n, "method": model, "criterion": name,
-                                 "trials": int(complete.sum()), **summary})
-    return pd.DataFrame(rows)
+                    groups.append(Group(dataset, n, model, name, group[complete], ks[defined],
+                                        int(chosen[name].sel(dataset=dataset, n=n, model=model)), rule, ranges, cost))
+    return groups
+
+
+def estimate_seconds(groups: list[Group], setting: Setting, seed: int) -> tuple[float, int]:
+    """How long replaying ``groups`` with ``setting`` computes (CPU seconds of this process): groups replayed
+    with ``CALIBRATION_PERMUTATIONS`` random orders (spread over the list, as many as ``CALIBRATION_SECONDS``
+    allow; at least one), their time scaled by the orders replayed (B + 1, and about B null races) and by the
+    groups not timed. Returns (the estimate, the groups timed); the tables are unchanged (each group's random
+    orders come from its own stream)."""
+    calibration = replace(setting, permutations=min(setting.permutations, CALIBRATION_PERMUTATIONS))
+    step = max(len(groups) // 8, 1)
+    order = [*range(0, len(groups), step), *(i for i in range(len(groups)) if i % step)]
+    spent, timed = 0.0, 0
+    for index in order:
+        started = time.process_time()  # this process's CPU time: a busy machine's other work is not counted
+        groups[index].run(calibration, seed)
+        spent, timed = spent + time.process_time() - started, timed + 1
+        if spent > CALIBRATION_SECONDS:
+            break
+    return spent * (setting.permutations + 1) / (calibration.permutations + 1) * len(groups) / timed, timed
+
+
+def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
+           baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None,
+           groups: list[Group] | None = None) -> pd.DataFrame:
+    """The replay of every group of :func:`replay_groups` (or of ``groups``, when they were built already).
+    ``seconds``: the cube's compute seconds per cell (the share of compute used)."""
+    if groups is None:
+        groups = replay_groups(scores, setting, criteria=criteria, baseline=baseline, seconds=seconds)
+    return pd.DataFrame([{"dataset": g.dataset, "n": g.n, "method": g.method, "criterion": g.criterion,
+                          "trials": int(g.values.shape[0]), **g.run(setting, seed)} for g in groups])
 
 
 def plot_replay(table: pd.DataFrame, path: Path) -> None:

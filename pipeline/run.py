@@ -162,7 +162,7 @@ def preview_plan(config: Config) -> Plan:
     stored = stored_coords(group)
     coords = merge_coords(stored, config_coords(config))
     status = np.zeros(coords.shape, dtype=np.int8)
-    status[tuple(slice(0, size) for size in stored.shape)] = status_for_planning(group, path)[0]
+    status[tuple(slice(0, size) for size in stored.shape)] = status_for_planning(group, path, baseline=False)[0]
     return make_plan(config, coords, stored_chunk_shape(group), status)
 
 
@@ -239,13 +239,14 @@ def _sweep_locked(
         group, coords, notes = open_for_run(path, config, config_coords(config))
         for note in notes:
             echo(note)
+        if filled := fill_baseline(group, config, coords):  # before counting: a lost baseline is computed, not its cells
+            echo(f"computed the random-labelling baseline {BASELINE} at {filled} (n, k) that lacked it")
         status, lost = status_for_planning(group, path)
         if lost.count:
             echo(f"{lost.describe()}; computing them again")
         if lost.unrecorded:  # chunks a crash left out of the manifest: recorded now, to be checked from here on
             record_unrecorded(group, lost.unrecorded)
         plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)
-        fill_baseline(group, config, coords)
         forget_records(group, config)
         if not plan.chunks:
             echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")

@@ -38,6 +38,7 @@ from pipeline.integrity import (
     stored_chunks,
 )
 from pipeline.location import Location, location
+from pipeline.outputs import enclosing_store
 from pipeline.remote import (
     check_new_remote, create_remote, remote_is_cube,
 )
@@ -82,9 +83,7 @@ def _write_layout(group: zarr.Group, coords: Coords, chunks: dict[str, int], var
         group.create_array(name, shape=coords.shape, chunks=cell_chunks, dtype=dtype, fill_value=_fill(dtype),
                            dimension_names=DIMS, compressors=COMPRESSORS,
                            attributes={**array_attrs(name, DIMS), **(NAN_FILL_ATTRIBUTE if dtype is np.float64 else {})})
-    group.create_array(BASELINE, shape=(len(coords.n), len(coords.k)), chunks=(1, max(len(coords.k), 1)),
-                       dtype=np.float64, fill_value=np.nan, dimension_names=("n", "k"), compressors=COMPRESSORS,
-                       attributes={**variable_attrs(BASELINE), **NAN_FILL_ATTRIBUTE})
+    _create_baseline(group, coords)
     labels = {**coords.as_dict(), "true_k": true_k_labels(list(coords.dataset), true_k)}
     for name, values in labels.items():
         text = name in ("dataset", "model")
@@ -95,6 +94,13 @@ def _write_layout(group: zarr.Group, coords: Coords, chunks: dict[str, int], var
                                     dimension_names=("dataset",) if name == "true_k" else (name,),
                                     compressors=COMPRESSORS, attributes=variable_attrs(name))
         stored[:] = np.array(values, dtype=object if text else np.int64)
+
+
+def _create_baseline(group: zarr.Group, coords: Coords) -> None:
+    """The random-labelling baseline over ``(n, k)``, all NaN (filled by :func:`pipeline.run.fill_baseline`)."""
+    group.create_array(BASELINE, shape=(len(coords.n), len(coords.k)), chunks=(1, max(len(coords.k), 1)),
+                       dtype=np.float64, fill_value=np.nan, dimension_names=("n", "k"), compressors=COMPRESSORS,
+                       attributes={**variable_attrs(BASELINE), **NAN_FILL_ATTRIBUTE})
 
 
 def _fill(dtype: Any) -> Any:
@@ -143,6 +149,10 @@ def check_new_cube_path(where: str | Path | Location) -> None:
         check_new_remote(place)
         return
     path = place.local()
+    store = enclosing_store(path.parent)
+    if store is not None:
+        raise InputError(f"--out: {path} is inside the cube {store} (a zarr store), whose files only its own runs "
+                         "write; choose an --out outside it")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise InputError(f"--out: {path} exists and is not an ordercube cube; choose another --out")
     existing = next(folder for folder in (path, *path.absolute().parents) if folder.exists())
@@ -341,6 +351,9 @@ def open_for_run(where: str | Path | Location, config: Config, wanted: Coords) -
     stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     coords = stored_coords(group)
     merged = merge_coords(coords, wanted)
+    if BASELINE not in group:  # deleted: recreated empty, and filled by run.fill_baseline from its own streams
+        _create_baseline(group, coords)
+        notes.append(f"the random-labelling baseline {BASELINE} was missing: recreated (its cells are kept)")
     missing = [name for name in config.variables if name not in group]
     growing = [dim for dim in DIMS if len(getattr(merged, dim)) > len(getattr(coords, dim))]
     true_k = {**stored_true_k(group, coords), **{d.name: d.true_k for d in config.datasets}}
@@ -461,8 +474,11 @@ def open_cube(path: str | Path | Location, *, storage_options: dict[str, Any] | 
     cube = described(cube)
     for name in lost.missing_variables:
         cube[name] = xr.full_like(cube["seconds"], np.nan).assign_attrs(variable_attrs(name))
+    if BASELINE not in cube:  # deleted: every value divided by it reads as NaN, its cells as lost (lost_baseline)
+        cube[BASELINE] = xr.DataArray(np.full((cube.sizes["n"], cube.sizes["k"]), np.nan), dims=("n", "k"),
+                                      attrs=variable_attrs(BASELINE))
     if lost.count:
-        warnings.warn(f"{path}: {lost.describe()}; 'ordercube run' computes them again", LostValuesWarning, stacklevel=2)
+        warnings.warn(f"{path}: {lost.describe()}; {lost.remedy}", LostValuesWarning, stacklevel=2)
         cube["status"] = xr.DataArray(np.where(lost.cells, np.int8(0), status), dims=DIMS, attrs=cube["status"].attrs)
     return cube
 
@@ -487,7 +503,7 @@ def count_cells(where: str | Path | Location) -> dict[str, int]:
     group = _open_checked(path)
     status, lost = status_for_planning(group, path)
     if lost.count:
-        warnings.warn(f"{path}: {lost.describe()}; 'ordercube run' computes them again", LostValuesWarning, stacklevel=2)
+        warnings.warn(f"{path}: {lost.describe()}; {lost.remedy}", LostValuesWarning, stacklevel=2)
     return count_planned(status, planned_mask(json.loads(str(group.attrs["ordercube_plan"])), stored_coords(group)))
 
 
@@ -534,17 +550,19 @@ def load_cube(path: str | Path | Location, *, storage_options: dict[str, Any] | 
         raise corruption_error(place, bad) from None
 
 
-def lost_in(group: zarr.Group, status: np.ndarray) -> Lost:
+def lost_in(group: zarr.Group, status: np.ndarray, *, baseline: bool = True) -> Lost:
     """The done cells of an open cube whose values are gone (see :func:`pipeline.integrity.lost_cells`)."""
-    return lost_cells(group, status, list(stored_coords(group).model))
+    return lost_cells(group, status, list(stored_coords(group).model), baseline=baseline)
 
 
-def status_for_planning(group: zarr.Group, path: Path | Location) -> tuple[np.ndarray, Lost]:
-    """The cube's status as ``run`` and ``validate`` plan with it: read with its checksums checked (the
-    shape from before an unfinished growth), cells whose values were lost made pending again."""
+def status_for_planning(group: zarr.Group, path: Path | Location, *, baseline: bool = True) -> tuple[np.ndarray, Lost]:
+    """The cube's status as ``status``, ``run`` and ``validate`` count it: read with its checksums checked (the
+    shape from before an unfinished growth), cells whose values were lost made pending again (without
+    ``baseline``: not those whose only loss is the random-labelling baseline, which ``run`` computes again
+    before it plans)."""
     shape = stored_coords(group).shape
     status = read_checked(group, "status", path)[tuple(slice(0, size) for size in shape)]
-    lost = lost_in(group, status)
+    lost = lost_in(group, status, baseline=baseline)
     status[lost.cells] = Status.PENDING
     return status, lost
 
@@ -552,8 +570,7 @@ def status_for_planning(group: zarr.Group, path: Path | Location) -> tuple[np.nd
 def verify_cube(where: str | Path | Location) -> str:
     """Read back every chunk of the cube at ``where``; a one-line summary, or ``InputError`` naming damage."""
     path = location(where, key="CUBE")
-    check_metadata(path)
-    group = zarr.open_group(path.store(read_only=True), mode="r", use_consolidated=False)
+    group = _open_checked(path)  # its metadata, shapes and labels first, as every command checks them
     bad = corrupt_chunks(group)
     if bad:
         raise corruption_error(path, bad)
