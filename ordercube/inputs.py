@@ -25,10 +25,7 @@ def read_config(config: Any, *, data: Mapping[str, Any] | None = None, out: str 
 
     if isinstance(config, (str, os.PathLike)):
         path = Path(config)
-        if not path.is_file():
-            raise ConfigError("config", f"file {str(path)!r} does not exist",
-                              "give the path of a YAML config, or the config as a dict")
-        raw, base = read_yaml(path), path.parent
+        raw, base = read_yaml(path, key="config"), path.parent  # a folder, FIFO or device is refused naming it
     elif isinstance(config, Mapping):
         raw, base = dict(config), Path.cwd()
     else:

@@ -277,7 +277,8 @@ def test_validate_plans_without_writing_and_report_writes_the_clis_table(tmp_pat
 
 REFUSED = {  # id: (config, options, error, message)
     "config-value": (small_config(resamples=0), {}, ordercube.ConfigError, r"^resamples: .*got 0"),
-    "missing-file": ("no/such.yaml", {}, ordercube.ConfigError, r"^config: file 'no/such.yaml' does not exist"),
+    "missing-file": ("no/such.yaml", {}, ordercube.ConfigError, r"^config: 'no/such.yaml' does not exist"),
+    "folder": (".", {}, ordercube.ConfigError, r"^config: '\.' is a folder; give the path of a YAML config$"),
     "not-a-config": (["a"], {}, ordercube.ConfigError, r"^config: expected the path of a YAML file or a dict, got list"),
     "workers": (small_config(), {"workers": -1}, ordercube.InputError, r"^workers: expected an integer >= 0, got -1"),
     "client": (small_config(), {"client": "tcp://x"}, ordercube.InputError,

@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+import ordercube
+
 from pipeline.errors import ConfigError
 from pipeline.inputfile import MAX_INPUT_ENV, read_input
 
@@ -111,4 +113,7 @@ def test_a_config_path_that_is_not_a_regular_file_exits_2_naming_it(tmp_path, ma
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 2 and len(lines) == 1, result.stderr
         assert lines[0].startswith("error: CONFIG: ") and words.format(path=path) in lines[0], lines[0]
+    with pytest.raises(ConfigError) as caught:  # the API reads its config path through the same function
+        ordercube.validate(path)
+    assert str(caught.value).startswith("config: ") and words.format(path=path).replace("file ", "") in str(caught.value)
     assert not (tmp_path / "cube.zarr").exists()
