@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from pipeline.errors import InputError
 from pipeline.store import BASELINE
 from tasks.cell import Status
 from tasks.criteria import ADJUSTABLE, AGGREGATES, CRITERIA, GAP_METHODS, VARIABLES, Decision
@@ -68,6 +69,10 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
     for name in criteria_in(cube):
         values = cube[name].where(cube["status"] == 1)
         normalised = name in CRITERIA and CRITERIA[name].normalised_by_random_labels
+        if normalised and _baseline_lost(cube, values):  # deleted from the store: never a silently absent criterion
+            raise InputError(f"cube_or_scores: {name} is divided by the random-labelling baseline {BASELINE!r}, which "
+                             "this cube lacks; open it with ordercube.open_cube(PATH) (its cells then count as "
+                             "pending) and run 'ordercube run CONFIG' to compute the baseline again")
         scores[name] = values / cube[BASELINE] if normalised else values
     # The true k travels as the cube's coordinate; a cube built in memory without one may give it as JSON.
     out = xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
@@ -75,6 +80,15 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
     if bool(skipped.any()):  # an adaptive cube: the trials in which no k was skipped, for the per-trial reducers
         out = out.assign_coords(complete_trial=~skipped.any("k"))
     return out
+
+
+def _baseline_lost(cube: xr.Dataset, values: xr.DataArray) -> bool:
+    """Whether the random-labelling baseline is missing, or NaN at an (n, k) where ``values`` (of cells marked ok)
+    are not: lost from the store, while NaN where the criterion has no value (k = 1) is by design."""
+    if BASELINE not in cube:
+        return True
+    held = values.notnull().any([dim for dim in values.dims if dim not in cube[BASELINE].dims])
+    return bool((held & cube[BASELINE].isnull()).any())
 
 
 def common_prefix(scores: xr.Dataset) -> xr.Dataset:

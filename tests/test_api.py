@@ -346,6 +346,23 @@ def test_select_k_is_the_same_from_a_path_open_cube_and_xarrays_open_zarr(small_
         ordercube.select_k(pd.DataFrame())
 
 
+def test_select_k_of_a_cube_that_lost_its_baseline_refuses_or_counts_its_cells_pending(small_cube, tmp_path):
+    """A deleted random-labelling baseline never leaves lange silently without a k̂: xarray's own opener
+    (which reads the deleted array as fill values) is refused naming it; open_cube counts the cells pending."""
+    import shutil
+
+    from pipeline.store import LostValuesWarning
+
+    damaged = tmp_path / "cube.zarr"
+    shutil.copytree(small_cube, damaged)
+    shutil.rmtree(damaged / "lange_random")
+    with pytest.raises(ordercube.InputError, match=r"^cube_or_scores: lange is divided by .*'lange_random'"):
+        ordercube.select_k(xr.open_zarr(damaged))
+    with pytest.warns(LostValuesWarning, match="lange_random"):
+        chosen = ordercube.select_k(ordercube.open_cube(damaged))
+    assert (chosen["lange"].values == -1).all()  # no value to choose from, said by the warning
+
+
 @pytest.mark.timeout(120)
 def test_select_k_of_xarrays_open_zarr_in_a_fresh_process(small_cube):
     """The README's opener in a process that has never opened the cube (its true_k is a Dask array there)."""
