@@ -143,9 +143,9 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     """
     import pandas as pd
 
-    from pipeline.cli import _report_folder
     from pipeline.figures import FORMATS, RECORD as FIGURE_RECORD
     from pipeline.location import location
+    from pipeline.outputs import claim_folder, output_folder, report_folder  # never inside a cube, nor over others' files
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
     from pipeline.store import load_cube
@@ -154,13 +154,8 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         raise InputError(f"fmt: {fmt!r} is not one of {list(FORMATS)}; e.g. fmt='svg' for vector figures")
     if isinstance(cube_or_path, (str, os.PathLike)):
         cube = load_cube(cube_or_path)
-        try:
-            target = _report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder))
-        except InputError as error:
-            raise InputError(str(error).replace("--out:", "folder:", 1)) from None
+        target = report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder), key="folder")
     else:
-        from pipeline.outputs import output_folder  # the commands' guard: never inside a cube, nor over others' files
-
         cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
     try:
         decisions(criterion_scores(cube), decide)
@@ -168,6 +163,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         raise InputError(f"decide: {error}") from None
     if status_counts(cube)["ok"] == 0:
         return pd.DataFrame()
+    claim_folder(target, FIGURE_RECORD, key="folder")  # marked as a report's first: an interrupted one is recognised
     return write_report(cube, target, decide, fmt=fmt)
 
 

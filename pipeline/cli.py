@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, NoReturn
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
 from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder
-from pipeline.outputs import report_folder as _report_folder  # noqa: F401 (where ordercube.api imports it from)
 from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
