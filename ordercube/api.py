@@ -143,9 +143,9 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     """
     import pandas as pd
 
-    from pipeline.figures import FORMATS, RECORD as FIGURE_RECORD
+    from pipeline.figures import FORMATS
     from pipeline.location import location
-    from pipeline.outputs import claim_folder, output_folder, report_folder  # never inside a cube, nor over others' files
+    from pipeline.outputs import RECORD as FIGURE_RECORD, claim_folder, output_folder, report_folder
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
     from pipeline.store import load_cube

@@ -258,8 +258,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
-    from pipeline.figures import RECORD
-    from pipeline.outputs import claim_folder
+    from pipeline.outputs import RECORD, claim_folder
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
     from pipeline.report_published import PUBLISHED_CSV, comparison_matrix, published_of

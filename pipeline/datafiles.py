@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.lib import format as npy_format
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
 from pipeline.inputfile import InputFile, read_input
 from pipeline.labelfiles import Matched, match_rows, read_labels_file
-from pipeline.tables import LabelSet, Reading, Selected, Table, array_table, label_set, read_csv_table, select
+from pipeline.tables import (
+    LabelSet, Reading, Selected, Table, array_table, label_set, read_csv_table, read_npy, select,
+)
 from tasks.datasets.bounds import first_nonfinite, rows_identical, too_large, too_small
 from tasks.preprocess import apply_steps
 
@@ -57,50 +58,6 @@ class Matrix:
     def where(self, row: int, column: int) -> str:
         number = row + 1 if self.row_word == "data row" else row
         return f"{self.row_word} {number}, {self.columns[column]}"
-
-
-def _one_line(error: BaseException) -> str:
-    """A library's error text on one line (pandas' parser errors end with a newline)."""
-    return " ".join(str(error).split())
-
-
-def npy_header(file: InputFile, key: str) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype from the header of a ``.npy`` file, checked against the file's size, so that a
-    header claiming a huge shape is refused before anything is allocated; pickled (object) arrays too."""
-    path = file.path
-    try:
-        stream = file.binary()
-        version = npy_format.read_magic(stream)
-        read = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0}.get(version)
-        if read is None:
-            raise ValueError(f"format version {version} is not supported")
-        shape, _, dtype = read(stream)
-        offset = stream.tell()
-    except (ValueError, OSError, SyntaxError, TypeError) as error:
-        raise ConfigError(key, f"{path} is not a readable .npy file ({_one_line(error)})",
-                          "save it with numpy.save from a numeric array") from None
-    if dtype.hasobject:
-        raise ConfigError(key, f"{path} holds Python objects (a pickle), which are never loaded",
-                          "save a numeric array (array.astype(float)) with numpy.save")
-    expected = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    actual = len(file.data) - offset
-    if expected != actual:
-        raise ConfigError(key, f"{path}'s header claims shape {shape} of {dtype} ({expected} bytes) but the file "
-                          f"holds {actual} bytes of data", "the file is truncated or damaged: save it again with numpy.save")
-    return shape, dtype
-
-
-def read_npy(file: InputFile, key: str, *, kinds: str, ndims: tuple[int, ...], expected: str) -> NDArray[Any]:
-    """The array of a ``.npy`` file, never unpickled; its header's shape (``ndims``) and dtype (``kinds``,
-    NumPy's dtype kind letters) are checked, against the file's size too, before anything is read."""
-    shape, dtype = npy_header(file, key)
-    if len(shape) not in ndims or dtype.kind not in kinds or dtype.itemsize == 0:
-        raise ConfigError(key, f"{file.path} holds a {len(shape)}-D {dtype} array", f"expected {expected}")
-    try:
-        return np.load(file.binary(), allow_pickle=False)
-    except (ValueError, OSError) as error:
-        raise ConfigError(key, f"{file.path} is not a plain .npy array ({_one_line(error)})",
-                          "save it with numpy.save") from None
 
 
 def read_data_file(path: Path, key: str) -> InputFile:

@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.outputs import RECORD, SOFTWARE  # the marks by which a command recognises what it wrote
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 FORMATS = ("png", "svg", "pdf")
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-RECORD = ".ordercube-figures.json"
 DPI = 110
 # Margins in inches: room for a two-line y label on the left, a title above, tick labels and x label below.
 LEFT, RIGHT, TOP, BOTTOM, WSPACE, HSPACE = 1.0, 0.2, 0.4, 0.55, 1.1, 0.75
@@ -100,8 +101,6 @@ def say(ax: Axes, text: str) -> None:
 def save(figure: Figure, path: Path) -> None:
     """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression, its ``Software``
     text naming ordercube)."""
-    from pipeline.outputs import SOFTWARE  # the tag by which a command recognises a figure it wrote
-
     options: dict[str, Any] = ({"pil_kwargs": {"compress_level": 1}, "metadata": {"Software": SOFTWARE}}
                                if path.suffix == ".png" else {})
     figure.savefig(path, dpi=DPI, **options)

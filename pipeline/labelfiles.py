@@ -30,7 +30,7 @@ import pandas as pd
 
 from pipeline.errors import ConfigError
 from pipeline.inputfile import InputFile, read_input
-from pipeline.tables import LabelSet, Table, inferred_row_names, label_set
+from pipeline.tables import LabelSet, Table, inferred_row_names, label_set, one_line, read_npy
 
 LABEL_TYPES = (".csv", ".npy")
 EXPECTED = "a .csv or .npy labels file"
@@ -58,17 +58,12 @@ class Matched:
     sha256: str = ""  # the labels file's, part of the dataset's identity ("" for labels not read from a file)
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
-
-
 def read_labels_file(path: Path, column: Any, key: str, *, names_header: str = "",
                      data_names: tuple[str, ...] = ()) -> LabelsFile:
     """The labels in ``path``: a column of a ``.csv`` (the last when ``column`` is None) or a 1-D ``.npy`` array
     of integers or strings. ``names_header`` is the header of the data's row-names column and ``data_names``
     the data's row names (a labels column of that header, or holding those names, names the labels' rows).
     ``key`` is the labels entry's (``datasets[0].labels``)."""
-    from pipeline.datafiles import read_npy
 
     path = Path(path)
     if path.suffix not in LABEL_TYPES:
@@ -93,7 +88,7 @@ def _csv_labels(file: InputFile, column: Any, key: str, names_header: str, data_
         frame = pd.read_csv(io.StringIO(text))
         cells = pd.read_csv(io.StringIO(text), header=None, dtype=str)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise ConfigError(f"{key}.path", f"cannot parse {file.path} as CSV ({_one_line(error)})",
+        raise ConfigError(f"{key}.path", f"cannot parse {file.path} as CSV ({one_line(error)})",
                           "give a comma-separated file with a header row") from None
     name = column if column is not None else frame.columns[-1]
     if name not in frame.columns and str(name) in map(str, frame.columns):

@@ -11,7 +11,7 @@ the option, the path and the fix) when it is
 - an existing file the command did not write. A command recognises its own earlier output: a CSV by the
   leading columns of its header, a figure by the ``Software`` text ordercube writes into its PNGs
   (:data:`SOFTWARE`), a report folder by the record of figures every report keeps in it
-  (:data:`pipeline.figures.RECORD`, written first into a new folder so an interrupted report's folder is
+  (:data:`RECORD`, written first into a new folder so an interrupted report's folder is
   recognised too). Anything else there is left alone.
 """
 
@@ -28,6 +28,8 @@ from pipeline.location import Location, location
 
 #: The PNG ``Software`` text of the figures a command writes beside the cube (how they are recognised).
 SOFTWARE = "ordercube"
+#: The record of the figures a report drew (:class:`pipeline.figures.Figures`), which also marks a report's folder.
+RECORD = ".ordercube-figures.json"
 HEAD_BYTES = 4096  # what is read of an existing file to recognise it
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -163,8 +165,6 @@ def report_folder(cube: Location, given: str | os.PathLike[str] | None, key: str
     """The report folder: ``given`` or ``<cube>-report`` beside the cube (in the working folder for a cube on
     object storage), checked by :func:`output_folder`; a URL (``memory://`` too) is refused, the report
     being written to a local folder."""
-    from pipeline.figures import RECORD  # with matplotlib's helpers: only where a report is written
-
     if given is None or not str(given):
         return output_folder(beside_cube(cube, "-report"), RECORD, key)
     place = location(os.fspath(given), key=key)  # never a local folder named after a mistyped URL either

@@ -127,7 +127,7 @@ def test_inf_in_a_csv_is_refused_with_its_text_row_and_column(tmp_path):
 
 
 def test_npy_header_is_checked_against_the_file_size(tmp_path):
-    from pipeline.datafiles import npy_header
+    from pipeline.tables import npy_header
     from pipeline.inputfile import read_input
 
     np.save(tmp_path / "ok.npy", np.arange(6, dtype=np.int32).reshape(3, 2))

@@ -12,7 +12,8 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.figures import RECORD, Figures
+from pipeline.figures import Figures
+from pipeline.outputs import RECORD
 from pipeline.reduce import criterion_scores, decisions
 from pipeline.report import Reduced, label_of, plot_curves_vs_k, plot_scaling, write_report
 from pipeline.store import open_cube
