@@ -350,8 +350,6 @@ def _partition(args: argparse.Namespace) -> int:
     from pipeline.partition import compute_partition
     from pipeline.store import load_cube
 
-    if args.k is not None and args.k < 1:
-        raise InputError(f"--k: expected an integer >= 1, got {args.k}; e.g. --k 3")
     place = _cube_location(args.cube, "CUBE")
     if args.out:  # before anything is computed
         partition_paths(Path(args.out))

@@ -199,6 +199,9 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     ``config``: the config the cube was computed from (a ``Config``, or a YAML path; default: the cube's own);
     an ``InputError`` when its dataset or method is not the cube's.
     """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        raise InputError(f"--k: expected an integer >= 1, got {k!r}; "
+                         "give a whole number of clusters, e.g. 3 (none: the cube's k̂)")
     cfg = _config_of(cube, config)
     spec, m = _named(cfg.datasets, dataset, "--dataset"), _named(cfg.methods, method, "--method")
     _check_identity(cube, cfg, spec, m, str(config) if isinstance(config, (str, Path)) else

@@ -127,6 +127,9 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
     ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}, "clest": {"p_max": 0.1}}``.
     A ``ValueError`` names a criterion or field that does not exist, or a value that is not allowed.
     """
+    if decide is not None and not (isinstance(decide, Mapping)
+                                   and all(isinstance(fields, Mapping) for fields in decide.values())):
+        raise ValueError(f"expected {{CRITERION: {{FIELD: VALUE}}}}, got {decide!r}; e.g. {{'lange': {{'ties': 'largest'}}}}")
     decide = {name: dict(fields) for name, fields in (decide or {}).items()}
     out = {}
     for name in criteria_of(scores):

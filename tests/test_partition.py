@@ -116,6 +116,11 @@ def test_bad_requests_name_the_option(blobs, tmp_path):
     assert other.returncode == 2 and "not what the cube was computed from" in other.stderr
     with pytest.raises(InputError, match="^method: no method 'missing'"):
         ordercube.partition(cube, "blobs", "missing", config=folder / "blobs.yaml")
+    for k in (3.0, True, 0, float("nan"), "3"):  # the API takes a whole number of clusters, as the CLI's --k
+        with pytest.raises(InputError, match=r"^k: expected an integer >= 1, got "):
+            ordercube.partition(cube, "blobs", "km", k=k, config=folder / "blobs.yaml")
+    with pytest.raises(InputError, match=r"^decide: expected \{CRITERION: \{FIELD: VALUE\}\}, got 'lange.ties=largest'"):
+        ordercube.select_k(cube, decide="lange.ties=largest")
 
 
 def files_of(folder) -> dict[str, bytes]:
