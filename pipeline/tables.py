@@ -281,8 +281,21 @@ def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimila
                     tuple(str(table.names[j]) for j in features), names_header)
 
 
+#: dtype kinds of a DataFrame column that convert to numbers without being measurements on a scale of their own:
+#: dates and durations (nanosecond counts), complex numbers. Refused rather than clustered as those counts.
+NOT_MEASUREMENTS = {"M": "dates (they would be clustered as nanoseconds since 1970)",
+                    "m": "durations (they would be clustered as nanoseconds)",
+                    "c": "complex numbers (only real values are clustered)"}
+
+
 def _numbers(table: Table, features: list[int], key: str, dissimilarities: bool) -> NDArray[np.float64]:
     for j in features:
+        kind = getattr(table.cells[j].dtype, "kind", "O")
+        if kind in NOT_MEASUREMENTS:
+            name = table.names[j]
+            raise ConfigError(key, f"{table.source} {table.shown(j)} holds {NOT_MEASUREMENTS[kind]}",
+                              f"convert it to the numbers you mean (e.g. days since a date: (t - t0).dt.days) "
+                              f"or exclude: [{name!r}]")
         bad = not_numbers(table.cells[j])
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])

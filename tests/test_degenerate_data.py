@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
 import numpy as np
 import pandas as pd
 import pytest
@@ -101,6 +102,22 @@ def test_arrays_without_spread_from_python_raise_an_input_error(data, words):
     with pytest.raises(InputError) as caught:
         parse_config(raw)
     assert all(word in str(caught.value) for word in words), str(caught.value)
+
+
+@pytest.mark.parametrize("column, words", [
+    (pd.date_range("2020", periods=40, tz="UTC"), "holds dates (they would be clustered as nanoseconds since 1970)"),
+    (pd.to_timedelta(np.arange(40), unit="s"), "holds durations"),
+    (np.arange(40) + 1j, "holds complex numbers"),
+])
+def test_columns_that_are_not_measurements_are_refused_unless_excluded(column, words):
+    """Dates and durations convert to nanosecond counts, which would dominate every distance without a word."""
+    frame = pd.DataFrame({"when": column, "a": np.arange(40.0), "b": np.arange(40.0) % 7})
+    raw = small_config(n=[20], k=[2, 3], resamples=2, methods=KMEANS, datasets=[{"name": "d", "data": frame}])
+    expected = rf"^datasets\[0\]\.data: the DataFrame .* column 'when' {re.escape(words)}.*exclude: \['when'\]"
+    with pytest.raises(InputError, match=expected):
+        parse_config(raw)
+    raw["datasets"][0]["exclude"] = ["when"]
+    assert parse_config(raw).datasets[0].n_features == 2
 
 
 def _distances_with(cell: str) -> np.ndarray:
