@@ -84,7 +84,23 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
         from pipeline.supervision import with_learning_set
 
         spec = with_learning_set(spec, entry["learning"], f"{key}.learning")
-    return replace(spec, read=_describe(spec, given="true_k" in entry))
+    spec = replace(spec, read=_describe(spec, given="true_k" in entry))
+    return _with_distinct_rows(spec, key, ks)
+
+
+def _with_distinct_rows(spec: DatasetSpec, key: str, ks: tuple[int, ...]) -> DatasetSpec:
+    """A k above the number of distinct objects splits identical objects arbitrarily (a k̂ there would be chosen
+    among arbitrary splits): a warning says so, and the data line how many objects are distinct."""
+    if spec.data is None or spec.objects not in ("points", "dissimilarity"):
+        return spec
+    rows = np.asarray(spec.data)
+    distinct = int(np.unique(rows, axis=0).shape[0])
+    if distinct == rows.shape[0] or not ks or max(ks) <= distinct:  # no repeats (a k above n is refused elsewhere)
+        return spec
+    warnings.warn(f"{key}: {spec.name} holds {distinct} distinct {'rows' if spec.objects == 'points' else 'objects'} "
+                  f"among {rows.shape[0]}: a k above {distinct} (k up to {max(ks)} is computed) splits identical "
+                  f"ones arbitrarily; keep k <= {distinct} or check the data", UserWarning, stacklevel=3)
+    return replace(spec, read=f"{spec.read}; {distinct} distinct of {rows.shape[0]} rows")
 
 
 def _describe(spec: DatasetSpec, *, given: bool) -> str:

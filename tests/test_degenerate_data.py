@@ -120,6 +120,24 @@ def test_columns_that_are_not_measurements_are_refused_unless_excluded(column, w
     assert parse_config(raw).datasets[0].n_features == 2
 
 
+def test_a_k_above_the_distinct_rows_is_said_in_a_warning_and_the_data_line(tmp_path):
+    """Two distinct points repeated 30 times: k = 3 and 4 can only split identical points (Prediction Strength
+    chose k̂ = 4 with share 1 on such data); a k grid up to 2 says nothing."""
+    pd.DataFrame(np.repeat([[0.0, 0.0], [1.0, 1.0]], 30, axis=0), columns=["a", "b"]).to_csv(tmp_path / "two.csv",
+                                                                                           index=False)
+    dataset = [{"name": "two", "kind": "file", "path": str(tmp_path / "two.csv")}]
+    result = cli_in_process("validate", str(write_config(tmp_path / "c.yaml", **small_config(
+        n=[40], k=[2, 3, 4], resamples=2, methods=KMEANS, datasets=dataset))))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == ["warning: datasets[0]: two holds 2 distinct rows among 60: a k above 2 (k up "
+                                          "to 4 is computed) splits identical ones arbitrarily; keep k <= 2 or check "
+                                          "the data"]
+    assert "; 2 distinct of 60 rows" in result.stdout
+    quiet = cli_in_process("validate", str(write_config(tmp_path / "q.yaml", **small_config(
+        n=[40], k=[2], resamples=2, methods=KMEANS, datasets=dataset))))
+    assert quiet.returncode == 0 and quiet.stderr == "" and "distinct of" not in quiet.stdout
+
+
 def _distances_with(cell: str) -> np.ndarray:
     values = np.abs(np.subtract.outer(np.arange(ROWS), np.arange(ROWS))).astype(object)
     values[3, 5] = cell
