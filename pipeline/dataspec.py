@@ -40,6 +40,12 @@ def _pandas(*names: str) -> tuple[type, ...]:
     return tuple(getattr(pandas, name) for name in names) if pandas is not None else ()
 
 
+def _extension_arrays() -> tuple[type, ...]:
+    """pandas' ExtensionArray (nullable and string arrays: ``pd.array(...)``), when pandas is imported."""
+    pandas = sys.modules.get("pandas")
+    return (pandas.api.extensions.ExtensionArray,) if pandas is not None else ()
+
+
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
@@ -207,6 +213,12 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
                           "label set (one true k, one agreement score)", _ONE_LABEL_SET_FIX)
     if isinstance(labels, (np.ndarray, list, tuple, *_pandas("Series"))):
         return None, None, labels
+    if isinstance(labels, (*_pandas("Index", "Categorical"), *_extension_arrays())):  # no row names: by position
+        return None, None, np.asarray(labels, dtype=object)
+    if not isinstance(labels, (str, Mapping)):
+        raise ConfigError(f"{key}.labels", f"expected labels, got {show(labels)} ({type(labels).__name__})",
+                          "give {path: FILE, column: NAME} or {column: NAME} (from Python also an array, a list or a "
+                          "Series of one label per row)")
     labels = {"path": labels} if isinstance(labels, str) else labels
     _check_keys(labels, {"path", "column"}, f"{key}.labels")
     column = labels.get("column")
@@ -369,8 +381,8 @@ def _named(index: Any) -> bool:
 
 def plain_entry(entry: Any) -> Any:
     """A dataset entry with arrays replaced by a short description: what the cube's config attribute stores."""
-    in_memory_labels = isinstance(entry, Mapping) and isinstance(entry.get("labels"), (np.ndarray, list, tuple,
-                                                                                          *_pandas("Series")))
+    label_types = (np.ndarray, list, tuple, *_pandas("Series", "Index", "Categorical"), *_extension_arrays())
+    in_memory_labels = isinstance(entry, Mapping) and isinstance(entry.get("labels"), label_types)
     if not isinstance(entry, Mapping) or ("data" not in entry and not in_memory_labels):
         return entry
     out = dict(entry)
@@ -378,6 +390,6 @@ def plain_entry(entry: Any) -> Any:
     if isinstance(data, (np.ndarray, *_pandas("DataFrame"))):
         out["data"] = f"<{type(data).__name__} of shape {tuple(data.shape)} given from Python>"
     labels = entry.get("labels")
-    if isinstance(labels, (np.ndarray, list, tuple, *_pandas("Series"))):
+    if isinstance(labels, label_types):
         out["labels"] = f"<{len(labels)} labels given from Python>"
     return out

@@ -228,3 +228,20 @@ def test_a_distance_matrix_names_its_rows_and_columns_in_the_same_order(tmp_path
     assert result.returncode == (0 if accepted else 2), result.stderr
     if not accepted:
         assert "datasets[0].path: " in result.stderr and "names its rows and its columns differently" in result.stderr
+
+
+@pytest.mark.parametrize("make", [pd.Categorical, lambda y: pd.array(y, dtype="string"), pd.Index],
+                         ids=["Categorical", "StringArray", "Index"])
+def test_labels_as_a_categorical_a_pandas_array_or_an_index_are_read_by_position(make):
+    """Label containers without row names of their own are taken in the data's row order, as an array is."""
+    iris = load_iris()
+    species = np.asarray(iris.target_names)[iris.target]
+    spec = parse_config(_memory(iris.data, make(species))).datasets[0]
+    np.testing.assert_array_equal(spec.labels, iris.target)
+    assert spec.classes == tuple(iris.target_names)
+
+
+@pytest.mark.parametrize("labels", [3, 2.5, True])
+def test_a_scalar_as_labels_names_the_key_and_what_labels_can_be(labels):
+    with pytest.raises(ConfigError, match=r"^datasets\[0\]\.labels: expected labels, got .*; give \{path: FILE"):
+        parse_config(_memory(load_iris().data, labels))
