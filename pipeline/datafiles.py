@@ -166,8 +166,21 @@ def check_values(X: NDArray[np.float64], raw: Matrix, steps: Any, path: Any, key
     spread = too_small(X)
     if spread is not None:
         raise ConfigError(key, f"{path}'s values differ by at most {spread:.3g}{after}: squared distances "
-                          "underflow to 0 and every point looks the same", "add a preprocess step '- standardize: "
-                          "{axis: columns}'" if not dissimilarities else "rescale the file (multiply every value by one number)")
+                          "underflow to 0 and every point looks the same", _spread_fix(X, spread, dissimilarities))
+
+
+def _spread_fix(X: NDArray[np.float64], spread: float, dissimilarities: bool) -> str:
+    """Standardizing where it restores a spread (its variance, of squares of the spread, must not underflow
+    itself: about 1e-162 and above), else a rescaling of the file by the factor that brings the spread to ~1."""
+    rescale = f"rescale the file (multiply every value by one number, e.g. 1e{int(np.ceil(-np.log10(spread)))})"
+    if dissimilarities:
+        return rescale
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        standardized, _ = apply_steps(X, [("standardize", {"axis": "columns"})])
+    if np.isfinite(standardized).all() and not rows_identical(standardized):
+        return "add a preprocess step '- standardize: {axis: columns}'"
+    return f"{rescale}: a standardize step cannot, its variance underflows too"
 
 
 def _row(values: NDArray[np.float64], shown: int = 4) -> str:

@@ -63,7 +63,10 @@ CASES = {
         ["datasets[0].path", "differ by at most 1e-200", "rescale the file"]),
     "near-constant data keep their message": (
         lambda f: {"kind": "file", "path": _table(f, np.arange(ROWS)[:, None] * np.array([[1e-159, 0.0]]))},
-        ["datasets[0].path", "differ by at most", "standardize"]),
+        ["datasets[0].path", "differ by at most", "add a preprocess step '- standardize: {axis: columns}'"]),
+    "data too near-constant to standardize say rescale, by how much": (  # its variance (1e-400) underflows
+        lambda f: {"kind": "file", "path": _table(f, np.arange(ROWS)[:, None] * np.array([[1e-200, 0.0]]))},
+        ["datasets[0].path", "differ by at most 2.9e-199", "e.g. 1e199", "a standardize step cannot"]),
 }
 
 
