@@ -299,8 +299,8 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         for line in flag_notes(table):
             print(f"  {line}")
     for criterion in table.attrs.get("without_values", []):
-        print(f"{criterion}: no value anywhere in this cube (not computed yet, or every cell of it failed): "
-              "no row, no figure")
+        print(f"{criterion}: no value anywhere in this cube (not computed yet, every cell of it failed, or its value "
+              "is undefined on these data in every cell marked ok): no row, no figure")
     missing = table.attrs.get("missing_cells")
     if missing is not None and not missing.empty:
         print(f"\ncells without a value, left out of every mean and count ({int(missing['cells'].sum())} cells; "
@@ -472,7 +472,8 @@ def _validate(args: argparse.Namespace) -> int:
         model = get_algorithm(method.algorithm)
         how = ("classifier" if model.classify is not None else "matrix model" if model.orders is not None
                else f"+ {method.predictor}")
-        print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}")
+        print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}, "
+              f"method digest {data_digest(method.identity)}")
         if method.name in config.adaptive:
             rule = config.adaptive[method.name]
             print(f"    adaptive: stops once k̂ is settled, looks {list(rule.looks)}, delta {rule.delta:g}, epsilon "

@@ -552,6 +552,7 @@ def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec,
 
 
 DATA_KEY = "data"  # published.data: {DATASET: digest of the data the paper's values belong to}
+METHODS_KEY = "methods"  # published.methods: {METHOD: digest of the method (algorithm, parameters, predictor)}
 
 
 def data_digest(identity: Mapping[str, Any]) -> str:
@@ -565,11 +566,12 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
     ``data`` the digest of each dataset's data the values belong to (shown only where the cube's data match)."""
     if value is None:
         return {}
-    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods} | {DATA_KEY}, "published")
+    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods} | {DATA_KEY, METHODS_KEY}, "published")
     out: dict[str, Any] = {}
     for pair, entries in value.items():
-        if pair == DATA_KEY:
-            out[DATA_KEY] = _published_data(entries, datasets)
+        if pair in (DATA_KEY, METHODS_KEY):
+            out[pair] = _published_digests(entries, [d.name for d in datasets] if pair == DATA_KEY
+                                           else [m.name for m in methods], pair)
             continue
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
         _check_keys(entries, set(method.criteria), f"published.{pair}")
@@ -578,14 +580,15 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
     return out
 
 
-def _published_data(value: Any, datasets: tuple[DatasetSpec, ...]) -> dict[str, str]:
-    """``published.data``: a data digest (16 hexadecimal digits) per dataset name."""
-    _check_keys(value, {d.name for d in datasets}, f"published.{DATA_KEY}")
+def _published_digests(value: Any, names: list[str], part: str) -> dict[str, str]:
+    """``published.data`` or ``published.methods``: a digest (16 hexadecimal digits) per dataset or method name."""
+    what = "data digest" if part == DATA_KEY else "method digest"
+    _check_keys(value, set(names), f"published.{part}")
     for name, digest in value.items():
         if not (isinstance(digest, str) and len(digest) == 16 and all(c in "0123456789abcdef" for c in digest)):
-            raise ConfigError(f"published.{DATA_KEY}.{name}", f"expected the data digest of 16 hexadecimal digits, "
-                              f"got {show(digest)}", "copy the 'data digest' that 'ordercube validate' prints for "
-                              f"dataset {name} (of the data the paper's values belong to)")
+            raise ConfigError(f"published.{part}.{name}", f"expected the {what} of 16 hexadecimal digits, "
+                              f"got {show(digest)}", f"copy the '{what}' that 'ordercube validate' prints for {name} "
+                              "(of the data or method the paper's values belong to)")
     return dict(value)
 
 

@@ -4,7 +4,9 @@ A config quotes them under ``published`` (``{DATASET/METHOD: {CRITERION: k̂}}``
 with, under ``published.data``, the digest of each dataset's data the paper's values belong to
 (:func:`pipeline.config.data_digest`). The report shows a dataset's published values only when the cube's data
 have that digest: a held-out file, another preprocessing or another generator run under the same dataset name
-is not the paper's data, and its values are not put beside the paper's. Every value not shown is said, with why.
+is not the paper's data, and its values are not put beside the paper's; likewise, where ``published.methods``
+gives a method's digest, another algorithm, parameters or predictor under the method's name. Every value not shown
+is said, with why.
 
 ``published.csv`` holds one row per (dataset, n, method, criterion, quantity): this cube's value, the
 published one, and whether they agree (k̂: equal; a classifier's N and R: not judged, both are means).
@@ -20,7 +22,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from pipeline.config import DATA_KEY, data_digest
+from pipeline.config import DATA_KEY, METHODS_KEY, data_digest
 
 PUBLISHED_CSV = "published.csv"
 COLUMNS = ["dataset", "n", "method", "criterion", "quantity", "cube", "published", "agrees"]
@@ -38,11 +40,14 @@ def published_in(cube: xr.Dataset) -> Published:
     """The config's published values whose dataset's data in the cube have the digest ``published.data`` gives."""
     quoted = dict(json.loads(cube.attrs.get("ordercube_config", "{}")).get("published") or {})
     expected = quoted.pop(DATA_KEY, None) or {}
-    identities = json.loads(cube.attrs.get("ordercube_identity", "{}")).get("datasets", {})
+    methods_expected = quoted.pop(METHODS_KEY, None) or {}
+    identity = json.loads(cube.attrs.get("ordercube_identity", "{}"))
+    identities, method_identities = identity.get("datasets", {}), identity.get("methods", {})
     values, hidden = {}, []
     for pair, entries in quoted.items():
-        dataset = pair.split("/", 1)[0]
+        dataset, method = pair.split("/", 1)
         actual = data_digest(identities[dataset]) if dataset in identities else None
+        method_actual = data_digest(method_identities[method]) if method in method_identities else None
         if actual is None:
             hidden.append(f"published values of {pair} not shown: the cube does not record the identity of its "
                           f"dataset {dataset}")
@@ -53,6 +58,10 @@ def published_in(cube: xr.Dataset) -> Published:
             hidden.append(f"published values of {pair} not shown: they belong to the data of digest "
                           f"{expected[dataset]}, and this cube's {dataset} has digest {actual} (another file, labels, "
                           "preprocessing or generator)")
+        elif method in methods_expected and methods_expected[method] != method_actual:
+            hidden.append(f"published values of {pair} not shown: they belong to the method of digest "
+                          f"{methods_expected[method]}, and this cube's {method} has digest {method_actual} (another "
+                          "algorithm, parameters or predictor under the same name)")
         else:
             values[pair] = dict(entries)
     return Published(values, tuple(dict.fromkeys(hidden)))

@@ -17,6 +17,7 @@ import yaml
 
 from conftest import cli_in_process, small_config, write_config
 from pipeline.config import data_digest, load_config
+from pipeline.errors import ConfigError
 from pipeline.reduce import choice_per_trial, criterion_scores, failure_rate, select_k
 from pipeline.reduce_uncertainty import at_grid_edge, decision_uncertainty
 from pipeline.report import flag_notes, printable, selection_table
@@ -351,6 +352,28 @@ def test_published_values_of_other_data_under_the_same_name_are_not_shown_and_th
     assert html.escape(why) in page and 'id="published"' not in page and "<th>published</th>" not in page
 
 
+def test_published_values_of_another_method_under_the_same_name_are_not_shown(tmp_path):
+    """published.methods ties the values to the method too: the same name with other parameters is not it."""
+    digest = gauss_digest(tmp_path)
+    path = run_with_published(tmp_path, digest)
+    config = load_config(path)
+    method = data_digest(config.methods[0].identity)
+    validated = cli_in_process("validate", str(path))
+    assert f"method digest {method}" in validated.stdout
+    raw = small_config(n=[40], k=[2, 3], resamples=4, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}])
+    raw["methods"][0]["params"] = {**raw["methods"][0].get("params", {}), "n_init": 5}  # another km
+    raw["published"] = {"gauss/km": {"lange": 3}, "data": {"gauss": digest}, "methods": {"km": method}}
+    other = write_config(tmp_path / "other.yaml", **raw)
+    assert cli_in_process("run", str(other), "--out", str(tmp_path / "o.zarr"), "--workers", "0").returncode == 0
+    result = cli_in_process("report", str(tmp_path / "o.zarr"), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    assert f"published values of gauss/km not shown: they belong to the method of digest {method}" in result.stdout
+    assert "this cube / published" not in result.stdout and pd.read_csv(tmp_path / "r" / "published.csv").empty
+    raw["published"]["methods"] = {"km": "nothex"}
+    with pytest.raises(ConfigError, match=r"^published\.methods\.km: expected the method digest of 16 hexadecimal"):
+        load_config(write_config(tmp_path / "bad.yaml", **raw))
+
+
 def test_published_values_without_a_digest_are_not_shown_and_the_report_gives_the_line_to_add(tmp_path):
     digest = gauss_digest(tmp_path)
     run_with_published(tmp_path, None)
@@ -379,17 +402,19 @@ def test_validate_prints_each_datasets_data_digest(tmp_path):
         assert f"dataset {name}: " in result.stdout and f"data digest {digest}" in result.stdout
 
 
-def test_every_shipped_config_that_quotes_a_paper_names_the_digest_of_its_own_data(shared):
+def test_every_shipped_config_that_quotes_a_paper_names_the_digests_of_its_data_and_methods(shared):
     for path in sorted(CONFIGS.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
-        pairs = [pair for pair in (raw.get("published") or {}) if pair != "data"]
+        pairs = [pair for pair in (raw.get("published") or {}) if pair not in ("data", "methods")]
         if not pairs:
             continue
         config = load_config(path)
         digests = {dataset.name: data_digest(dataset.identity) for dataset in config.datasets}
+        methods = {method.name: data_digest(method.identity) for method in config.methods}
         for pair in pairs:
-            name = pair.split("/")[0]
+            name, method = pair.split("/")
             assert raw["published"]["data"][name] == digests[name], f"{path.name}: {name}"
+            assert raw["published"]["methods"][method] == methods[method], f"{path.name}: {method}"
 
 
 def test_every_rank_table_config_includes_opcv():
