@@ -138,6 +138,10 @@ def match_rows(found: LabelsFile, data_names: tuple[str, ...], rows: int, key: s
     the module says; ``ConfigError`` under ``key`` (the labels entry's) when they cannot be matched."""
     if found.row_names and data_names:
         return _by_name(found, data_names, key, data_source)
+    start = _row_numbers(found.row_names, rows)
+    if start is not None:  # pandas' (0..n-1) or R's (1..n) index in order: positions, not names
+        return Matched(found.labels, f"by position (the labels file numbers its rows {start}..{rows - 1 + start} in "
+                       f"order, {found.names_column}; the data's rows have no names)", sha256=found.sha256)
     if found.row_names:
         raise ConfigError(f"{key}.path", f"{found.source} names its rows ({found.names_column}) but the rows of "
                           f"{data_source} have no names, so the labels cannot be matched to them by name",
@@ -149,6 +153,16 @@ def match_rows(found: LabelsFile, data_names: tuple[str, ...], rows: int, key: s
                           "give one label per data row")
     why = "the labels file names no rows" if data_names else "neither file names its rows"
     return Matched(found.labels, f"by position ({why})", sha256=found.sha256)
+
+
+def _row_numbers(names: tuple[str, ...], rows: int) -> int | None:
+    """0 or 1 when ``names`` are exactly the row numbers 0..rows-1 or 1..rows in increasing order, else None."""
+    if len(names) != rows:
+        return None
+    for start in (0, 1):
+        if all(name == str(i) for i, name in enumerate(names, start=start)):
+            return start
+    return None
 
 
 def _by_name(found: LabelsFile, data_names: tuple[str, ...], key: str, data_source: str) -> Matched:

@@ -245,3 +245,21 @@ def test_labels_as_a_categorical_a_pandas_array_or_an_index_are_read_by_position
 def test_a_scalar_as_labels_names_the_key_and_what_labels_can_be(labels):
     with pytest.raises(ConfigError, match=r"^datasets\[0\]\.labels: expected labels, got .*; give \{path: FILE"):
         parse_config(_memory(load_iris().data, labels))
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_labels_file_numbered_in_order_as_pandas_or_r_write_it_is_read_by_position(tmp_path, start):
+    """pd.Series(y).to_csv() writes its index 0..n-1 as an unnamed first column (R's write.csv 1..n): in order,
+    those are positions, not names; shuffled, they could only be names the data lacks, and are refused."""
+    iris = load_iris()
+    species = pd.Series(np.asarray(iris.target_names)[iris.target], name="species")
+    pd.DataFrame(iris.data, columns=["a", "b", "c", "d"]).to_csv(tmp_path / "x.csv", index=False)
+    species.set_axis(np.arange(start, start + 150)).to_csv(tmp_path / "y.csv")
+    dataset = {"name": "d", "kind": "file", "path": str(tmp_path / "x.csv"),
+               "labels": {"path": str(tmp_path / "y.csv"), "column": "species"}}
+    spec = parse_config(small_config(n=[40], k=[2, 3], resamples=2, methods=KMEANS, datasets=[dataset])).datasets[0]
+    np.testing.assert_array_equal(spec.labels, iris.target)
+    assert f"by position (the labels file numbers its rows {start}..{149 + start} in order" in spec.read
+    species.set_axis(np.random.default_rng(1).permutation(150) + start).to_csv(tmp_path / "y.csv")
+    with pytest.raises(ConfigError, match=r"^datasets\[0\]\.labels\.path: .* names its rows .* have no names"):
+        parse_config(small_config(n=[40], k=[2, 3], resamples=2, methods=KMEANS, datasets=[dataset]))
