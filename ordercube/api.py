@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import xarray as xr
     from distributed import Client
 
+    from pipeline.config import Config
     from pipeline.partition import Partition
     from pipeline.run import Plan
 
@@ -93,7 +94,7 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     if unknown:
         raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
     _check_where(client, workers, options)
-    parsed = read_config(config, data=data, out=out)
+    parsed = _check_out(read_config(config, data=data, out=out))
     guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     echo = print if progress else log.info
     try:
@@ -231,16 +232,36 @@ def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
     if len(given) > 1:
         raise InputError(f"{given[1]}: given together with {given[0]}; pass only one of client=, workers=, "
                          "scheduler=, scheduler_file=")
+    from pipeline.cluster import MAX_WAIT_SECONDS
+    from pipeline.cores import WORKERS_PER_CORE, max_workers
+
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
         raise InputError(f"workers: expected an integer >= 0, got {workers!r}; e.g. workers=2 (0: compute in this "
                          "process)")
+    if workers is not None and workers > max_workers():
+        raise InputError(f"workers: {workers} is more than the {max_workers()} local workers started at most "
+                         f"({WORKERS_PER_CORE} per usable core); give fewer, e.g. workers=2")
     for name in ("connect_timeout", "wait_for_workers"):
         value = options.get(name)
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
                                       and math.isfinite(value) and value > 0):
             raise InputError(f"{name}: expected a number of seconds > 0, got {value!r}; e.g. {name}=60")
+        if value is not None and value > MAX_WAIT_SECONDS:
+            raise InputError(f"{name}: {value:g} seconds is more than the {MAX_WAIT_SECONDS:g} (a week) waited at "
+                             f"most; give fewer seconds, e.g. {name}=600")
     if client is not None:
         _check_client(client)
+
+
+def _check_out(parsed: Config) -> Config:
+    """``parsed``, its cube checked: a local one through the CLI's guard (never X.lock, nor inside another cube)."""
+    from pipeline.location import location
+    from pipeline.outputs import cube_output
+
+    place = location(parsed.out, key="out")
+    if place.is_local:
+        cube_output(place.local(), "out")
+    return parsed
 
 
 def _check_client(client: Any) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
-from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder
+from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder, write_csv
 from pipeline.plugins import load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from pipeline.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+REPLAY_R_MIN = 20  # replay's first look when --r-min is not given
 MISSING_SHOWN = 20  # rows of the report's table of cells without a value printed (all in missing_cells.csv)
 
 
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("cube")
     again.add_argument("--delta", type=float, default=0.05, help="error probability, in (0, 1) (default 0.05)")
     again.add_argument("--epsilon", type=float, default=0.0, help="indifference zone in criterion units, >= 0 (default 0)")
-    again.add_argument("--r-min", type=int, default=20, help="the first look; then doubling up to the cube's trials")
+    again.add_argument("--r-min", type=int, help=f"the first look (default {REPLAY_R_MIN}); then doubling up to the trials")
     again.add_argument("--permutations", type=int, default=200, help="random trial orders replayed per group")
     again.add_argument("--mode", choices=("t", "guarded", "strict", "hoeffding"), default="t",
                        help="t intervals (default); guarded: t intervals once Cochran's rule holds (r > 25 skewness^2); "
@@ -157,6 +158,15 @@ def _cube_location(where: str, key: str) -> Location:
     return place
 
 
+def _cube_output(where: str, key: str) -> None:
+    """The cube ``run`` writes, checked as :func:`_cube_location`, and when local, by the output guard."""
+    from pipeline.outputs import cube_output
+
+    place = _cube_location(where, key)
+    if place.is_local:
+        cube_output(place.local(), key)
+
+
 def _dashboard(args: argparse.Namespace) -> str | None:
     """The local cluster's dashboard address (None: none); with --scheduler the option is refused, the
     scheduler's own dashboard being the user's to set."""
@@ -176,17 +186,32 @@ def _dashboard(args: argparse.Namespace) -> str | None:
     return address
 
 
+def _check_run_options(args: argparse.Namespace) -> None:
+    """--workers within :func:`pipeline.cores.max_workers`, the waits within a week."""
+    from pipeline.cluster import MAX_WAIT_SECONDS
+    from pipeline.cores import WORKERS_PER_CORE, max_workers
+
+    if args.workers is not None and args.workers < 0:
+        raise InputError(f"--workers: expected an integer >= 0, got {args.workers}; e.g. --workers 2 (0: compute in "
+                         "this process)")
+    if args.workers is not None and args.workers > max_workers():
+        raise InputError(f"--workers: {args.workers} is more than the {max_workers()} local workers started at most "
+                         f"({WORKERS_PER_CORE} per usable core); give fewer, e.g. --workers 2")
+    for option, value in (("--connect-timeout", args.connect_timeout), ("--wait-for-workers", args.wait_for_workers)):
+        if value is not None and value > MAX_WAIT_SECONDS:
+            raise InputError(f"{option}: {value:g} seconds is more than the {MAX_WAIT_SECONDS:g} (a week) waited at "
+                             f"most; give fewer seconds, e.g. {option} 600")
+
+
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
     from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
     from pipeline.store import count_cells
 
-    if args.workers is not None and args.workers < 0:
-        raise InputError(f"--workers: expected an integer >= 0, got {args.workers}; e.g. --workers 2 (0: compute in "
-                         "this process)")
+    _check_run_options(args)
     dashboard = _dashboard(args)
     config = load_config(args.config, out=args.out)
-    _cube_location(config.out, "--out" if args.out else "out")
+    _cube_output(config.out, "--out" if args.out else "out")
     _print_datasets(config)
     waits = {name: value for name, value in (("connect_timeout", args.connect_timeout),
                                              ("wait_for_workers", args.wait_for_workers)) if value is not None}
@@ -357,9 +382,9 @@ def _partition(args: argparse.Namespace) -> int:
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
     out, clusters_path = partition_paths(
         Path(args.out) if args.out else beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
-    result.rows().to_csv(out, index=False)
+    write_csv(result.rows(), out)
     clusters = result.clusters()
-    clusters.to_csv(clusters_path, index=False)
+    write_csv(clusters, clusters_path)
     print(f"data {result.dataset}: {result.read}")
     print(f"{result.method} at k = {result.k} ({result.chosen_by}), fitted on {result.labels.size} rows"
           + (f"; {clusters.shape[0]} non-empty clusters" if clusters.shape[0] != result.k else ""))
@@ -392,7 +417,8 @@ def _replay(args: argparse.Namespace) -> int:
 
     for key, value, ok, fix in (("--delta", args.delta, 0 < args.delta < 1, "e.g. --delta 0.05"),
                                 ("--epsilon", args.epsilon, args.epsilon >= 0 and math.isfinite(args.epsilon), "e.g. 0.005"),
-                                ("--r-min", args.r_min, args.r_min >= 2, "at least 2 trials at the first look"),
+                                ("--r-min", args.r_min, args.r_min is None or args.r_min >= 2,
+                                 "at least 2 trials at the first look"),
                                 ("--permutations", args.permutations, 0 <= args.permutations <= MAX_PERMUTATIONS,
                                  f"from 0 to {MAX_PERMUTATIONS:,} random orders per group, e.g. 200")):
         if not ok:
@@ -401,10 +427,8 @@ def _replay(args: argparse.Namespace) -> int:
     out, figure = replay_paths(Path(args.out) if args.out else beside_cube(place, "-replay.csv"))
     cube = load_cube(place)
     scores = criterion_scores(cube)
-    unknown = sorted(set(args.criterion or []) - set(map(str, scores.data_vars)))
-    if unknown:
-        raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {sorted(map(str, scores.data_vars))}")
-    setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min, permutations=args.permutations,
+    _check_replay(args, scores)
+    setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min or REPLAY_R_MIN, permutations=args.permutations,
                       mode=args.mode)
     seed = int(json.loads(cube.attrs["ordercube_config"])["seed"])
     groups = replay_groups(scores, setting, criteria=args.criterion, seconds=cube["seconds"],
@@ -419,7 +443,7 @@ def _replay(args: argparse.Namespace) -> int:
           f"computing, longer on a busy machine (from {timed} group(s) timed at "
           f"{min(args.permutations, CALIBRATION_PERMUTATIONS) + 1} orders)", flush=True)
     table = replay(scores, setting, seed=seed, groups=groups)
-    table.to_csv(out, index=False)
+    write_csv(table, out)
     plot_replay(table, figure)
     shown = table[["dataset", "n", "method", "criterion", "trials", "fixed_k_hat", "reference", "agreement", "wrong",
                    "wrong_upper", "cells_median", "compute_mean", "decided", "settled", "unsettled", "in_play",
@@ -428,7 +452,7 @@ def _replay(args: argparse.Namespace) -> int:
             "hoeffding": "Hoeffding races"}[args.mode]
     print(f"{rule} replayed in index order and {args.permutations} random "
           f"orders per group (delta {args.delta:g}, "
-          f"epsilon {args.epsilon:g}, looks from {args.r_min} doubling); agreement: share of replays ending on the "
+          f"epsilon {args.epsilon:g}, looks from {setting.r_min} doubling); agreement: share of replays ending on the "
           "fixed budget's k̂; reference: the k's the full budget cannot rule out at 99.9% (several: a near-tie); wrong: "
           "replays that stopped decided or settled on a k outside it, with its 95% Clopper-Pearson upper bound; "
           "cells, compute: used / fixed budget; null races: an arm against a permuted copy of itself "
@@ -436,6 +460,26 @@ def _replay(args: argparse.Namespace) -> int:
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {figure}")
     return EXIT_OK
+
+
+def _check_replay(args: argparse.Namespace, scores: object) -> None:
+    """``--criterion`` and ``--r-min`` against the cube: criteria in it with a sequential rule, a first look
+    within its trials."""
+    from pipeline.replay import sequential_criteria
+
+    names = sorted(map(str, scores.data_vars))  # type: ignore[attr-defined]
+    unknown = sorted(set(args.criterion or []) - set(names))
+    if unknown:
+        raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {names}")
+    racing = sequential_criteria(scores, args.mode)  # type: ignore[arg-type]
+    without = [name for name in args.criterion or [] if name not in racing]
+    if without:
+        raise InputError(f"--criterion: {without[0]!r} has no sequential rule the adaptive rule can replay (mode "
+                         f"{args.mode}); those of this cube with one: {racing or 'none'}; give one of them, or leave "
+                         "out --criterion")
+    trials = int(scores.sizes["trial"])  # type: ignore[attr-defined]
+    if args.r_min is not None and args.r_min > trials:
+        raise InputError(f"--r-min: {args.r_min} is more than the {trials} trials of the cube; give from 2 to {trials}")
 
 
 def _print_datasets(config: Config) -> None:
@@ -450,7 +494,7 @@ def _validate(args: argparse.Namespace) -> int:
     from pipeline.run import preview_plan, where_to_compute
 
     config = load_config(args.config, out=args.out)
-    _cube_location(config.out, "--out" if args.out else "out")
+    _cube_output(config.out, "--out" if args.out else "out")
     plan = preview_plan(config)
     placement = where_to_compute(plan, workers=None, elsewhere=False)
     here = placement.here

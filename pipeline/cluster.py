@@ -37,6 +37,10 @@ CONNECT_TIMEOUT = 10.0  # seconds: a scheduler on a busy machine answers in well
 # A Slurm or Kubernetes worker usually joins within a few minutes of its scheduler; longer than that, the
 # user is better told (exit 3 with the command that resumes) than left with a driver that waits all night.
 WAIT_FOR_WORKERS = 300.0
+#: The longest --connect-timeout / --wait-for-workers accepted (seconds): a week, beyond any batch queue's wait;
+#: a larger number (1e308) would wait forever in effect, or overflow the clock arithmetic.
+MAX_WAIT_SECONDS = 7 * 24 * 3600.0
+SCHEDULER_FILE_EXPECTED = "the JSON file 'dask scheduler --scheduler-file FILE' writes"
 TELL_EVERY = 15.0  # seconds between two "waiting for workers" lines
 SCHEDULER_FILE_GRACE = 2.0  # a scheduler writes its file non-atomically: a half-written one gets this long
 # Dask's usual dashboard port, on the loopback interface only: a dashboard shows the data's shape and the code's
@@ -238,14 +242,22 @@ def read_scheduler_file(path: Path, *, timeout: float) -> str:
 
 
 def _address_in(path: Path) -> tuple[str | None, str]:
-    """(the address, '') or (None, what is wrong with the file)."""
+    """(the address, '') or (None, what is wrong with the file). The file is read through
+    :func:`pipeline.inputfile.read_input`: a folder, a named pipe (which would wait for a writer) or a device
+    (``/dev/zero`` reads forever) is refused at once with ``InputError``."""
+    from pipeline.inputfile import read_input
+
+    if not path.exists():
+        return None, "does not exist"
     if path.is_dir():
         return None, "is a directory"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, "does not exist"
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_input(path, "--scheduler-file", expected=SCHEDULER_FILE_EXPECTED).data.decode("utf-8")
+    except InputError:
+        if not path.exists():  # removed between the two looks
+            return None, "does not exist"
+        raise
+    except UnicodeDecodeError as error:
         return None, f"cannot be read ({error})"
     if not text.strip():
         return None, "is empty"

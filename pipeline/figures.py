@@ -11,6 +11,7 @@ the same folder is kept as it is (``--decide`` on one criterion redraws that cri
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import signal
 import sys
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pipeline.outputs import RECORD, SOFTWARE  # the marks by which a command recognises what it wrote
+from pipeline.outputs import RECORD, SOFTWARE, write_output  # the marks by which a command recognises what it wrote
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -103,7 +104,9 @@ def save(figure: Figure, path: Path) -> None:
     text naming ordercube)."""
     options: dict[str, Any] = ({"pil_kwargs": {"compress_level": 1}, "metadata": {"Software": SOFTWARE}}
                                if path.suffix == ".png" else {})
-    figure.savefig(path, dpi=DPI, **options)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix[1:] or "png", dpi=DPI, **options)
+    write_output(path, buffer.getvalue())  # never through a symbolic link planted at the path
 
 
 def _feed(digest: Any, value: Any) -> None:
@@ -326,4 +329,4 @@ class Figures:
         for name in set(self._before) - set(self._now):
             if Path(name).name == name and Path(name).suffix[1:] in FORMATS:  # only a figure of this folder
                 (self.folder / name).unlink(missing_ok=True)
-        (self.folder / RECORD).write_text(json.dumps(self._now, indent=1, sort_keys=True))
+        write_output(self.folder / RECORD, json.dumps(self._now, indent=1, sort_keys=True))

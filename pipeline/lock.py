@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from types import TracebackType
 
 from pipeline.errors import InputError
 from pipeline.location import Location, location
+from pipeline.outputs import kind_of
 from pipeline.remote import drop_lock_object, supports_lock_object, take_lock_object
 
 
@@ -60,7 +62,7 @@ class CubeLock:
             try:
                 if not self.local:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = _open_lock(self.path)
             except OSError as error:
                 where = ("beside the cube so that two runs never write one cube: choose an --out in a folder you can "
                          "write to") if self.local else ("in your cache folder so that two runs on this machine never "
@@ -120,6 +122,25 @@ class CubeLock:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.release()
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file opened for reading and writing (created when missing), never through a symbolic link:
+    a path that exists and is not a regular file (a link, folder, pipe, device) is refused naming it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(f"--out: the cube's lock file {path} exists and is {kind_of(mode)}, which ordercube will not "
+                         "open or remove; move it away (runs create a regular file there), or choose another --out")
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between the check and the open
+        os.close(fd)
+        raise InputError(f"--out: the cube's lock file {path} is not a regular file; move it away, or choose "
+                         "another --out")
+    return fd
 
 
 def _same_file(fd: int, path: Path) -> bool:

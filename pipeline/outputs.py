@@ -12,12 +12,19 @@ the option, the path and the fix) when it is
   leading columns of its header, a figure by the ``Software`` text ordercube writes into its PNGs
   (:data:`SOFTWARE`), a report folder by the record of figures every report keeps in it
   (:data:`RECORD`, written first into a new folder so an interrupted report's folder is
-  recognised too). Anything else there is left alone.
+  recognised too). Anything else there is left alone;
+- a symbolic link (an output file's own path), or, in a report folder at any depth, anything but regular
+  files and folders (a link, named pipe, device or socket), or a folder named as a file a report writes.
+
+Every file is then written by :func:`write_output`: a new temporary file in the same folder renamed over the
+path, so that a link planted there after the check is replaced, never written through. ``run``'s cube path
+goes through :func:`cube_output` (never ``X.lock``, nor inside another cube).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +37,8 @@ from pipeline.location import Location, location
 SOFTWARE = "ordercube"
 #: The record of the figures a report drew (:class:`pipeline.figures.Figures`), which also marks a report's folder.
 RECORD = ".ordercube-figures.json"
+#: The suffixes of the files a report writes in its folder (tables, page, figures, record).
+REPORT_SUFFIXES = (".csv", ".html", ".png", ".svg", ".pdf", ".json")
 HEAD_BYTES = 4096  # what is read of an existing file to recognise it
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -63,6 +72,47 @@ PARTITION_LABELS = Output("partition's labels", csv_header("row", "cluster"))
 PARTITION_CLUSTERS = Output("partition's clusters", csv_header("cluster", "size", "jaccard_mean"))
 
 
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def write_output(path: Path, data: bytes | str, key: str = "--out") -> None:
+    """Write ``data`` to ``path`` without following a symbolic link there: into a new file of a random name in
+    the same folder (``O_EXCL | O_NOFOLLOW``: never an existing file or link), then renamed over ``path``, which
+    replaces a link planted there instead of writing through it. ``InputError`` naming ``key`` when it fails."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temporary, flags, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        raise InputError(f"{key}: cannot write {path} ({error.strerror}); choose a path you can write to, "
+                         "with nothing but ordercube's own files at it") from None
+
+
+def write_csv(frame: object, path: Path, key: str = "--out") -> None:
+    """A pandas table as CSV (no index) at ``path``, by :func:`write_output`."""
+    write_output(path, frame.to_csv(index=False), key)  # type: ignore[attr-defined]
+
+
 def enclosing_store(path: Path) -> Path | None:
     """The outermost folder among ``path`` (resolved) and its parents that holds a ``zarr.json``: the cube
     (or other zarr store) that ``path`` is, or lies in; None when there is none."""
@@ -86,12 +136,31 @@ def _outside_stores(path: Path, key: str) -> Path:
     return resolved
 
 
+def cube_output(path: str | os.PathLike[str], key: str = "--out") -> Path:
+    """The local cube path ``run`` writes, resolved and checked (``InputError`` naming ``key`` otherwise): not a
+    name ending in ``.lock`` (``X.lock`` is the writer lock file of a cube ``X``, :mod:`pipeline.lock`), nor a
+    path inside another cube (a zarr store); the cube itself, new or existing, is what ``run`` writes."""
+    resolved = Path(path).expanduser().resolve()
+    if resolved.suffix == ".lock":
+        raise InputError(f"{key}: {resolved} ends in .lock, the name of the writer lock file of the cube "
+                         f"{resolved.with_suffix('')} beside it; choose a cube path not ending in .lock (e.g. ending in .zarr)")
+    store = enclosing_store(resolved)
+    if store is not None and store != resolved:
+        raise InputError(f"{key}: {resolved} is inside the cube {store} (a zarr store); a cube goes in its own "
+                         "folder: choose a path outside it")
+    return resolved
+
+
 def output_file(path: str | os.PathLike[str], output: Output, key: str = "--out") -> Path:
     """``path`` resolved, checked for ``output`` to be written there (``InputError`` naming ``key`` otherwise):
     outside every zarr store, in an existing writable folder, and new or an earlier ``output`` of this command."""
-    resolved = _outside_stores(Path(path), key)
+    given = Path(path).expanduser()
+    if given.is_symlink():
+        raise InputError(f"{key}: {given} is a symbolic link (to {os.readlink(given)}), which ordercube does not write "
+                         f"through; give the path of the {output.what} itself, or another path")
+    resolved = _outside_stores(given, key)
     try:
-        info = os.stat(resolved)
+        info = os.lstat(resolved)
     except FileNotFoundError:
         info = None
     except OSError as error:
@@ -99,7 +168,10 @@ def output_file(path: str | os.PathLike[str], output: Output, key: str = "--out"
     if info is not None:
         if stat.S_ISDIR(info.st_mode):
             raise InputError(f"{key}: {resolved} is a folder; give the path of a file (the {output.what})")
-        if not stat.S_ISREG(info.st_mode) or not output.recognise(_head(resolved)):
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{key}: {resolved} exists and is {kind_of(info.st_mode)}, not a {output.what} written "
+                             "by ordercube, which will not write there; choose another path")
+        if not output.recognise(_head(resolved)):
             raise InputError(f"{key}: {resolved} exists and is not a {output.what} written by ordercube, which will "
                              "not overwrite it; choose another path, or move that file away")
     folder = resolved.parent
@@ -125,7 +197,8 @@ def output_folder(path: str | os.PathLike[str], record: str, key: str = "--out")
     every zarr store, creatable, and new, empty or an earlier report's (it holds ``record``)."""
     resolved = _outside_stores(Path(path), key)
     if resolved.exists() and not resolved.is_dir():
-        raise InputError(f"{key}: {resolved} exists and is a file, not a folder; choose a folder for the report")
+        raise InputError(f"{key}: {resolved} exists and is {kind_of(os.stat(resolved).st_mode)}, not a folder; "
+                         "choose a folder for the report")
     existing = next(folder for folder in (resolved, *resolved.parents) if folder.exists())
     if not existing.is_dir():
         raise InputError(f"{key}: cannot create the report folder {resolved}: {existing} is a file, not a folder; "
@@ -136,7 +209,29 @@ def output_folder(path: str | os.PathLike[str], record: str, key: str = "--out")
     if existing == resolved and any(resolved.iterdir()) and not (resolved / record).is_file():
         raise InputError(f"{key}: {resolved} holds files but no ordercube report (no {record} in it), and the report "
                          "would overwrite files of the same names there; choose a new or empty folder")
+    if existing == resolved:
+        _only_files_and_folders(resolved, key)
     return resolved
+
+
+def _only_files_and_folders(folder: Path, key: str) -> None:
+    """Refuse a report folder holding, at any depth, anything but regular files and folders (a symbolic link,
+    a named pipe or a device there could redirect or block what the report writes), or a folder named as the
+    files a report writes (``index.html/``), which would stop it half-way."""
+    pending = [folder]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode) and Path(entry.name).suffix.lower() in REPORT_SUFFIXES:
+                    raise InputError(f"{key}: {entry.path} in the report folder is a folder named as a file the report "
+                                     "writes; move it away, or choose a new folder")
+                if stat.S_ISDIR(mode):
+                    pending.append(Path(entry.path))
+                elif not stat.S_ISREG(mode):
+                    raise InputError(f"{key}: {entry.path} in the report folder is {kind_of(mode)}, not a file "
+                                     "ordercube wrote, and the report will not write through it; remove it, or "
+                                     "choose a new folder")
 
 
 def claim_folder(folder: Path, record: str, key: str = "--out") -> None:
@@ -150,7 +245,7 @@ def claim_folder(folder: Path, record: str, key: str = "--out") -> None:
                          "choose a folder you can write to") from None
     marker = folder / record
     if not marker.exists():
-        marker.write_text("{}")
+        write_output(marker, "{}", key)
 
 
 def beside_cube(place: Location, suffix: str) -> Path:

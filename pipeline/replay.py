@@ -178,6 +178,15 @@ class Group:
         return replay_group(self.values, self.ks, self.fixed_k, setting, self.rng(seed), self.rule, self.ranges, self.cost)
 
 
+def sequential_criteria(scores: xr.Dataset, mode: str) -> list[str]:
+    """The criteria of ``scores`` the adaptive rule can replay in ``mode``: those with a sequential rule (decided by
+    the smallest mean, or prediction_strength's threshold), and for the bounded modes only those in [0, 1]."""
+    from pipeline.adaptive import UNIT_RANGE
+
+    return [name for name, rule in deciding_rules(scores, None).items()
+            if has_race(rule) and (mode not in BOUNDED or name in UNIT_RANGE)]
+
+
 def replay_groups(scores: xr.Dataset, setting: Setting, *, criteria: list[str] | None = None,
                   baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None) -> list[Group]:
     """The groups :func:`replay` replays: per criterion with a sequential rule (``criteria``: a subset; the bounded

@@ -20,6 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.figures import COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title
+from pipeline.outputs import write_csv
 from pipeline.grid import DIMS, Coords, planned_mask
 from pipeline.reduce import (
     DECISION_DIMS, choice_per_trial, criteria_of, criterion_scores, decisions, failure_rate, select_k,
@@ -394,7 +395,7 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     out.mkdir(parents=True, exist_ok=True)
     reduced = Reduced.of(cube, decide)
     table = table_of(reduced)
-    table.to_csv(out / "selection.csv", index=False)
+    write_csv(table, out / "selection.csv")
     figures = Figures(out, fmt, helper)
     without_values = []
     for criterion in criteria_of(reduced.scores):
@@ -405,11 +406,11 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     table.attrs["without_values"] = without_values
     missing = missing_cells(cube)
     if not missing.empty:
-        missing.to_csv(out / "missing_cells.csv", index=False)
+        write_csv(missing, out / "missing_cells.csv")
     table.attrs["missing_cells"] = missing
     adaptive = adaptive_groups(cube)
     if not adaptive.empty:
-        adaptive.to_csv(out / "adaptive.csv", index=False)
+        write_csv(adaptive, out / "adaptive.csv")
     table.attrs["adaptive"] = adaptive
     published = published_in(cube)
     selectors = _seed_specific(cube, reduced, table, figures, published.values)
@@ -417,7 +418,7 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     table.attrs["published"] = published_rows(table, selectors, published.values) if quoted else None
     table.attrs["published_hidden"] = list(published.hidden)
     if quoted:
-        table.attrs["published"].to_csv(out / PUBLISHED_CSV, index=False)
+        write_csv(table.attrs["published"], out / PUBLISHED_CSV)
     figures.finish()
     table.attrs["figures"] = (figures.drawn, figures.kept)
     table.attrs["figures_failed"] = figures.failed

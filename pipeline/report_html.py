@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.outputs import write_output
 from pipeline.reduce_uncertainty import FLAGS, LEVEL
 from pipeline.report_published import Published
 
@@ -177,5 +178,5 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>ordercube report: {html.escape(str(name))}'
             f"</title><style>{STYLE}</style></head><body>{''.join(sections)}<script>{SCRIPT}</script></body></html>")
     path = out / PAGE
-    path.write_text(page, encoding="utf-8")
+    write_output(path, page)
     return path

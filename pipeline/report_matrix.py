@@ -18,6 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.figures import Figures
+from pipeline.outputs import write_csv
 from pipeline.sweeps import Swept
 from tasks.criteria import CRITERIA
 
@@ -142,7 +143,7 @@ def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Data
                         figures: Figures) -> pd.DataFrame:
     """``matrix_ranks.csv``, ``matrix_ranks.png`` and a PSNR crest per swept image entry; returns the table."""
     table = rank_table(scores, chosen, choices)
-    table.to_csv(figures.folder / "matrix_ranks.csv", index=False)
+    write_csv(table, figures.folder / "matrix_ranks.csv")
     if not table.empty:
         figures.draw("matrix_ranks", plot_ranks, table)
     for base in sorted({sweep.base for sweep in sweeps.values()}):

@@ -17,6 +17,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.figures import Figures, panels
+from pipeline.outputs import write_csv
 from pipeline.reduce import summarise
 from pipeline.reduce_supervised import gain_rows, selection_rows, settings_with_values
 
@@ -51,8 +52,8 @@ def write_supervised(scores: xr.Dataset, figures: Figures, published: Mapping[st
     the per-selector rows it is made of."""
     out = figures.folder
     rows, gains = selection_rows(scores, decide), gain_rows(scores, decide)
-    rows.to_csv(out / "supervised.csv", index=False)
-    gains.to_csv(out / "supervised_gain.csv", index=False)
+    write_csv(rows, out / "supervised.csv")
+    write_csv(gains, out / "supervised_gain.csv")
     summary = summarise(scores[[name for name in CURVES if name in scores]])
     figures.draw("supervised_error_vs_k", plot_error_curves, summary)
     if "conditional_error" in scores and "swap_penalty" in scores:

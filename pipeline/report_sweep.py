@@ -18,6 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.figures import Figures
+from pipeline.outputs import write_csv
 from pipeline.sweeps import Swept
 
 if TYPE_CHECKING:
@@ -109,11 +110,11 @@ def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[s
     table = sweep_table(frequency, truth, datasets)
     if table.empty:
         return pd.DataFrame()
-    table.to_csv(out / "sweep.csv", index=False)
+    write_csv(table, out / "sweep.csv")
     crossings = crossing_points(table)
     if crossings.empty:
         crossings = pd.DataFrame(columns=["sweep", "parameter", "n", "method", "criterion", "crossing"])
-    crossings.to_csv(out / "sweep_crossings.csv", index=False)
+    write_csv(crossings, out / "sweep_crossings.csv")
     for (base, n, method), _ in table.groupby(["sweep", "n", "method"], sort=False):
         figures.draw(f"sweep_{base}_{method}_n{n}", plot_sweep, frequency, table, crossings, base=base, n=int(n), method=method)
     return crossings
