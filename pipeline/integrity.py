@@ -19,7 +19,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -238,13 +241,7 @@ def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> lis
         if names is not None and name not in names:
             continue
         present = stored_chunks(group, name)
-        for index in _chunk_indices(stored):
-            if index not in present:
-                continue
-            try:
-                stored.get_block_selection(index)
-            except Exception as error:  # any decoding failure of the stored bytes is damage  # noqa: BLE001
-                bad.append(f"{chunk_key(name, index)} ({str(error).split('.')[0]})")
+        bad += corrupt_chunks_at(group, name, (index for index in _chunk_indices(stored) if index in present))
     return bad
 
 
@@ -365,7 +362,22 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
                 unrecorded.append((name, tuple(int(i) for i in position)))
         elif recorded[position] != _as_recorded(suffix):
             misplaced[position] = True
+    undecodable = corrupt_chunks_at(group, name, zip(*np.nonzero(misplaced)))
+    if undecodable:  # a run would read it to rewrite part of it, a report to show it: damage, not a loss
+        raise corruption_error(_store_name(group.store), undecodable)
     return misplaced
+
+
+def corrupt_chunks_at(group: zarr.Group, name: str, positions: Iterable[tuple[int, ...]]) -> list[str]:
+    """Of the chunks of array ``name`` at grid ``positions``, those that cannot be decoded (as :func:`corrupt_chunks`)."""
+    stored, bad = group[name], []
+    for position in positions:
+        index = tuple(int(i) for i in position)
+        try:
+            stored.get_block_selection(index)  # type: ignore[union-attr]
+        except Exception as error:  # any decoding failure of the stored bytes is damage  # noqa: BLE001
+            bad.append(f"{chunk_key(name, index)} ({str(error).split('.')[0]})")
+    return bad
 
 
 def _store_name(store: Any) -> Path | str:
@@ -378,27 +390,39 @@ def _store_name(store: Any) -> Path | str:
 
 
 def check_metadata(where: Path | Location) -> None:
-    """``InputError`` naming the first ``zarr.json`` of the store that is not a zarr v3 node document."""
+    """``InputError`` naming the first ``zarr.json`` of the store that is not a zarr v3 node document, or not the
+    node ordercube writes there (:func:`check_layout`); for a local cube, first any entry that is not a regular
+    file or folder (:func:`check_entries`)."""
     place = where if isinstance(where, Location) else Location(text=str(where), path=Path(where))
     if not place.is_local:
-        texts = remote_documents(place)
+        texts: Mapping[Any, str | None] = remote_documents(place)
     else:
         path = place.local()
+        check_entries(path)
         texts = {document: _read_text(document)
                  for document in [path / "zarr.json", *sorted(path.glob("*/zarr.json")), *sorted(path.glob("*/*/zarr.json"))]}
+    nodes, documents = {}, {}
     for document, text in texts.items():
-        try:
-            if text is None:
-                raise OSError(document)
-            node = json.loads(text)
-            valid = isinstance(node, dict) and node.get("zarr_format") == 3 and node.get("node_type") in ("group", "array")
-            if valid and node["node_type"] == "array":
-                valid = isinstance(node.get("shape"), list) and isinstance(node.get("chunk_grid"), dict)
-        except (OSError, UnicodeDecodeError, ValueError):
-            valid = False
-        if not valid:
+        node = _node(text)
+        if node is None:
             raise InputError(f"CUBE: {document} is damaged (not a zarr v3 metadata document); restore the cube from a "
                              "copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+        name = (Path(document).relative_to(place.local()) if place.is_local else Path(str(document))).parent.as_posix()
+        name = "" if name == "." else name
+        nodes[name], documents[name] = node, document
+    check_layout(nodes, documents)
+
+
+def _node(text: str | None) -> dict | None:
+    """The JSON of a zarr v3 node document, None when ``text`` is not one."""
+    try:
+        node = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    valid = isinstance(node, dict) and node.get("zarr_format") == 3 and node.get("node_type") in ("group", "array")
+    if valid and node["node_type"] == "array":
+        valid = isinstance(node.get("shape"), list) and isinstance(node.get("chunk_grid"), dict)
+    return node if valid else None
 
 
 def _read_text(document: Path) -> str | None:
@@ -417,7 +441,10 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
     """``InputError`` naming what is damaged when the cube's attributes, shapes or coordinate labels are not
     as ordercube wrote them (the group's ``zarr.json`` edited, an array's shape edited, a coordinate chunk
     deleted or changed); the coordinates, ``true_k`` and the baseline are read back with their checksums."""
-    cube_format = int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
+    cube_format = cube_format_of(group.attrs, path / "zarr.json")
+    if FORMAT_ATTRIBUTE not in group.attrs and MANIFEST in group:  # format 1 wrote neither
+        raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {FORMAT_ATTRIBUTE!r} is missing, where a cube with "
+                         f"{MANIFEST!r} (format {CHECKSUMMED} on) holds it; restore the cube from a copy")
     legacy = LEGACY_ATTRIBUTE_KEYS if cube_format < FORMAT else {}
     for key, fields in {**ATTRIBUTE_KEYS, **legacy}.items():
         try:
@@ -428,6 +455,7 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if not valid:
             raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {key!r} is missing or damaged; restore the cube "
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
+    check_seeds(group.attrs, path / "zarr.json")
     required = [*ALWAYS_WRITTEN, *([MANIFEST] if cube_format >= CHECKSUMMED else []),
                 *(["true_k"] if cube_format >= FORMAT else [])]
     for name in required:
@@ -454,6 +482,22 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
     for name in (*DIMS, "true_k", BASELINE):  # small arrays, read by every command: a changed byte is named here
         if name in group:
             read_checked(group, name, path)
+
+
+def check_seeds(attributes: Mapping[str, Any], document: Path | Location) -> None:
+    """``InputError`` naming ``document`` when the seeds the group's attributes state disagree: ``ordercube_seed``,
+    the identity's (the seed every cell was computed with) and, when it names one, the stored config's."""
+    identity = json.loads(str(attributes["ordercube_identity"]))
+    config = json.loads(str(attributes.get("ordercube_config", "{}")))
+    stated = {"ordercube_identity": identity.get("seed")}
+    if "ordercube_seed" in attributes:
+        stated["ordercube_seed"] = attributes["ordercube_seed"]
+    if isinstance(config, dict) and "seed" in config:
+        stated["ordercube_config"] = config["seed"]
+    if len({json.dumps(seed) for seed in stated.values()}) > 1:
+        said = ", ".join(f"{key!r} says {seed!r}" for key, seed in stated.items())
+        raise InputError(f"CUBE: {document}: the seed attributes disagree ({said}): the file was edited; restore the "
+                         "cube from a copy")
 
 
 def check_shapes(group: zarr.Group, path: Path | Location) -> None:
@@ -503,3 +547,119 @@ def check_cell_layout(group: zarr.Group, path: Path | Location) -> None:
             continue
         raise InputError(f"CUBE: {path / f'{name}/zarr.json'}: {problem}: the file was edited; restore the cube from a copy")
 
+
+# --- the files and metadata documents ordercube writes ------------------------------------------------------------
+
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
+
+
+def check_entries(root: Path) -> None:
+    """``InputError`` naming the first entry under the local cube ``root`` that is not a regular file or a folder
+    (by ``lstat``: a symbolic link, FIFO, device or socket, which a read would follow, block on or never finish),
+    or a node folder without its ``zarr.json`` (zarr would skip it with a warning, its cells silently lost).
+    Reads no file: a walk of the folders' entries, whose types come with the listing (23 ms for a cube of
+    14,400 chunks, 14,926 entries; ``benchmarks/bench_store.py``)."""
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                _refuse_entry(Path(entry.path))
+        relative = folder.relative_to(root).parts
+        # a node's folder holds its zarr.json, or the temp file of its write (a crash mid-growth: rolled back)
+        if relative and "c" not in relative and not any(entry.name == "zarr.json" or entry.name.endswith(".partial")
+                                                        for entry in entries):
+            _refuse_lost_node(root, "/".join(relative))
+
+
+def _refuse_entry(entry: Path) -> None:
+    mode = entry.lstat().st_mode
+    kind = _KINDS.get(stat.S_IFMT(mode), f"not a regular file (mode {oct(stat.S_IFMT(mode))})")
+    if stat.S_ISLNK(mode):
+        kind += f" to {os.readlink(entry)}"
+    raise InputError(f"CUBE: {entry} is {kind}, where ordercube writes only regular files and folders (reading it "
+                     "would follow it, block or never end); remove it and restore the file from a copy of the cube")
+
+
+def _refuse_lost_node(root: Path, name: str) -> None:
+    kept = name in (*DIMS, *ALWAYS_WRITTEN, "true_k", "integrity", MANIFEST)
+    delete = ("" if kept else f", or delete the folder {root / name} (its cells become pending and the next 'ordercube "
+              "run' computes them again)")
+    raise InputError(f"CUBE: {root}: the array {name!r} is missing ({root / name / 'zarr.json'} was deleted, its folder "
+                     f"remains); restore the cube from a copy{delete}")
+
+
+def cube_format_of(attributes: Any, document: Path | str) -> int:
+    """The cube's format from its group attributes (1 when absent: format 1 did not write it); ``InputError`` naming
+    ``document`` for a format this version does not know."""
+    value = attributes.get(FORMAT_ATTRIBUTE, 1) if isinstance(attributes, Mapping) else 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= FORMAT:
+        raise InputError(f"CUBE: {document}: the attribute {FORMAT_ATTRIBUTE!r} says {value!r}, where this version of "
+                         f"ordercube reads formats 1 to {FORMAT}: a cube of a newer ordercube needs that version "
+                         "(pip install -U ordercube); else the file was edited: restore the cube from a copy")
+    return value
+
+
+@functools.cache
+def _written_codecs(data_type: str) -> str:
+    """The codecs ordercube writes for an array of ``data_type`` (as zarr serialises them), as JSON text."""
+    dtype = str if data_type == "string" else np.dtype(data_type)
+    written = zarr.create_array(store={}, shape=(1,), dtype=dtype, compressors=COMPRESSORS)
+    return json.dumps(written.metadata.to_dict()["codecs"], default=str, sort_keys=True)
+
+
+def _expected_node(name: str) -> dict[str, Any]:
+    """What ordercube writes at node ``name`` ("" the root): its node type and, for an array, its dimension
+    names, data type and (coordinates, baseline, manifest) fill value."""
+    if name in ("", "integrity"):
+        return {"node_type": "group"}
+    if name == MANIFEST:
+        return {"node_type": "array", "dimension_names": ["variable", *DIMS], "data_type": "uint64", "fill_value": 0}
+    if name in DIMS or name == "true_k":
+        text = name in ("dataset", "model")
+        return {"node_type": "array", "dimension_names": ["dataset" if name == "true_k" else name],
+                "data_type": "string" if text else "int64", "fill_value": "" if text else -1}
+    if name == BASELINE:
+        return {"node_type": "array", "dimension_names": ["n", "k"], "data_type": "float64", "fill_value": "NaN"}
+    data_type = {"status": "int8", "reason": "string"}.get(name, "float64")
+    return {"node_type": "array", "dimension_names": list(DIMS), "data_type": data_type}
+
+
+def check_layout(nodes: Mapping[str, dict], documents: Mapping[str, Any]) -> None:
+    """``InputError`` naming the first ``zarr.json`` (``documents[name]``) whose node is not what ordercube writes:
+    its node type and dimension names, and in cubes of format 2 on its data type, fill value (coordinates,
+    baseline, manifest: the cell arrays' are checked by :func:`check_cell_layout`), codecs (byte order,
+    compression, checksum) and chunk key encoding. ``nodes``: each document's JSON by node name ("" the root)."""
+    cube_format = cube_format_of(nodes.get("", {}).get("attributes"), documents.get("", "zarr.json"))
+    keys = ["node_type", "dimension_names"] + (["data_type", "fill_value"] if cube_format >= CHECKSUMMED else [])
+    for name, node in nodes.items():
+        if "/" in name and name != MANIFEST:
+            continue  # a node ordercube does not write (integrity/...): not read
+        expected = _expected_node(name)
+        found = {key: node.get(key) for key in keys if key in expected}
+        if cube_format >= CHECKSUMMED and expected["node_type"] == "array":
+            expected["codecs"] = json.loads(_written_codecs(expected["data_type"]))
+            expected["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": "/"}}
+            found |= {"codecs": node.get("codecs"), "chunk_key_encoding": node.get("chunk_key_encoding")}
+        for key, value in found.items():
+            if _differs(value, expected[key]):
+                raise InputError(f"CUBE: {documents[name]}: its {key} says {_shown(key, value)}, where ordercube writes "
+                                 f"{_shown(key, expected[key])}: the file was edited; restore the cube from a copy")
+
+
+def _differs(value: Any, expected: Any) -> bool:
+    return json.dumps(value, sort_keys=True) != json.dumps(expected, sort_keys=True)
+
+
+def _shown(key: str, value: Any) -> str:
+    """A metadata value for a message: codecs as ``bytes(endian=big) zstd(level=0, checksum=false) crc32c``."""
+    if key != "codecs" or not isinstance(value, list) or not all(isinstance(codec, dict) for codec in value):
+        return json.dumps(value)
+    return "[" + ", ".join(str(codec.get("name")) + (
+        "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(codec["configuration"].items())) + ")"
+        if isinstance(codec.get("configuration"), dict) and codec["configuration"] else "") for codec in value) + "]"

@@ -380,3 +380,109 @@ def test_the_api_s_report_shares_the_guard(cube, opened):
     with pytest.raises(InputError, match=r"^folder: .* no ordercube report"):
         ordercube.report(source, path.parent)
     assert _tree(path) == before and not (path / "report").exists()
+
+
+# --- a cube that is not as ordercube wrote it: metadata, attributes, entries --------------------------------------
+
+def _in_both_copies(name: str, edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """``edit`` applied to ``name``'s ``zarr.json`` and to its copy in the root's consolidated metadata."""
+    def harm(cube: Path) -> None:
+        _edit_metadata(name, edit)(cube)
+        root = json.loads((cube / "zarr.json").read_text())
+        edit(root["consolidated_metadata"]["metadata"][name])
+        (cube / "zarr.json").write_text(json.dumps(root))
+    return harm
+
+
+def _root_attributes(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    def harm(cube: Path) -> None:
+        root = json.loads((cube / "zarr.json").read_text())
+        edit(root["attributes"])
+        (cube / "zarr.json").write_text(json.dumps(root))
+    return harm
+
+
+def _swap_k_and_trial(document: dict) -> None:
+    """The dimension names swapped, the shape and chunk shape with them, so that every size still agrees."""
+    chunks = document["chunk_grid"]["configuration"]["chunk_shape"]
+    for listed in (document["dimension_names"], document["shape"], chunks):
+        listed[3], listed[4] = listed[4], listed[3]
+
+
+def _replace(relative: str, make: Callable[[Path], None]) -> Callable[[Path], None]:
+    def harm(cube: Path) -> None:
+        (cube / relative).unlink()
+        make(cube / relative)
+    return harm
+
+
+def _only_a_fifo(cube: Path) -> None:
+    shutil.rmtree(cube)
+    cube.mkdir()
+    os.mkfifo(cube / "zarr.json")
+
+
+FIRST_CHUNK = "lange/c/0/0/0/0/0"
+UNLIKE_ORDERCUBE: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    "A3 big-endian bytes codec": (
+        _edit_metadata("lange", lambda doc: doc["codecs"].__setitem__(0, {"name": "bytes", "configuration": {"endian": "big"}})),
+        ["lange/zarr.json", "codecs", 'endian="big"', 'endian="little"']),
+    "A4 the k coordinate made float64": (_in_both_copies("k", lambda doc: doc.update(data_type="float64")),
+                                         ["k/zarr.json", "data_type", "float64", "int64"]),
+    "B1 a cube folder holding a FIFO": (_only_a_fifo, ["zarr.json is a FIFO"]),
+    "B1 zarr.json a link to /dev/zero": (_replace("lange/zarr.json", lambda p: p.symlink_to("/dev/zero")),
+                                         ["lange/zarr.json is a symbolic link to /dev/zero"]),
+    "B1 a chunk that is a FIFO": (_replace(FIRST_CHUNK, os.mkfifo), [f"{FIRST_CHUNK} is a FIFO"]),
+    "B1 a chunk linked to /dev/zero": (_replace(FIRST_CHUNK, lambda p: p.symlink_to("/dev/zero")),
+                                       [f"{FIRST_CHUNK} is a symbolic link to /dev/zero"]),
+    "B4 an array called a group": (_edit_metadata("lange", lambda doc: doc.update(node_type="group")),
+                                   ["lange/zarr.json", "node_type", '"group"', '"array"']),
+    "B5 dimension names swapped": (_edit_metadata("lange", _swap_k_and_trial),
+                                   ["lange/zarr.json", "dimension_names", '"trial", "k"']),
+    "B6 the checksum codec removed": (_edit_metadata("lange", lambda doc: doc["codecs"].pop()),
+                                      ["lange/zarr.json", "codecs", "crc32c"]),
+    "B7 a chunk truncated to 0 bytes": (lambda cube: (cube / FIRST_CHUNK).write_bytes(b""),
+                                        [FIRST_CHUNK, "checksum", "delete those chunk files"]),
+    "C3 the format attribute deleted": (_root_attributes(lambda attrs: attrs.pop("ordercube_format")),
+                                        ["zarr.json", "'ordercube_format' is missing"]),
+    "C4 an unknown format": (_root_attributes(lambda attrs: attrs.update(ordercube_format=99)),
+                             ["zarr.json", "'ordercube_format' says 99", "formats 1 to 3"]),
+    "C4 the seed attribute edited": (_root_attributes(lambda attrs: attrs.update(ordercube_seed=99)),
+                                     ["zarr.json", "'ordercube_seed' says 99", "'ordercube_identity' says 7"]),
+    "C4 the stored config's seed edited": (
+        _root_attributes(lambda attrs: attrs.update(
+            ordercube_config=attrs["ordercube_config"].replace('"seed": 7', '"seed": 8'))),
+        ["zarr.json", "'ordercube_config' says 8", "'ordercube_seed' says 7"]),
+    "C11 an array's zarr.json deleted": (lambda cube: (cube / "lange" / "zarr.json").unlink(),
+                                         ["lange/zarr.json was deleted", "delete the folder"]),
+}
+EVERY_COMMAND = {**{name: COMMANDS[name] for name in ("status", "status --verify", "run", "report")},
+                 "replay": ["replay", "{cube}", "--out", "{report}.csv"]}
+
+
+@pytest.mark.timeout(120)  # a FIFO or /dev/zero read would block or fill the memory: the walk refuses them first
+@pytest.mark.parametrize("command", EVERY_COMMAND)
+@pytest.mark.parametrize("kind", UNLIKE_ORDERCUBE)
+def test_a_cube_unlike_what_ordercube_writes_is_exit_2_naming_the_file(cube, kind, command):
+    """Each of these read wrong (byte-swapped values, an empty k axis), hung, filled the memory or ended in a
+    traceback or zarr's raw warning; now: exit 2, one line naming the file and the fix, the cube untouched."""
+    config, path = cube
+    harm, fragments = UNLIKE_ORDERCUBE[kind]
+    harm(path)
+    before = _tree(path)
+    args = [arg.format(cube=path, config=config, report=path.parent / "report") for arg in EVERY_COMMAND[command]]
+    line = _one_error_line(cli_in_process(*args), *fragments)
+    assert "restore" in line or "delete" in line or "remove" in line, line
+    assert _tree(path) == before, "a refused command changed the cube"
+    assert not (path.parent / "report").exists() and not (path.parent / "report.csv").exists()
+
+
+def test_a_deleted_folder_of_values_after_its_metadata_is_computed_again(cube):
+    """The fix the message of a deleted ``zarr.json`` gives (delete the folder) works: its cells are pending, and
+    ``run`` computes them again as they were."""
+    config, path = cube
+    reference = np.asarray(zarr.open_array(str(path / "lange"), mode="r")[:])
+    shutil.rmtree(path / "lange")
+    assert json.loads(cli_in_process("status", str(path), "--json").stdout)["pending"] == 2 * CELLS_PER_N
+    assert cli_in_process("run", str(config), "--out", str(path), "--workers", "0", "--no-progress").returncode == 0
+    np.testing.assert_array_equal(np.asarray(zarr.open_array(str(path / "lange"), mode="r")[:]), reference)
