@@ -215,7 +215,7 @@ def empty_cube(tmp_path_factory) -> Path:
 
 REPORT_CASES: dict[str, tuple[Callable[[Path, Path], list[str]], list[str]]] = {
     "a folder that is not a cube": (lambda cube, tmp: ["."], ["CUBE", "not a cube"]),
-    "--out naming a file": (lambda cube, tmp: [str(cube), "--out", str(tmp / "afile")], ["--out", "afile", "is a file"]),
+    "--out naming a file": (lambda cube, tmp: [str(cube), "--out", str(tmp / "afile")], ["--out", "afile", "is a regular file, not a folder"]),
     "--out below a file": (lambda cube, tmp: [str(cube), "--out", str(tmp / "afile" / "report")],
                            ["--out", "afile is a file, not a folder"]),
     "--out inside the cube": (lambda cube, tmp: [str(cube), "--out", str(cube / "report")], ["--out", "inside the cube"]),
