@@ -62,19 +62,32 @@ def max_input_bytes() -> int:
     return value
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words (None for a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
+def kind_of(mode: int) -> str:
+    """What a file is, in words, from its ``st_mode`` (``lstat``'s for a symbolic link)."""
     if stat.S_ISDIR(mode):
         return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO), which would make ordercube wait for a writer"
+        return "a named pipe (FIFO)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device, not a file"
+        return "a device"
     if stat.S_ISSOCK(mode):
-        return "a socket, not a file"
-    return "not a regular file"
+        return "a socket"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+#: Why a file that is not a regular one is not read, after what it is.
+WHY_NOT_READ = {"a named pipe (FIFO)": ", which would make ordercube wait for a writer", "a device": ", not a file",
+                "a socket": ", not a file"}
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is and why it is not read, in words (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = kind_of(mode)
+    return kind + WHY_NOT_READ.get(kind, "")
 
 
 def read_input(path: str | os.PathLike[str], key: str, *, expected: str) -> InputFile:

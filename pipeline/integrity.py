@@ -38,6 +38,7 @@ from zarr.core.sync import sync
 
 from pipeline.cube_attrs import BASELINE
 from pipeline.errors import InputError
+from pipeline.inputfile import kind_of
 from pipeline.location import Location
 from pipeline.remote import remote_documents
 from tasks.cell import Status
@@ -550,10 +551,6 @@ def check_cell_layout(group: zarr.Group, path: Path | Location) -> None:
 
 # --- the files and metadata documents ordercube writes ------------------------------------------------------------
 
-_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
-
-
 def check_entries(root: Path) -> None:
     """``InputError`` naming the first entry under the local cube ``root`` that is not a regular file or a folder
     (by ``lstat``: a symbolic link, FIFO, device or socket, which a read would follow, block on or never finish),
@@ -579,7 +576,7 @@ def check_entries(root: Path) -> None:
 
 def _refuse_entry(entry: Path) -> None:
     mode = entry.lstat().st_mode
-    kind = _KINDS.get(stat.S_IFMT(mode), f"not a regular file (mode {oct(stat.S_IFMT(mode))})")
+    kind = kind_of(mode)
     if stat.S_ISLNK(mode):
         kind += f" to {os.readlink(entry)}"
     raise InputError(f"CUBE: {entry} is {kind}, where ordercube writes only regular files and folders (reading it "

@@ -29,7 +29,7 @@ from types import TracebackType
 
 from pipeline.errors import InputError
 from pipeline.location import Location, location
-from pipeline.outputs import kind_of
+from pipeline.inputfile import kind_of
 from pipeline.remote import drop_lock_object, supports_lock_object, take_lock_object
 
 

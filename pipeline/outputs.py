@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.inputfile import kind_of
 from pipeline.location import Location, location
 
 #: The PNG ``Software`` text of the figures a command writes beside the cube (how they are recognised).
@@ -70,21 +71,6 @@ REPLAY_TABLE = Output("replay table", csv_header("dataset", "n", "method", "crit
 REPLAY_FIGURE = Output("replay figure", ordercube_png)
 PARTITION_LABELS = Output("partition's labels", csv_header("row", "cluster"))
 PARTITION_CLUSTERS = Output("partition's clusters", csv_header("cluster", "size", "jaccard_mean"))
-
-
-def kind_of(mode: int) -> str:
-    """What a file that is not a regular one is, in words."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
 def write_output(path: Path, data: bytes | str, key: str = "--out") -> None:
