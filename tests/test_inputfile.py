@@ -36,14 +36,20 @@ def test_a_symbolic_link_to_a_file_is_followed(tmp_path):
     assert read_input(tmp_path / "link.csv", "k", expected="a file").data == b"a\n1\n"
 
 
+# What a path can be besides a regular file: how to make it, and what the refusal says it is.
+NOT_REGULAR = {
+    "folder": (lambda p: p.mkdir(), "is a folder"),
+    "fifo": (lambda p: os.mkfifo(p), "is a named pipe (FIFO)"),
+    "device": (lambda p: p.symlink_to("/dev/zero"), "is a device"),
+    "loop": (lambda p: (p.symlink_to(p.with_name("b")), p.with_name("b").symlink_to(p)), "loop of symbolic links"),
+    "missing": (lambda p: None, "does not exist"),
+}
+# A missing config is said by the CLI's own check, which names the file.
+CONFIG_NOT_REGULAR = {**NOT_REGULAR, "missing": (NOT_REGULAR["missing"][0], "file '{path}' does not exist")}
+
+
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("make, words", [
-    (lambda p: p.mkdir(), "is a folder"),
-    (lambda p: os.mkfifo(p), "named pipe (FIFO)"),
-    (lambda p: p.symlink_to("/dev/zero"), "is a device"),
-    (lambda p: (p.symlink_to(p.with_name("b")), p.with_name("b").symlink_to(p)), "loop of symbolic links"),
-    (lambda p: None, "does not exist"),
-])
+@pytest.mark.parametrize("make, words", NOT_REGULAR.values(), ids=NOT_REGULAR.keys())
 def test_what_is_not_a_regular_file_is_refused_before_a_byte_is_read(tmp_path, make, words):
     path = tmp_path / "data.csv"
     make(path)
@@ -96,13 +102,7 @@ def test_a_file_whose_size_is_not_reported_is_read_whole_within_the_bound(tmp_pa
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("make, words", [
-    (lambda p: os.mkfifo(p), "is a named pipe (FIFO)"),
-    (lambda p: p.mkdir(), "is a folder"),
-    (lambda p: p.symlink_to("/dev/zero"), "is a device"),
-    (lambda p: (p.symlink_to(p.with_name("b.yaml")), p.with_name("b.yaml").symlink_to(p)), "loop of symbolic links"),
-    (lambda p: None, "file '{path}' does not exist"),
-])
+@pytest.mark.parametrize("make, words", CONFIG_NOT_REGULAR.values(), ids=CONFIG_NOT_REGULAR.keys())
 def test_a_config_path_that_is_not_a_regular_file_exits_2_naming_it(tmp_path, make, words):
     from conftest import cli_in_process
 
