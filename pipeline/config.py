@@ -26,7 +26,7 @@ from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.kinds import BaseAlgorithm
 from tasks.algorithms.estimators import is_import_path
 from pipeline.adaptive import AdaptiveSpec, parse_adaptive
-from tasks.capabilities import OBJECTS, DataObjects, why_not
+from tasks.capabilities import DataObjects, objects_kind, why_not
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.predictors import PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
@@ -485,7 +485,7 @@ def _check_variant_params(algorithm: BaseAlgorithm, method: MethodSpec, i: int, 
     for parameter, allowed in variant.ranges.items():
         if parameter in method.params and not allowed.accepts(method.params[parameter]):
             raise ConfigError(f"methods[{i}].params.{parameter}", f"{method.params[parameter]!r} (given, or the "
-                              f"default) is not defined on {OBJECTS[objects].taken if objects in OBJECTS else objects}",
+                              f"default) is not defined on {objects_kind(objects).taken}",
                               f"give {parameter}: {allowed.describe()}")
 
 

@@ -22,7 +22,7 @@ from tasks.algorithms import get_algorithm
 from tasks.algorithms.kinds import Classifier
 from tasks.datasets import SYNTHETIC
 from tasks.params import show
-from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts
+from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, learning_set
 
 FIX = "e.g. learning: 41 (points, shared among the classes in proportion), learning: {tumor: 27, normal: 14}, " \
       "learning: half (the default) or learning: all (no test set)"
@@ -54,8 +54,7 @@ def with_learning_set(spec: DatasetSpec, value: Any, key: str) -> DatasetSpec:
 def learning_of(dataset: DatasetSpec) -> tuple[int, tuple[int, ...]]:
     """The dataset's learning set: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a number of points) and the
     counts per class code (or ())."""
-    options = dict(dataset.family_options)
-    return int(options.get("learning", LEARN_HALF)), tuple(options.get("learning_per_class", ()))
+    return learning_set(dataset.family_options)
 
 
 def _has_test_set(dataset: DatasetSpec) -> bool:
