@@ -338,7 +338,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
             get_predictor(predictor)
         except ValueError as error:
             raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
-    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
+    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm, ks)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
     lowest = min(get_criterion(criterion).min_k for criterion in criteria)
@@ -350,7 +350,8 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
                       criterion_options=options)
 
 
-def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+def _criteria(value: Any, key: str, algorithm: str,
+              ks: tuple[int, ...]) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
     """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
     if not isinstance(value, list) or not value:
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
@@ -371,6 +372,8 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
                               f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
         try:
             resolved = criterion.resolve(given)
+            if criterion.check is not None:
+                criterion.check(resolved, ks)
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None

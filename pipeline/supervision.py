@@ -126,11 +126,6 @@ def check_classifier(datasets: Sequence[DatasetSpec], method: MethodSpec, i: int
                               f"dataset {dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs "
                               f"{'k + 1 for leave-one-out' if extra else 'k'})",
                               f"use k <= {largest - extra}, or a larger learning set (datasets[{j}].learning)")
-        rule = method.criterion_options.get("swapping", {}).get("swap_rule", "exact")
-        if rule == "literal" and any(k % 2 == 0 for k in ks):  # the paper's sentence is about odd k only
-            raise ConfigError(f"methods[{i}].criteria", "swap_rule: literal is the paper's rule for odd k, and k "
-                              f"holds even values {[k for k in ks if k % 2 == 0][:5]}",
-                              "use odd k only, or swap_rule: exact")
         genes = method.params.get("genes", 0)
         if genes > dataset.n_features:
             raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "
