@@ -93,7 +93,7 @@ def replay_targets(cube_path: Path, live_path: Path) -> None:
     from pipeline.reduce import criterion_scores
     from pipeline.replay import Setting, replay
     from pipeline.rounds import ADAPTIVE_ATTRIBUTE
-    from pipeline.store import load_cube
+    from pipeline.cube import load_cube
 
     cube = load_cube(cube_path)
     table = replay(criterion_scores(cube), Setting(), seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]),

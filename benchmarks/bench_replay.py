@@ -87,7 +87,7 @@ def main() -> None:
     from pipeline.cube_attrs import BASELINE
     from pipeline.reduce import criterion_scores
     from pipeline.replay import Setting, replay
-    from pipeline.store import load_cube
+    from pipeline.cube import load_cube
 
     folder = Path(args.cubes)
     rows, groups = [], []

@@ -21,9 +21,12 @@ import xarray as xr
 import zarr
 
 from pipeline.config import parse_config
+from pipeline.cube import Cube
+from pipeline.cube_checks import check_entries, check_metadata
+from pipeline.cube_io import consolidate
+from pipeline.cube_writes import write_block
 from pipeline.grid import DIMS, Chunk, config_coords, default_chunks
-from pipeline.integrity import check_entries, check_metadata, corrupt_chunks
-from pipeline.store import consolidate, create, lost_in, writable_arrays, write_block
+from pipeline.integrity import corrupt_chunks
 from tasks.cell import BlockResult, Status
 
 
@@ -85,8 +88,8 @@ def main() -> None:
         results = [_result(chunk, config.variables, rng) for chunk in blocks]
         plain = _plain_cube(Path(folder) / "plain.zarr", config, coords, chunks)
         plain_arrays = dict(plain.arrays())
-        group = create(Path(folder) / "cube.zarr", config, coords, chunks)
-        arrays = writable_arrays(group)
+        cube = Cube.create(Path(folder) / "cube.zarr", config, coords, chunks)
+        group, arrays = cube.group, cube.writer().arrays
         timings = {}
         for label, write, target in (("plain", _plain_write, plain_arrays), ("checked", write_block, arrays)):
             started = time.perf_counter()
@@ -97,7 +100,7 @@ def main() -> None:
         status = np.asarray(group["status"][:])
         read_status = time.perf_counter() - started
         started = time.perf_counter()
-        lost = lost_in(group, status, baseline=False)  # the bench writes cells, not the baseline
+        lost = cube.lost(status, baseline=False)  # the bench writes cells, not the baseline
         check = time.perf_counter() - started
         started = time.perf_counter()
         bad = corrupt_chunks(group)

@@ -87,8 +87,8 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     ClusterLost, NoWorkers, DiskFull
         The run stopped; every finished cell is in the cube and the same call resumes.
     """
+    from pipeline.cube import Cube
     from pipeline.run import Interrupted, run_sweep
-    from pipeline.store import open_cube as open_stored
 
     unknown = sorted(set(options) - RUN_OPTIONS)
     if unknown:
@@ -104,17 +104,17 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     except (Interrupted, KeyboardInterrupt):
         raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
                                 "the same call resumes") from None
-    return open_stored(parsed.out)
+    return Cube.open(parsed.out).dataset()
 
 
 def open_cube(path: str | os.PathLike[str]) -> xr.Dataset:
-    """The cube at ``path`` as a lazily loaded ``xarray.Dataset`` (see :func:`pipeline.store.open_cube`).
+    """The cube at ``path`` as a lazily loaded ``xarray.Dataset`` (see :func:`pipeline.cube.open_cube`).
 
     Dimensions ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (its resamples).
     """
-    from pipeline.store import open_cube as open_stored
+    from pipeline.cube import Cube
 
-    return open_stored(path)
+    return Cube.open(path).dataset()
 
 
 def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide | None = None) -> xr.Dataset:
@@ -144,17 +144,17 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     """
     import pandas as pd
 
+    from pipeline.cube import Cube
     from pipeline.figures import FORMATS
     from pipeline.location import location
     from pipeline.outputs import RECORD as FIGURE_RECORD, claim_folder, output_folder, report_folder
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import status_counts, write_report
-    from pipeline.store import load_cube
 
     if fmt not in FORMATS:
         raise InputError(f"fmt: {fmt!r} is not one of {list(FORMATS)}; e.g. fmt='svg' for vector figures")
     if isinstance(cube_or_path, (str, os.PathLike)):
-        cube = load_cube(cube_or_path)
+        cube = Cube.open(cube_or_path).load()
         target = report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder), key="folder")
     else:
         cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
@@ -179,10 +179,10 @@ def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, m
     ``data`` as for :func:`sweep`: needed when the cube was computed from arrays given in Python, or from files
     whose relative paths do not resolve from the current folder.
     """
+    from pipeline.cube import Cube
     from pipeline.partition import compute_partition, stored_config
-    from pipeline.store import load_cube
 
-    cube = load_cube(cube_or_path) if isinstance(cube_or_path, (str, os.PathLike)) else cube_or_path.load()
+    cube = Cube.open(cube_or_path).load() if isinstance(cube_or_path, (str, os.PathLike)) else cube_or_path.load()
     if config is None and data is not None:  # the cube's own config, its arrays given again
         given = read_config(stored_config(cube, given=data if isinstance(data, Mapping) else ()), data=data)
     else:
@@ -210,12 +210,12 @@ def _scores(given: Any) -> xr.Dataset:
     arrays) or the scores themselves, in memory."""
     import xarray as xr
 
+    from pipeline.cube import Cube
     from pipeline.cube_io import described
     from pipeline.reduce import criterion_scores
-    from pipeline.store import open_cube as open_stored
 
     if isinstance(given, (str, os.PathLike)):
-        return criterion_scores(open_stored(given))
+        return criterion_scores(Cube.open(given).dataset())
     if not isinstance(given, xr.Dataset):
         raise InputError(f"cube_or_scores: expected a cube (an xarray.Dataset, or its path) or its criterion scores, "
                          f"got {type(given).__name__}; e.g. ordercube.select_k('results/iris.zarr')")

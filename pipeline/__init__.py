@@ -20,7 +20,7 @@ _HOME = {
     "selection_frequency": "pipeline.reduce",
     "sqrt_n_scaled": "pipeline.reduce",
     "summarise": "pipeline.reduce",
-    "open_cube": "pipeline.store",
+    "open_cube": "pipeline.cube",
     "at_choice": "pipeline.reduce_supervised",  # any variable at each trial's own k̂ (the paper's R)
     "gain_rows": "pipeline.reduce_supervised",
     "selection_rows": "pipeline.reduce_supervised",

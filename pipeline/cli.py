@@ -138,11 +138,11 @@ def _resume(args: argparse.Namespace, out: str) -> str:
 
 
 def _kept(out: str) -> str:
+    from pipeline.cube import Cube
     from pipeline.location import location
-    from pipeline.store import is_cube
 
     place = location(out)
-    written = place.local().exists() if place.is_local else is_cube(place)
+    written = place.local().exists() if place.is_local else Cube.exists(place)
     return f"every finished cell is in {out}" if written else f"nothing was written to {out}"
 
 
@@ -153,7 +153,7 @@ def _cube_location(where: str, key: str) -> Location:
     place = location(where, key=key)
     if place.url and place.url.startswith("memory://"):
         raise InputError(f"{key}: {where!r} is in the memory of one Python process and vanishes when it exits; "
-                         "use memory:// from Python (pipeline.store.open_cube, the API), or give a path or an "
+                         "use memory:// from Python (pipeline.open_cube, the API), or give a path or an "
                          "s3:// URL here")
     return place
 
@@ -205,8 +205,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
+    from pipeline.cube import Cube
     from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
-    from pipeline.store import count_cells
 
     _check_run_options(args)
     dashboard = _dashboard(args)
@@ -246,7 +246,7 @@ def _run(args: argparse.Namespace) -> int:
               f"driver peak memory {peak:.0f} MiB")
         if summary.isolated_tasks:
             print(f"{summary.isolated_tasks} task(s) failed as a whole (a worker died); their cells were run one by one")
-    counts = count_cells(config.out)
+    counts = Cube.open(config.out).count_cells()
     failed = counts["failed"] + counts["crashed"]
     if failed:
         print(f"{failed} planned cells of {config.out} have failed or crashed their worker (reasons in its 'reason' "
@@ -255,12 +255,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pipeline.store import count_cells, verify_cube
+    from pipeline.cube import Cube
 
-    cube = _cube_location(args.cube, "CUBE")
+    cube = Cube.open(_cube_location(args.cube, "CUBE"))
     if args.verify:
-        print(verify_cube(cube), file=sys.stderr)
-    counts = count_cells(cube)
+        print(cube.verify(), file=sys.stderr)
+    counts = cube.count_cells()
     if args.json:
         print(json.dumps(counts))
     else:
@@ -286,8 +286,8 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
     from pipeline.outputs import RECORD, claim_folder
     from pipeline.reduce import criterion_scores, decisions
     from pipeline.report import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
+    from pipeline.cube import Cube
     from pipeline.report_published import PUBLISHED_CSV, comparison_matrix, published_of
-    from pipeline.store import load_cube
 
     decide: dict[str, dict[str, str]] = {}
     for item in args.threshold:
@@ -303,7 +303,7 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
             raise InputError(f"--decide: expected CRITERION.FIELD=VALUE, got {item!r}; e.g. --decide gap.method=globalmax")
         decide.setdefault(name, {})[field] = value
     cube_path = _cube_location(args.cube, "CUBE")
-    cube = load_cube(cube_path)
+    cube = Cube.open(cube_path).load()
     out = report_folder(cube_path, args.out)
     try:
         decisions(criterion_scores(cube), decide)
@@ -372,13 +372,13 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
 
 
 def _partition(args: argparse.Namespace) -> int:
+    from pipeline.cube import Cube
     from pipeline.partition import compute_partition
-    from pipeline.store import load_cube
 
     place = _cube_location(args.cube, "CUBE")
     if args.out:  # before anything is computed
         partition_paths(Path(args.out))
-    cube = load_cube(place)
+    cube = Cube.open(place).load()
     result = compute_partition(cube, args.dataset, args.method, k=args.k, criterion=args.criterion, config=args.config)
     out, clusters_path = partition_paths(
         Path(args.out) if args.out else beside_cube(place, f"-partition-{result.dataset}-{result.method}-k{result.k}.csv"))
@@ -408,12 +408,12 @@ def _duration(seconds: float) -> str:
 def _replay(args: argparse.Namespace) -> int:
     import json
 
+    from pipeline.cube import Cube
     from pipeline.cube_attrs import BASELINE
     from pipeline.reduce import criterion_scores
     from pipeline.replay import (
         CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, replay, replay_groups,
     )
-    from pipeline.store import load_cube
 
     for key, value, ok, fix in (("--delta", args.delta, 0 < args.delta < 1, "e.g. --delta 0.05"),
                                 ("--epsilon", args.epsilon, args.epsilon >= 0 and math.isfinite(args.epsilon), "e.g. 0.005"),
@@ -425,7 +425,7 @@ def _replay(args: argparse.Namespace) -> int:
             raise InputError(f"{key}: {value} is out of range; {fix}")
     place = _cube_location(args.cube, "CUBE")
     out, figure = replay_paths(Path(args.out) if args.out else beside_cube(place, "-replay.csv"))
-    cube = load_cube(place)
+    cube = Cube.open(place).load()
     scores = criterion_scores(cube)
     _check_replay(args, scores)
     setting = Setting(delta=args.delta, epsilon=args.epsilon, r_min=args.r_min or REPLAY_R_MIN, permutations=args.permutations,

@@ -1,8 +1,9 @@
 """Reading and writing the cube's description (:mod:`pipeline.cube_attrs`) on a zarr group.
 
-Kept apart from :mod:`pipeline.store`, which changes shapes and cells: here are the consolidated metadata,
-the ``true_k`` coordinate, the attributes given to the arrays of a format-2 cube when it is upgraded,
-and the description given in memory to cubes of formats 1 and 2 when they are read.
+Kept apart from :mod:`pipeline.cube_growth` and :mod:`pipeline.cube_writes`, which change shapes and cells:
+here are the consolidated metadata, the ``true_k`` coordinate, the attributes given to the arrays of a
+format-2 cube when it is upgraded, and the description given in memory to cubes of formats 1 and 2 when
+they are read.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def consolidate(group: zarr.Group) -> None:
 
 def _true_k(group: zarr.Group) -> zarr.Array:
     node = group["true_k"]
-    assert isinstance(node, zarr.Array)  # invariant of the layout written by pipeline.store
+    assert isinstance(node, zarr.Array)  # invariant of the layout written by pipeline.cube_layout
     return node
 
 

@@ -17,16 +17,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import zarr
 
 from pipeline import interrupts
 from pipeline.config import Config
+from pipeline.cube import BlockWriter, Cube
 from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
 from pipeline.matrixfiles import matrix_source
 from pipeline.progress import SweepProgress
 from pipeline.rounds import Feed
-from pipeline.store import merge_blocks, writable_arrays, write_block
 from tasks.cell import BlockResult, Status, describe, variables_of
 from tasks.datasets import SyntheticSource
 from tasks.datasets.matrices import MATRIX_KINDS, MatrixSource
@@ -81,10 +80,9 @@ class Tally:
         with self._lock:
             self.isolated_tasks += 1
 
-    def store(self, cube_arrays: dict[str, zarr.Array], done: Iterable[tuple[Chunk, BlockResult]]) -> None:
+    def store(self, cube_arrays: BlockWriter, done: Iterable[tuple[Chunk, BlockResult]]) -> None:
         # Pieces of the same storage chunk are written together: at small n the writes set the pace.
-        for chunk, result in merge_blocks(list(done)):
-            write_block(cube_arrays, chunk, result)
+        for chunk, result in cube_arrays.write_merged(done):
             for code in self.counts:
                 self.counts[code] += int((result.status == code).sum())
             broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
@@ -132,7 +130,7 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSourc
     return sources
 
 
-def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], zarr.Group], *,
+def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube], *,
                  show_progress: bool, threads: int = 1) -> Summary:
     """Run every task of ``feed`` in this process on ``threads`` threads, writing each result as it finishes
     (an adaptive feed hands out a group's next round once its results are stored: pipeline.rounds).
@@ -161,7 +159,7 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
         running: set = set()
         try:
             running = {pool.submit(compute, task, tally) for task in feed.take(2 * threads)}
-            cube_arrays = writable_arrays(open_cube_for_writing())  # while the first tasks compute
+            cube_arrays = open_cube_for_writing().writer()  # while the first tasks compute
             tally.skip(feed.stored([]))
             while running:
                 interrupts.check()

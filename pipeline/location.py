@@ -1,7 +1,7 @@
 """Where a cube lives: a local folder or an object-store URL, decided in one place.
 
 ``results/x.zarr`` and ``file:///data/x.zarr`` are local folders (zarr's ``LocalStore``; the cube is
-created by a rename and locked with ``flock``, see :mod:`pipeline.store` and :mod:`pipeline.lock`).
+created by a rename and locked with ``flock``, see :mod:`pipeline.cube` and :mod:`pipeline.lock`).
 ``s3://bucket/x.zarr``, ``gs://...``, ``az://...`` and ``memory://...`` go through zarr's
 ``FsspecStore``: the backend package (s3fs, gcsfs, adlfs) is imported here, so that a missing one is
 an ``InputError`` naming it, and credentials and endpoints come from the backend's own configuration

@@ -1,4 +1,5 @@
-"""One writer per cube: an advisory lock file beside it, naming its holder.
+"""One writer per cube: an advisory lock file beside it, naming its holder (taken through
+:meth:`pipeline.cube.Cube.lock`).
 
 ``results/quickstart.zarr`` is locked through ``results/quickstart.zarr.lock``, beside the folder the path
 resolves to (a symbolic link to the cube, or a relative spelling of its path, takes the same lock), held
@@ -114,6 +115,13 @@ class CubeLock:
         self._fd = None
 
     @property
+    def stale_note(self) -> str | None:
+        """The line a run prints when it took over the lock of a run that died (None when the lock was free)."""
+        if self.stale is None:
+            return None
+        return f"a previous run ({_describe(self.stale)}) ended without finishing; its lock was stale and is taken over"
+
+    @property
     def held(self) -> bool:
         return self._fd is not None
 
@@ -161,7 +169,3 @@ def _describe(holder: dict) -> str:
     if not holder:
         return "holder unknown"
     return f"pid {holder.get('pid')} on host {holder.get('host')}, started {holder.get('started')}"
-
-
-def describe_stale(holder: dict) -> str:
-    return f"a previous run ({_describe(holder)}) ended without finishing; its lock was stale and is taken over"

@@ -12,7 +12,6 @@ from asyncio import CancelledError
 from collections import deque
 from collections.abc import Callable, Iterator
 
-import zarr
 from distributed import Client, as_completed
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
@@ -20,13 +19,13 @@ from distributed.comm.core import CommClosedError
 from pipeline import interrupts
 from pipeline.cluster import NoWorkers, WorkerWatch
 from pipeline.config import Config
+from pipeline.cube import Cube
 from pipeline.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, killed_worker, \
     synthetic_sources
 from pipeline.graph import Task, execute_task, isolate
 from pipeline.grid import Chunk
 from pipeline.progress import SweepProgress
 from pipeline.rounds import Feed
-from pipeline.store import writable_arrays
 from tasks.cell import describe
 
 
@@ -54,7 +53,7 @@ def _allowed_failures(dask_scheduler) -> int:
     return int(dask_scheduler.allowed_failures)
 
 
-def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for_writing: Callable[[], zarr.Group],
+def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube],
                        *, threads: int, show_progress: bool, watch: WorkerWatch) -> Summary:
     """Submit ``feed``'s tasks through the window and write results as they arrive (an adaptive feed hands out
     a group's next round once its results are stored: pipeline.rounds).
@@ -98,7 +97,7 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
         try:
             for _ in range(window):
                 submit_next()
-            cube_arrays = writable_arrays(open_cube_for_writing())
+            cube_arrays = open_cube_for_writing().writer()
             tally.skip(feed.stored([]))
             # Whatever has finished while the driver was writing arrives as one batch, written together.
             for batch in _batches(futures, watch):

@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from pipeline.errors import InputError
-from pipeline.store import BASELINE
+from pipeline.cube_attrs import BASELINE
 from tasks.cell import Status
 from tasks.criteria import ADJUSTABLE, AGGREGATES, CRITERIA, GAP_METHODS, VARIABLES, Decision
 from tasks.criteria import rules

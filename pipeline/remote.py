@@ -5,7 +5,7 @@ new cube is built in memory and uploaded with its root ``zarr.json`` last, after
 ``.ordercube-creating``: a prefix without the root ``zarr.json`` is not a cube, and one holding the
 marker is the leftover of an interrupted creation, which the next creator deletes (under the cube's
 lock). Anything else under the prefix is somebody's data, which ordercube refuses to touch.
-Growth and writing cells go through zarr only (see :mod:`pipeline.store`), which works on any store.
+Growth and writing cells go through zarr only (see :mod:`pipeline.cube`), which works on any store.
 """
 
 from __future__ import annotations

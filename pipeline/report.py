@@ -29,7 +29,7 @@ from pipeline.reduce import (
 from pipeline.reduce_supervised import supervised_in
 from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL, decision_uncertainty
 from pipeline.report_published import PUBLISHED_CSV, published_in, published_rows
-from pipeline.store import count_planned
+from pipeline.cube import count_planned
 from pipeline.sweeps import swept
 from tasks.criteria import CRITERIA, Decision
 

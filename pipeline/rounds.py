@@ -27,14 +27,13 @@ from itertools import islice
 from typing import Any, Protocol
 
 import numpy as np
-import zarr
 
 from pipeline.adaptive import AdaptiveSpec, score_ranges
 from pipeline.config import Config
+from pipeline.cube import Cube
 from pipeline.graph import Task
 from pipeline.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from pipeline.cube_attrs import BASELINE
-from pipeline.store import array, writable_arrays, write_block
 from tasks.adaptive import BOUNDED, Race, race_by
 from tasks.algorithms import get_algorithm
 from tasks.cell import BlockResult, Status
@@ -43,13 +42,13 @@ from tasks.criteria import get_criterion
 ADAPTIVE_ATTRIBUTE = "ordercube_adaptive"
 
 
-def forget_records(group: zarr.Group, config: Config) -> None:
+def forget_records(cube: Cube, config: Config) -> None:
     """Drop the decision records of the methods ``config`` runs without an adaptive rule: it fills their skipped
     cells, and the cube then holds the fixed budget's cells for them."""
-    records = json.loads(str(group.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+    records = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
     kept = {key: record for key, record in records.items() if record["method"] in config.adaptive}
     if kept != records:
-        group.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(kept)
+        cube.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(kept)
 
 
 class Feed(Protocol):
@@ -103,19 +102,19 @@ class AdaptiveFeed:
     """The adaptive groups' rounds (module docstring) and the tasks of the plan's other cells (``fixed``).
 
     ``todo``: which cells may be computed (pending, skipped, and with ``--retry-failed`` failed or crashed);
-    ``make_tasks`` cuts chunks into tasks; ``group``: the cube, open for writing.
+    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing.
     """
 
-    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray, group: zarr.Group,
+    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray, cube: Cube,
                  make_tasks: Callable[[list[Chunk]], list[Task]], fixed: list[Task]) -> None:
-        self.config, self.coords, self.chunk_shape, self.group = config, coords, chunk_shape, group
+        self.config, self.coords, self.chunk_shape, self.cube = config, coords, chunk_shape, cube
         self.make_tasks = make_tasks
         self.ready: deque[Task] = deque(fixed)
         self.mask = planned_mask(plan_of(config), coords)
         self.todo = todo & self.mask
-        self.arrays = writable_arrays(group)
-        self.baseline = np.asarray(array(group, BASELINE)[:]) if BASELINE in group else None
-        self.records: dict[str, Any] = json.loads(str(group.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+        self.arrays = cube.writer()
+        self.baseline = cube.read(BASELINE) if BASELINE in cube else None
+        self.records: dict[str, Any] = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
         methods = {m.name: m for m in config.methods}
         self.groups: dict[tuple[int, int, int], _Group] = {}
         adaptive_models = [j for j, name in enumerate(coords.model) if name in config.adaptive]
@@ -245,14 +244,14 @@ class AdaptiveFeed:
                 reason[j, skip[j]] = (f"adaptive: k = {ks[row]} eliminated at r = {max(left)}"
                                       if left and len(left) == len(state.races)
                                       else f"adaptive: stopped at r = {r_stop} ({reasons})")
-            write_block(self.arrays, Chunk(d, i, m, rows, trials), BlockResult(
+            self.arrays.write(Chunk(d, i, m, rows, trials), BlockResult(
                 values={name: np.where(skip, np.nan, current[name]) for name in variables},
                 status=np.where(skip, Status.SKIPPED, current["status"]).astype(np.int8), reason=reason,
                 seconds=np.where(skip, 0.0, current["seconds"])))
             self.skipped += int(skip.sum())
         self.todo[d, i, m] = False
         self.records[f"{self.coords.dataset[d]}|{self.coords.n[i]}|{self.coords.model[m]}"] = self._record(state, r_stop)
-        self.group.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(self.records)
+        self.cube.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(self.records)
 
     def _record(self, state: _Group, r_stop: int) -> dict[str, Any]:
         d, i, m = state.index

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import zarr
 
 from pipeline.cluster import (
     CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
@@ -26,15 +25,11 @@ from pipeline.grid import (
     Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds, group_into_tasks, merge_coords,
     plan_of, planned_mask,
 )
-from pipeline.integrity import record_unrecorded
+from pipeline.cube import Cube
+from pipeline.cube_attrs import BASELINE
 from pipeline.kernel_cache import use_writable_cache
 from pipeline.location import location
-from pipeline.lock import CubeLock, describe_stale
 from pipeline.rounds import AdaptiveFeed, Feed, FixedFeed, forget_records
-from pipeline.store import (
-    BASELINE, array, check_new_cube_path, create, is_cube, open_existing, open_for_run, status_for_planning,
-    stored_chunk_shape, stored_coords,
-)
 from tasks.algorithms import get_algorithm
 from tasks.cell import Status
 from tasks.criteria import get_criterion
@@ -153,27 +148,27 @@ def preview_plan(config: Config) -> Plan:
     else against a fresh cube.
     """
     path = location(config.out)
-    if not is_cube(path):
+    if not Cube.exists(path):
         coords = config_coords(config)
         return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
-    group = open_existing(path, config)
+    cube = Cube.open_for(path, config)
     if config.adaptive:
-        check_looks(config, stored_chunk_shape(group)["trial"])
-    stored = stored_coords(group)
+        check_looks(config, cube.chunk_shape["trial"])
+    stored = cube.coords
     coords = merge_coords(stored, config_coords(config))
     status = np.zeros(coords.shape, dtype=np.int8)
-    status[tuple(slice(0, size) for size in stored.shape)] = status_for_planning(group, path, baseline=False)[0]
-    return make_plan(config, coords, stored_chunk_shape(group), status)
+    status[tuple(slice(0, size) for size in stored.shape)] = cube.status_for_planning(baseline=False)[0]
+    return make_plan(config, coords, cube.chunk_shape, status)
 
 
-def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
+def fill_baseline(cube: Cube, config: Config, coords: Coords) -> int:
     """Estimate the random-labeling baseline for every planned (n, k) that lacks it; returns how many.
 
     One estimate per (n, k), from its own stream, reused by every dataset, method and trial.
     """
     if not any(get_criterion(name).normalised_by_random_labels for name in config.criteria):
         return 0
-    baseline = np.asarray(array(group, BASELINE)[:])
+    baseline = cube.read(BASELINE)
     wanted_n = {n for d in config.datasets for n in d.n}
     filled = 0
     for i, n in enumerate(coords.n):
@@ -183,14 +178,14 @@ def fill_baseline(group: zarr.Group, config: Config, coords: Coords) -> int:
                 baseline[i, j] = random_labeling_disagreement(n // 2, k, rng, draws=config.baseline_draws)
                 filled += 1
     if filled:
-        array(group, BASELINE)[:] = baseline
+        cube.write_baseline(baseline)
     return filled
 
 
 def run_sweep(config: Config, **options: Any) -> Summary:
     """Compute every planned cell of ``config`` that its cube lacks (see the module docstring).
 
-    The cube is locked for the whole run (:class:`pipeline.lock.CubeLock`): a second writer is refused.
+    The cube is locked for the whole run (:meth:`pipeline.cube.Cube.lock`): a second writer is refused.
     ``options`` are those of :func:`_sweep_locked`.
     """
     path = location(config.out)
@@ -200,13 +195,13 @@ def run_sweep(config: Config, **options: Any) -> Summary:
                           timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
     else:  # a given dashboard port that is taken is refused before the cube changes too
         check_dashboard_free(options.get("dashboard_address", DEFAULT_DASHBOARD))
-    if not is_cube(path):
-        check_new_cube_path(path)
+    if not Cube.exists(path):
+        Cube.check_new(path)
         if path.is_local:
             path.local().parent.mkdir(parents=True, exist_ok=True)
-    with CubeLock(path) as lock:
+    with Cube.lock(path) as lock:
         if lock.stale:
-            options.get("echo", print)(describe_stale(lock.stale))
+            options.get("echo", print)(lock.stale_note)
         return _sweep_locked(config, **options)
 
 
@@ -233,40 +228,41 @@ def _sweep_locked(
     script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
     sweep too runs on a LocalCluster (the only place a dashboard is served)."""
     path = location(config.out)
-    if is_cube(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
-        check_looks(config, stored_chunk_shape(open_existing(path, config))["trial"])
-    if is_cube(path):
-        group, coords, notes = open_for_run(path, config, config_coords(config))
+    if Cube.exists(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
+        check_looks(config, Cube.open_for(path, config).chunk_shape["trial"])
+    if Cube.exists(path):
+        cube = Cube.open_for(path, config, writable=True)
+        coords, notes = cube.grow(config, config_coords(config))
         for note in notes:
             echo(note)
-        if filled := fill_baseline(group, config, coords):  # before counting: a lost baseline is computed, not its cells
+        if filled := fill_baseline(cube, config, coords):  # before counting: a lost baseline is computed, not its cells
             echo(f"computed the random-labelling baseline {BASELINE} at {filled} (n, k) that lacked it")
-        status, lost = status_for_planning(group, path)
+        status, lost = cube.status_for_planning()
         if lost.count:
             echo(f"{lost.describe()}; computing them again")
         if lost.unrecorded:  # chunks a crash left out of the manifest: recorded now, to be checked from here on
-            record_unrecorded(group, lost.unrecorded)
-        plan = make_plan(config, coords, stored_chunk_shape(group), status, retry_failed=retry_failed)
-        forget_records(group, config)
+            cube.record_unrecorded(lost.unrecorded)
+        plan = make_plan(config, coords, cube.chunk_shape, status, retry_failed=retry_failed)
+        forget_records(cube, config)
         if not plan.chunks:
             echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
             return Summary(0, 0, 0, 0.0)
-        open_cube_for_writing = lambda: group  # noqa: E731
+        open_cube_for_writing = lambda: cube  # noqa: E731
     else:
-        check_new_cube_path(path)
+        Cube.check_new(path)
         coords = config_coords(config)
         plan = make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
 
-        def open_cube_for_writing() -> zarr.Group:
-            return create(path, config, coords, default_chunks(config),
-                          prepare=lambda group: fill_baseline(group, config, coords))
+        def open_cube_for_writing() -> Cube:
+            return Cube.create(path, config, coords, default_chunks(config),
+                               prepare=lambda new: fill_baseline(new, config, coords))
 
     placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
                                  dashboard_asked=dashboard_asked)
     if config.adaptive:  # the rounds read the cube from the start (a resumed run replays its decisions)
         cube = open_cube_for_writing()
         open_cube_for_writing = lambda: cube  # noqa: E731
-        status = np.asarray(array(cube, "status")[:])
+        status = cube.read("status")
 
     def feed_for(threads: int) -> Feed:
         if not config.adaptive:
@@ -305,7 +301,7 @@ def _computing(plan: Plan, feed: Feed, path: Any) -> str:
             f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
 
 
-def adaptive_feed(plan: Plan, cube: zarr.Group, status: np.ndarray, threads: int, *, retry_failed: bool) -> AdaptiveFeed:
+def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, retry_failed: bool) -> AdaptiveFeed:
     """The rounds of the adaptive methods (each cut into tasks of ``execution.task_seconds``, not finer: the groups'
     rounds share the workers), and the plan's other chunks as tasks, cut as a fixed plan's are (pipeline.rounds)."""
     config, coords = plan.config, plan.coords

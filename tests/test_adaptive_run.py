@@ -21,7 +21,7 @@ from pipeline.cube_attrs import BASELINE
 from pipeline.reduce import criterion_scores
 from pipeline.rounds import ADAPTIVE_ATTRIBUTE, AdaptiveFeed
 from pipeline.run import Interrupted, run_sweep
-from pipeline.store import count_cells, open_cube
+from pipeline.cube import Cube, open_cube
 from tasks.adaptive import race_by
 from tasks.cell import Status
 from tasks.criteria import CRITERIA
@@ -139,7 +139,7 @@ def test_the_same_cube_for_threads_another_task_cut_a_local_cluster_and_an_inter
             run_sweep(config, workers=0, **QUIET)
     finally:
         interrupts.REQUESTED.clear()
-    counts = count_cells(tmp_path / "stopped.zarr")
+    counts = Cube.open(tmp_path / "stopped.zarr").count_cells()
     assert counts["pending"] > 0
     monkeypatch.setattr(AdaptiveFeed, "stored", original)
     run_sweep(config, workers=0, **QUIET)
@@ -149,7 +149,7 @@ def test_the_same_cube_for_threads_another_task_cut_a_local_cluster_and_an_inter
 def test_a_run_without_adaptive_fills_the_skipped_cells_and_gives_the_fixed_budgets_cube(tmp_path):
     raw = adaptive_config()
     run(tmp_path, "grow.zarr", raw, workers=0)
-    counts = count_cells(tmp_path / "grow.zarr")
+    counts = Cube.open(tmp_path / "grow.zarr").count_cells()
     assert counts["skipped"] > 0 and counts["pending"] == 0
     again = cli_in_process("run", str(write_config(tmp_path / "again.yaml", **raw)), "--out", str(tmp_path / "grow.zarr"),
                            "--workers", "0")
@@ -261,8 +261,8 @@ def test_an_existing_cube_whose_chunks_do_not_fit_the_looks_is_refused_before_it
     plain = {key: value for key, value in adaptive_config().items() if key != "adaptive"}
     plain["execution"] = {"trials_per_chunk": 30}
     run(tmp_path, "c.zarr", {**plain, "resamples": 30}, workers=0)
-    before = count_cells(tmp_path / "c.zarr")
+    before = Cube.open(tmp_path / "c.zarr").count_cells()
     path = write_config(tmp_path / "more.yaml", **{**plain, "execution": {}, "adaptive": {"looks": [20, 40, 60]}})
     result = cli_in_process("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "0")
     assert result.returncode == 2 and "adaptive.looks" in result.stderr and "30 trials per chunk" in result.stderr
-    assert count_cells(tmp_path / "c.zarr") == before
+    assert Cube.open(tmp_path / "c.zarr").count_cells() == before

@@ -351,7 +351,7 @@ def test_select_k_of_a_cube_that_lost_its_baseline_refuses_or_counts_its_cells_p
     (which reads the deleted array as fill values) is refused naming it; open_cube counts the cells pending."""
     import shutil
 
-    from pipeline.store import LostValuesWarning
+    from pipeline.cube import LostValuesWarning
 
     damaged = tmp_path / "cube.zarr"
     shutil.copytree(small_cube, damaged)

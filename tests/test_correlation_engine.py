@@ -10,7 +10,7 @@ from conftest import cli, cli_in_process, small_config, write_config
 from pipeline.config import load_config
 from pipeline.errors import ConfigError
 from pipeline.reduce import criterion_scores, select_k
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 from tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph, signed_graph
 from tasks.datasets import SyntheticSource
 from tasks.datasets.sources import node_halves as graph_halves

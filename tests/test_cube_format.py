@@ -23,7 +23,8 @@ from conftest import ORDERCUBE, REPO, STUBS, cli, write_config
 from pipeline import criterion_scores, open_cube, select_k
 from pipeline.config import load_config
 from pipeline.cube_attrs import COORDINATES, VARIABLES
-from pipeline.store import remove_partial_files, roll_back_growth
+from pipeline.cube import Cube
+from pipeline.location import location
 from tasks.cell import Status
 
 FORMAT2 = Path(__file__).parent / "data" / "format2"
@@ -157,8 +158,8 @@ def test_a_killed_growth_rolled_back_leaves_valid_consolidated_metadata(cubes, t
     assert dict(meanwhile.sizes) == dict(before.sizes)
     xr.testing.assert_identical(meanwhile.drop_attrs(), before.drop_attrs())
     xr.testing.assert_identical(open_cube(cube).load(), before)  # our reader ignores the snapshot
-    remove_partial_files(cube)  # as the next run does first (the kill left a temp file)
-    assert roll_back_growth(zarr.open_group(cube, mode="r+", use_consolidated=False))
+    notes = Cube(zarr.open_group(cube, mode="r+", use_consolidated=False), location(cube)).repair()  # as the next run does
+    assert "rolled back the growth an earlier run left unfinished" in notes
     xr.testing.assert_identical(_assert_plain_open(cube), before)
 
 
@@ -227,7 +228,7 @@ def test_a_run_upgrades_a_format_2_cube_in_place_keeping_its_cells(tmp_path):
 
 def _xarray_template(coords, chunks: dict[str, int], variables: list[str], true_k: dict[str, int]) -> xr.Dataset:
     """The all-pending cube as format 3 first wrote it, through ``xarray.Dataset.to_zarr`` (a lazy Dataset
-    of dask arrays, then encodings): the reference for the layout ``pipeline.store`` now writes with zarr."""
+    of dask arrays, then encodings): the reference for the layout ``pipeline.cube_layout`` now writes with zarr."""
     import dask.array as da
 
     from pipeline.cube_attrs import BASELINE, true_k_labels, variable_attrs
@@ -253,13 +254,13 @@ def test_a_cube_created_through_zarr_has_the_layout_that_xarray_wrote(tmp_path):
     from pipeline.cube_attrs import array_attrs
     from pipeline.grid import DIMS, Coords
     from pipeline.integrity import COMPRESSORS
-    from pipeline.store import _write_layout
+    from pipeline.cube_layout import write_layout
 
     coords = Coords(dataset=("gauss", "file"), n=(40, 80, 120), model=("km",), k=(2, 3, 4), trial=tuple(range(6)))
     chunks = {"dataset": 1, "n": 1, "model": 1, "k": 3, "trial": 4}
     variables, true_k = ["lange", "pairwise"], {"gauss": 3}
     ours = zarr.create_group(str(tmp_path / "ours.zarr"), zarr_format=3)
-    _write_layout(ours, coords, chunks, variables, true_k)
+    write_layout(ours, coords, chunks, variables, true_k)
 
     reference = _xarray_template(coords, chunks, variables, true_k)
     cell_chunks = tuple(chunks[d] for d in DIMS)

@@ -288,7 +288,7 @@ def test_an_in_memory_dataset_runs_and_changed_data_is_refused_on_resume(tmp_pat
     """The contract the Python API builds on: parse_config with a DataFrame, run_sweep on a real LocalCluster."""
     from pipeline.errors import InputError
     from pipeline.run import run_sweep
-    from pipeline.store import open_cube
+    from pipeline.cube import open_cube
 
     frame = load_iris(as_frame=True).frame  # four features and the integer 'target'
     raw = small_config(n=[40], k=[2, 3], resamples=2, datasets=[{"name": "iris", "data": frame,

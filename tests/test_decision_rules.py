@@ -187,7 +187,7 @@ def test_opcv_on_the_domino_matrix_is_the_same_in_select_k_and_opcv_rank(tmp_pat
     path = write_config(tmp_path / "domino.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(tmp_path / "d.zarr"), "--workers", "0",
                           "--no-progress").returncode == 0
-    from pipeline.store import load_cube
+    from pipeline.cube import load_cube
 
     scores = criterion_scores(load_cube(tmp_path / "d.zarr"))
     chosen = select_k(scores)

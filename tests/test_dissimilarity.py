@@ -10,7 +10,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from conftest import cli_in_process, write_config
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 from tasks.algorithms import dissimilarity, hierarchical, spectral
 from tasks.datasets.sources import node_halves
 from tasks.predictors import nearest_neighbor, nearest_object

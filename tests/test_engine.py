@@ -280,7 +280,7 @@ def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp
 
 def test_pieces_of_one_chunk_are_merged_into_one_write_and_other_chunks_stay_apart():
     from pipeline.grid import Chunk
-    from pipeline.store import merge_blocks
+    from pipeline.cube_writes import merge_blocks
     from tasks.cell import BlockResult
 
     def piece(model: int, trials: tuple[int, ...], offset: float) -> tuple[Chunk, BlockResult]:

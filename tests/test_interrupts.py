@@ -12,7 +12,7 @@ from conftest import small_config
 from pipeline import interrupts
 from pipeline.config import parse_config
 from pipeline.run import Interrupted, run_sweep
-from pipeline.store import count_cells
+from pipeline.cube import Cube
 
 
 def test_a_ctrl_c_swallowed_by_a_gc_callback_still_stops_the_sweep_and_the_cube_resumes(tmp_path, monkeypatch):
@@ -37,4 +37,4 @@ def test_a_ctrl_c_swallowed_by_a_gc_callback_still_stops_the_sweep_and_the_cube_
         if ctrl_c_during_a_collection in gc.callbacks:
             gc.callbacks.remove(ctrl_c_during_a_collection)
     summary = run_sweep(config, workers=0, show_progress=False, echo=lambda line: None)
-    assert summary.computed == 72 and count_cells(tmp_path / "c.zarr")["ok"] == 72
+    assert summary.computed == 72 and Cube.open(tmp_path / "c.zarr").count_cells()["ok"] == 72

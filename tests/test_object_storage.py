@@ -191,31 +191,29 @@ def test_without_s3fs_an_s3_url_exits_2_naming_the_package(tmp_path):
 
 
 def test_memory_urls_work_in_process_with_growth_rolled_back_after_a_crash(monkeypatch):
-    """memory:// through pipeline.store: create, write a block, grow, and a growth interrupted mid-way is
+    """memory:// through pipeline.cube.Cube: create, write a block, grow, and a growth interrupted mid-way is
     invisible to readers and rolled back by the next writer (the journal uses the zarr API only)."""
-    import zarr
-
-    from pipeline import store
+    from pipeline import cube_growth
     from pipeline.config import parse_config
+    from pipeline.cube import Cube
     from pipeline.grid import config_coords, default_chunks
-    from pipeline.location import location
     from pipeline.run import fill_baseline, make_plan
     from tasks.cell import BlockResult, Status
 
     url = f"memory://ordercube-test-{os.getpid()}/cube.zarr"
     before = parse_config(small_config(n=[40], k=[2, 3], resamples=4), out=url)
     coords = config_coords(before)
-    store.check_new_cube_path(url)
-    store.create(url, before, coords, default_chunks(before), prepare=lambda g: fill_baseline(g, before, coords))
-    assert store.is_cube(url)
-    group = zarr.open_group(location(url).store(), mode="r+")
-    chunk = make_plan(before, coords, store.stored_chunk_shape(group), np.zeros(coords.shape, dtype=np.int8)).chunks[0]
+    Cube.check_new(url)
+    Cube.create(url, before, coords, default_chunks(before), prepare=lambda new: fill_baseline(new, before, coords))
+    assert Cube.exists(url)
+    written = Cube.open_for(url, before, writable=True)
+    chunk = make_plan(before, coords, written.chunk_shape, np.zeros(coords.shape, dtype=np.int8)).chunks[0]
     shape = (len(chunk.k), len(chunk.trial))
     values = {name: np.full(shape, 0.25) for name in before.variables}
-    store.write_block(store.writable_arrays(group), chunk, BlockResult(
+    written.writer().write(chunk, BlockResult(
         values=values, status=np.full(shape, Status.OK, dtype=np.int8), reason=np.full(shape, "", dtype=object),
         seconds=np.ones(shape)))
-    cube = store.open_cube(url)
+    cube = Cube.open(url).dataset()
     assert cube.sizes["trial"] == 4 and int((cube["status"] == Status.OK).sum()) == chunk.cells
 
     after = parse_config(small_config(n=[40, 80], k=[2, 3], resamples=6), out=url)
@@ -224,15 +222,15 @@ def test_memory_urls_work_in_process_with_growth_rolled_back_after_a_crash(monke
         raise RuntimeError("killed mid-growth")
 
     with monkeypatch.context() as patched:
-        patched.setattr(store, "grow_manifest", crash)  # after every array is resized, before the record is cleared
+        patched.setattr(cube_growth, "grow_manifest", crash)  # after every array is resized, before the record is cleared
         with pytest.raises(RuntimeError):
-            store.open_for_run(url, after, config_coords(after))
-    seen = store.open_cube(url)  # the shapes from before the growth, its done cells intact
+            Cube.open_for(url, after, writable=True).grow(after, config_coords(after))
+    seen = Cube.open(url).dataset()  # the shapes from before the growth, its done cells intact
     assert dict(seen.sizes) == dict(cube.sizes)
     assert int((seen["status"] == Status.OK).sum()) == chunk.cells
-    group, merged, notes = store.open_for_run(url, after, config_coords(after))
+    merged, notes = Cube.open_for(url, after, writable=True).grow(after, config_coords(after))
     assert "rolled back the growth an earlier run left unfinished" in notes
-    grown = store.open_cube(url)
+    grown = Cube.open(url).dataset()
     assert grown.sizes["trial"] == 6 and grown.sizes["n"] == 2
     assert int((grown["status"] == Status.OK).sum()) == chunk.cells
     assert float(grown[before.variables[0]].isel(dataset=0, n=0, model=0, k=0, trial=0)) == 0.25

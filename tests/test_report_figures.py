@@ -16,7 +16,7 @@ from pipeline.figures import Figures
 from pipeline.outputs import RECORD
 from pipeline.reduce import criterion_scores, decisions
 from pipeline.report import Reduced, label_of, plot_curves_vs_k, plot_scaling, write_report
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 
 CRITERIA = ["lange", "pairwise", "prediction_strength", "gap"]
 

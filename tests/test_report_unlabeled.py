@@ -11,7 +11,7 @@ import pytest
 
 from conftest import cli, write_config
 from pipeline.reduce import criterion_scores, select_k
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 
 CRITERIA = ["lange", "prediction_strength"]
 SEVERAL_N = ["vs_k", "scaling", "selection_frequency"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import metadata
 
 from pipeline.software import package_versions, tasks_code_digest
-from pipeline.store import PACKAGES
+from pipeline.cube_layout import PACKAGES
 
 
 def test_versions_from_the_folder_names_equal_importlib_metadata():

@@ -15,7 +15,7 @@ from scipy import stats
 from conftest import cli_in_process, small_config, write_config
 from pipeline.reduce import choice_per_trial, criterion_scores, select_k
 from pipeline.reduce_uncertainty import FEW_TRIALS, bootstrap_share_interval, decision_uncertainty, group_uncertainty
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 from tasks.criteria import Decision
 
 

@@ -4,7 +4,7 @@ creation or growth (``ORDERCUBE_KILL_AT=N``), or count those changes (``ORDERCUB
 A change is a call of ``os.replace``, ``os.rename``, ``os.unlink`` or ``os.rmdir`` (zarr's
 LocalStore writes every file as a temp file then ``os.replace``; deletions and shrinking go through
 unlink/rmdir), or for a cube on object storage of ``FsspecStore.set``, ``delete`` or ``delete_dir``,
-made while ``pipeline.store.create`` or ``pipeline.store.open_for_run`` runs. The kill
+made while ``Cube.create`` or ``Cube.grow`` (:mod:`pipeline.cube`) runs. The kill
 comes *before* the Nth change, as a power cut would: its temp file may be on disk, the change not.
 Only the driver counts (Dask's worker processes load plugins too; they inherit ``ORDERCUBE_KILL_PID``).
 """
@@ -16,7 +16,7 @@ import os
 import signal
 from functools import wraps
 
-import pipeline.store as store
+from pipeline.cube import Cube
 
 DRIVER = os.environ.setdefault("ORDERCUBE_KILL_PID", str(os.getpid())) == str(os.getpid())
 KILL_AT = int(os.environ.get("ORDERCUBE_KILL_AT", "0"))
@@ -72,5 +72,5 @@ if DRIVER and (KILL_AT or COUNT_FILE):
 
     for name in ("set", "set_if_not_exists", "delete", "delete_dir"):
         setattr(FsspecStore, name, _counted_async(getattr(FsspecStore, name)))
-    store.create = _phase("create", store.create)
-    store.open_for_run = _phase("grow", store.open_for_run)
+    Cube.create = _phase("create", Cube.create)
+    Cube.grow = _phase("grow", Cube.grow)

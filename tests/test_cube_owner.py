@@ -1,0 +1,46 @@
+"""One object owns the cube: outside the cube's own modules, code reaches a cube through ``pipeline.cube.Cube``
+(and the readers ``open_cube``/``load_cube`` over it), never through the modules that implement it."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+from conftest import REPO
+
+# The Cube's implementation: its layout and creation, growth journal, region writes, metadata checks, checksums and
+# manifest, lock. Only the cube's own modules (these, pipeline.cube and pipeline.cube_io) import them.
+IMPLEMENTATION = ("pipeline.cube_layout", "pipeline.cube_growth", "pipeline.cube_writes", "pipeline.cube_checks",
+                  "pipeline.integrity", "pipeline.lock")
+OWN = {*IMPLEMENTATION, "pipeline.cube", "pipeline.cube_io"}
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function (``from pipeline import x`` as pipeline.x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def test_the_cube_implementation_exists_and_is_imported_only_by_the_cube_itself():
+    for name in IMPLEMENTATION:  # renamed or moved: this test must follow, or it would check nothing
+        importlib.import_module(name)
+    reaching = {}
+    for path in sorted([*(REPO / "pipeline").rglob("*.py"), *(REPO / "ordercube").rglob("*.py")]):
+        module = _module(path)
+        if module in OWN:
+            continue
+        used = sorted(_imports(path) & {*IMPLEMENTATION, "pipeline.store"})
+        if used:
+            reaching[module] = used
+    assert reaching == {}, f"modules that bypass pipeline.cube.Cube: {reaching}"
+    assert "pipeline.cube" in _imports(REPO / "pipeline" / "run.py")  # the walk sees imports: run opens cubes
