@@ -49,7 +49,7 @@ class BlockSpec:
     ks: tuple[int, ...]
     trials: tuple[int, ...]
     criterion_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-    # A classifier's learning set (seed 003): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1) or a number of
+    # A classifier's learning set (Daudin & Mary-Huard 2008): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1) or a number of
     # points, shared among the classes in proportion; or explicit counts per class code.
     learning: int = 0
     learning_per_class: tuple[int, ...] = ()

@@ -1,4 +1,4 @@
-"""A block of cells for a matrix model whose order is a rank (seed 004 §2.4-2.6).
+"""A block of cells for a matrix model whose order is a rank (Frank et al. 2011, Secs. 4-5).
 
 A trial draws its noise and its rows once (:class:`tasks.datasets.matrices.MatrixSource`, from the trial's
 stream, shared by every method and k of the trial: paired comparisons); the method's model then computes

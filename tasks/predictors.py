@@ -86,7 +86,7 @@ def linear_discriminant(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
     """Fisher's linear discriminant analysis (scikit-learn's ``LinearDiscriminantAnalysis``, SVD solver):
-    Gaussian classes with one shared covariance, the classifier Clest uses in seed 000.
+    Gaussian classes with one shared covariance, the classifier Clest uses in Lange et al. (2002).
 
     With a single non-empty cluster every new point gets its label.
     """

@@ -1,4 +1,4 @@
-"""A block of cells for a classifier whose order k is chosen with labels (seed 003).
+"""A block of cells for a classifier whose order k is chosen with labels (Daudin & Mary-Huard 2008).
 
 A trial is one labelled sample of n points (fresh from a generator, or n rows of a file), split by class
 into a learning set and a test set from the trial's stream, so every method and k of the trial sees the

@@ -63,7 +63,7 @@ class Algorithm:
         Memory per pair of points of a half for algorithms that hold pairwise matrices (used only to
         estimate a cell's memory at config load).
     classify : callable or None
-        For a classifier whose order k is chosen with labels (seed 003; ``cluster`` is then never called):
+        For a classifier whose order k is chosen with labels (Daudin & Mary-Huard 2008; ``cluster`` is then never called):
         ``classify(X_learn, y_learn, X_test, y_test, ks, target, **params, n0=, swap_rule=)`` →
         ``{variable: values of shape (len(ks),)}`` for every supervised criterion it can compute.
     releases_gil : bool
@@ -71,7 +71,7 @@ class Algorithm:
         sweep in one process may compute on one thread per core instead of starting a cluster.
     fit : callable or None
         ``fit(X, k, rng, **params)`` → ``(labels, model)``: the same labels as ``cluster`` and the fitted model
-        they come from, for criteria that read the model (seed 004's transfer costs); called instead of
+        they come from, for criteria that read the model (Frank et al. 2011's transfer costs); called instead of
         ``cluster`` when a criterion of the method needs it, so nothing is fitted twice.
     model : str or None
         The kind of model ``fit`` returns, matched against ``Criterion.models``: ``"mixture"`` (with
@@ -82,7 +82,7 @@ class Algorithm:
         weights; :mod:`tasks.algorithms.correlation` gives the layout) or ``"matrix"`` (the rows of a matrix
         model's data: image patches, users); data and algorithm must agree.
     orders : callable or None
-        For a matrix model whose order is a rank (seed 004 §2.4-2.6; ``cluster`` is then never called):
+        For a matrix model whose order is a rank (Frank et al. 2011, Secs. 4-5; ``cluster`` is then never called):
         ``orders(trial, ks, criteria, rng, **params)`` → ``{variable: values of shape (len(ks),)}`` for every
         criterion asked for, from one fit per trial (:mod:`tasks.algorithms.matrix_models`).
     matrix : str or None
@@ -192,12 +192,12 @@ ALGORITHMS: dict[str, Algorithm] = {
     "kmeans_1d_exact": Algorithm("kmeans_1d_exact", Deferred("tasks.algorithms.kmeans1d:exact_labels"), {},
                                  cluster_many=Deferred("tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
                                  max_features=1, seconds_per_point=1.5e-7, releases_gil=True),
-    # use with the nearest_neighbor predictor (seed 000 section 3; seed 001 Fig. 2 rings)
+    # use with the nearest_neighbor predictor (Lange et al. 2002, Sec. 3; Shamir & Tishby 2007, Fig. 2 rings)
     "spectral": Algorithm("spectral", Deferred("tasks.algorithms.spectral:spectral"), {"n_neighbors": 10},
                           cluster_many=Deferred("tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
                           ranges={"n_neighbors": integer(1, 1_000_000)},
                           dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:spectral_many")),
-    # use with the gaussian_posterior predictor (the Bayes rule of the mixture; seed 000 section 3)
+    # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, Sec. 3)
     "gaussian_mixture": Algorithm("gaussian_mixture", Deferred("tasks.algorithms.mixture:gaussian_mixture"),
                                   {"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
                                   seconds_per_point=2e-5, fit=Deferred("tasks.algorithms.mixture:gaussian_mixture_fit"),
@@ -220,7 +220,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                                seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0,
                                dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:agglomerative_many"),
                                dissimilarity_ranges={"linkage": choice("average", "complete", "single")}),
-    # Rose et al.'s deterministic-annealing k-means (seeds 000 and 002), compiled, beside 10 k-means++ restarts (the
+    # Rose et al.'s deterministic-annealing k-means (Lange et al. 2002 and 2004), compiled, beside 10 k-means++ restarts (the
     # lower objective wins: never worse than kmeans with the same seed); use with nearest_centroid
     "deterministic_annealing": Algorithm("deterministic_annealing",
                                          Deferred("tasks.algorithms.annealing:deterministic_annealing"),
@@ -238,7 +238,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                             cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
                             seconds_per_point=2e-4, pair_bytes=24.0,
                             dissimilarity_many=Deferred("tasks.algorithms.dissimilarity:path_based_many")),
-    # Correlation clustering of a signed graph by annealed Gibbs sampling (seed 004 section 3, spec §2.7): k is the
+    # Correlation clustering of a signed graph by annealed Gibbs sampling (Frank et al. 2011, Sec. 6): k is the
     # largest number of clusters, some may stay empty (criterion k_effective); use with graph_transfer
     "correlation_gibbs": Algorithm("correlation_gibbs", Deferred("tasks.algorithms.correlation:gibbs_on_half"),
                                    {"restarts": 10, "start_temperature": 0.1, "cooling": 0.9, "final_temperature": 0.01},
@@ -248,7 +248,7 @@ ALGORITHMS: dict[str, Algorithm] = {
                                    fit=Deferred("tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
                                    objects="graph", min_points_per_cluster=1, seconds_per_point=2e-5, releases_gil=True,
                                    check=_gibbs_schedule),
-    # Classifiers of seed 003 (every k of a trial from one neighbour sort / one dynamic-programming pass).
+    # Classifiers of Daudin & Mary-Huard 2008 (every k of a trial from one neighbour sort / one dynamic-programming pass).
     # genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
     "knn": Algorithm("knn", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {"genes": 0, "odd_only": False},
                      classify=Deferred("tasks.classifiers.kernels:knn_trial"), seconds_per_point=1.6e-7, releases_gil=True,
@@ -256,7 +256,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "interval_erm": Algorithm("interval_erm", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
                               classify=Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
                               seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
-    # Matrix models whose order is a rank (seed 004 §2.4-2.6): every k of a trial from one SVD / one GreConD run.
+    # Matrix models whose order is a rank (Frank et al. 2011, Secs. 4-5): every k of a trial from one SVD / one GreConD run.
     "truncated_svd": Algorithm("truncated_svd", Deferred("tasks.classifiers.kernels:not_a_clusterer"), {},
                                orders=Deferred("tasks.algorithms.matrix_models:truncated_svd_orders"),
                                objects="matrix", matrix="real", seconds_per_point=1e-8,

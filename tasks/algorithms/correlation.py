@@ -1,8 +1,7 @@
 """Correlation clustering of signed graphs by annealed Gibbs sampling, with the paper's transfer rule.
 
-Seed 004, experiment 004-e (Frank, Chehreghani & Buhmann, "The Minimum Transfer Cost Principle for
-Model-Order Selection"; paper text ``papers/004_8816569b9848c8a1.txt``, spec ``seeds_003_004_adaptive.md``
-section 2.7). Line numbers below are the paper text's.
+Frank, Chehreghani & Buhmann (2011), "The Minimum Transfer Cost Principle for Model-Order Selection",
+Sec. 6. Line numbers below are the paper text's.
 
 Graphs
 ------
@@ -37,8 +36,8 @@ edge of weight 0 and no edge are the same up to a constant that does not depend 
 sees either. Empty clusters take part with ``S_iv = 0``: a node whose edges are mostly negative opens a new
 cluster, which is how the sampler leaves the extra clusters of a large k empty (l. 150).
 
-Sampler (spec section 2.7, [A])
--------------------------------
+Sampler (details the paper leaves open)
+---------------------------------------
 Moving node i from cluster a to v changes R by ``S_ia - S_iv`` (``S_iv`` without i itself; the diagonal is
 zero), so ``P(s_i = v | rest) ∝ exp(-H(i, v) / T) ∝ exp((S_iv - max_u S_iu) / T)`` is the Gibbs
 conditional of the Boltzmann distribution ``exp(-R(s) / T)``: sweeps of it at falling T anneal R. Each
@@ -110,7 +109,7 @@ class GibbsResult:
 def signed_graph(
     sizes: Sequence[int], q: float, p: float, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """A complete signed graph with planted clusters (l. 134-136 and spec section 2.7).
+    """A complete signed graph with planted clusters (Sec. 6, l. 134-136).
 
     Intra-cluster edges get +1 and inter-cluster edges -1; each inter-cluster edge is then set to +1 with
     probability ``q``; then each edge is, with probability ``p``, replaced by +1 or -1 with probability 1/2
@@ -448,7 +447,7 @@ def gibbs_reference(
     return _best(labels, costs, converged)
 
 
-# The engine's view of a graph (seed 004 §3, spec G5): the objects are nodes, and a trial's half is the block of
+# The engine's view of a graph (Frank et al. 2011, Sec. 6): the objects are nodes, and a trial's half is the block of
 # rows of its nodes, with the columns of its own nodes first and then the other half's, so that a half's own
 # graph is its leading square block and its edges to the other half are the columns after it. Nothing in the
 # engine knows: a graph algorithm reads the leading block, the transfer reads the trailing columns.

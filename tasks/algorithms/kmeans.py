@@ -130,7 +130,7 @@ def kmeans_fit(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
     tol: float = 1e-4,
 ) -> tuple[NDArray[np.int64], KMeansResult]:
-    """The labels of :func:`kmeans` with the fit they come from (its centres: seed 004's transfer costs)."""
+    """The labels of :func:`kmeans` with the fit they come from (its centres: the transfer costs of Frank et al. 2011)."""
     result = kmeans(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol)
     return result.labels, result
 

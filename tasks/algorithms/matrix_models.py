@@ -1,4 +1,4 @@
-"""Matrix models whose order is a rank (seed 004 §2.4-2.6): every criterion for every k of a trial at once.
+"""Matrix models whose order is a rank (Frank et al. 2011, Secs. 4-5): every criterion for every k of a trial at once.
 
 Each model is ``orders(trial, ks, criteria, rng, **params) -> {variable: values of shape (len(ks),)}``,
 computing the criteria asked for (and only those) from one fit per trial: one SVD of the training rows
@@ -8,7 +8,7 @@ gives every rank, one GreConD run gives every number of factors (each k is a pre
                  reconstruction of its nearest training row (Euclidean); ``psnr`` is the oracle (the whole
                  noisy tiling's rank-k reconstruction against the clean image); ``opcv_half``/``opcv_fifth``.
   boolean_svd    Boolean matrices, Molloy's denoiser g(U_k S_k V_kᵀ), g = 1{> 0.5}: ``mtc_matrix`` maps by
-                 Hamming distance and pays the Hamming distance to g(reconstruction) (l. 115, spec §2.1 [A]);
+                 Hamming distance and pays the Hamming distance to g(reconstruction) (l. 115; our reading of the cost);
                  ``coverage_rule`` and ``increment_rule`` are Molloy's two rules on the trial's whole noisy
                  matrix; ``denoise_error`` is the oracle ‖g_k − X*‖₁; ``opcv_half``/``opcv_fifth``.
   boolean_mf     Boolean OR factorisation by GreConD (deviation: the paper fits MAC, which has no public
@@ -72,7 +72,7 @@ def _orders(model: str, table: dict[str, Criterion], trial: MatrixTrial, ks: Seq
 
 def truncated_svd_orders(trial: MatrixTrial, ks: Sequence[int], criteria: Sequence[str],
                          rng: np.random.Generator) -> dict[str, NDArray[np.float64]]:
-    """The criteria of a truncated SVD (uncentred, spec §2.4 [A]) for every rank in ``ks``."""
+    """The criteria of a truncated SVD (uncentred, a choice the paper leaves open) for every rank in ``ks``."""
     return _orders("truncated_svd", TRUNCATED_SVD, trial, ks, criteria, rng)
 
 

@@ -1,6 +1,6 @@
 """Empirical-risk minimisers over unions of intervals on [0, 1], and their error rates for every k at once.
 
-The model class of seed 003's Kearns example (Daudin & Mary-Huard, l. 92-94; spec §1.2): C_k holds the
+The model class of Daudin & Mary-Huard's (2008) Kearns example (Sec. 3.2, l. 92-94): C_k holds the
 functions on [0, 1] that are piecewise constant with at most k intervals (at most k - 1 switch points) and
 labels in {0, 1}; phi_k is the empirical-risk minimiser (ERM) in C_k. On the points sorted by x a member of
 C_k is a labelling with at most k - 1 label changes, so one dynamic programme over the sorted points gives
@@ -10,7 +10,7 @@ one labelled c, obeys ``F[t, j, c] = 1{y_(t) != c} + min(F[t-1, j, c], F[t-1, j-
 the first interval extends to 0 and the last to 1. A point lying exactly on a switch takes the label of
 the interval to its right (intervals are closed on the left; this has probability 0 for continuous X).
 
-Ties (spec §1.2: "prefer continuing the current interval, then fewer intervals, then label 0"), settled so:
+Ties (the paper leaves them open; we prefer continuing the current interval, then fewer intervals, then label 0), settled so:
 the end state is, among the states of minimal cost with j <= k, the one with the fewest intervals j, then
 label 0; stepping back from a state, "continue" is taken whenever it costs no more than "switch". So among
 equal-cost labellings with the chosen (j, label) the last interval starts as early as possible, then the
@@ -237,7 +237,7 @@ def interval_erm_fit(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequence[
 def _run_posteriors(labels: NDArray[np.int64], ys: NDArray[np.int64], n0: float) -> NDArray[np.float64]:
     """Eq. (4), l. 60, at every sorted point: (n_x p_x + n0/2) / (n_x + n0), with n_x p_x the number of
     label-1 points and n_x the number of points in the maximal constant-label run of phi_k holding the
-    point (spec §1.2 [A]). ``labels`` is of shape (K', n); so is the result."""
+    point (a choice the paper leaves open). ``labels`` is of shape (K', n); so is the result."""
     rows, n = labels.shape
     run = np.concatenate([np.zeros((rows, 1), dtype=np.int64),
                           np.cumsum(labels[:, 1:] != labels[:, :-1], axis=1)], axis=1)
@@ -269,7 +269,7 @@ def _disagreement_measure(xs: NDArray[np.float64], labels: NDArray[np.int64], d:
 
 def interval_erm_scores(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequence[int], *, n0: float = 10.0,
                         target: tuple[int, float] | None = None) -> dict[str, NDArray[np.float64]]:
-    """Error rates and penalties of the interval ERM phi_k for every k in ``ks`` (seed 003, Kearns' example).
+    """Error rates and penalties of the interval ERM phi_k for every k in ``ks`` (Daudin & Mary-Huard 2008, Sec. 3.2).
 
     Parameters
     ----------
@@ -290,7 +290,7 @@ def interval_erm_scores(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequen
         ``resubstitution``: L_n(phi_k), the empirical error rate (l. 19). ``swap_penalty``: eq. (5)'s
         (2/n) sum_i p_i (1 - p_i) [phi_k(x_i|Y_i=1) - phi_k(x_i|Y_i=0)] (l. 80), with phi_k(.|Y_i=c) the ERM
         refitted with y_i set to c by the same DP and tie rule, and p_i the plug-in of eq. (4) (l. 60) on
-        phi_k's constant-label run holding x_i (spec §1.2 [A]). The bracket is 0 or 1 for any ERM (a
+        phi_k's constant-label run holding x_i (a choice the paper leaves open). The bracket is 0 or 1 for any ERM (a
         minimiser cannot move away from a label it is given), so the penalty is >= 0. ``swapping``: their
         sum, criterion (5). ``loo_cv``: leave-one-out error ("(n-1,1) cross validation", l. 104), predicting
         x_i from the refit's labels at its sorted neighbours, which switch at their midpoint.

@@ -1,7 +1,7 @@
-"""k-nearest-neighbour error rates for every k of a trial from one neighbour sort (seed 003, §4).
+"""k-nearest-neighbour error rates for every k of a trial from one neighbour sort (Daudin & Mary-Huard 2008, Sec. 4).
 
-Daudin & Mary-Huard, "Model selection in classification: the swapping method" (seed 003,
-``papers/003_19774191411ff746.txt``; "l." below are line numbers of that file) select k by minimising
+Daudin & Mary-Huard (2008), "Model Selection in Classification: the Swapping Method" ("l." below are line
+numbers of the paper's text) select k by minimising
 the penalised empirical error of eq. (5) (l. 78-80)::
 
     C(phi_k) = L_n(phi_k) + (2/n) sum_i p_i (1 - p_i) [phi_k(x_i | Y_i = 1) - phi_k(x_i | Y_i = 0)]

@@ -43,7 +43,7 @@ class TrialFits:
         sampler's restarts). ``model_kind`` names the kind.
     paired : bool
         Row i of ``second`` was drawn from the same component as row i of ``first`` (a synthetic dataset
-        with ``paired: true``; seed 004's generative mapping).
+        with ``paired: true``; Frank et al. 2011's generative mapping, eq. 5).
     """
 
     first: NDArray[np.float64]
@@ -206,7 +206,7 @@ class Criterion:
     description : str
     normalised_by_random_labels : bool
         Whether its score divides the raw value by the same statistic for random labelings of n/2
-        points with k labels (seed 002 eq. 5); the driver then estimates that baseline per (n, k).
+        points with k labels (Lange et al. 2004, eq. 5); the driver then estimates that baseline per (n, k).
     decision : Decision
         Its default decision rule; the reducers can re-decide a stored cube with other parameters.
     outputs : tuple of str
@@ -221,7 +221,7 @@ class Criterion:
         ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (used only to
         size tasks): the Gap statistic's sample and reference sets, Clest's splits.
     supervised : bool
-        An error rate of a classifier fitted with the labels as the response (seed 003): computed by the
+        An error rate of a classifier fitted with the labels as the response (Daudin & Mary-Huard 2008): computed by the
         method's classifier kernel for every k of a trial at once (neither ``evaluate`` nor
         ``evaluate_trial``), on a learning/test split of the trial's labelled sample.
     models : tuple of str or None
@@ -229,10 +229,10 @@ class Criterion:
         ``"mixture"``, ``"centroids"``); None when it reads labels only. A method whose algorithm fits no such
         model is refused when the config is read.
     needs_paired_halves : bool
-        It maps row i of the second half to row i of the first (seed 004's generative mapping): only for a
+        It maps row i of the second half to row i of the first (Frank et al. 2011, eq. 5): only for a
         synthetic dataset that draws paired halves.
     matrix : bool
-        A criterion of a matrix model's order (seed 004 §2.4-2.6): computed by the method's model for every k of
+        A criterion of a matrix model's order (Frank et al. 2011, Secs. 4-5): computed by the method's model for every k of
         a trial at once (``Algorithm.orders``; neither ``evaluate`` nor ``evaluate_trial``).
     oracle : bool
         It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
@@ -240,7 +240,7 @@ class Criterion:
     label : str
         The y axis of its figures: what the value is and where it is defined (default: its name).
     sqrt_n_scaling : bool
-        An instability that shrinks like 1/sqrt(n) at a stable k (seed 001, Thm. 3): the report draws
+        An instability that shrinks like 1/sqrt(n) at a stable k (Shamir & Tishby 2007, Thm. 3): the report draws
         sqrt(n) x its mean against n, flat where that holds.
     needs_coordinates : bool
         It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes

@@ -1,4 +1,4 @@
-"""Criteria of a matrix model's order (seed 004 §2.4-2.6), each computed for every k of a trial by the method's
+"""Criteria of a matrix model's order (Frank et al. 2011, Secs. 4-5), each computed for every k of a trial by the method's
 model (:mod:`tasks.algorithms.matrix_models`); here they are declared: what they measure and how k̂ follows."""
 
 from __future__ import annotations

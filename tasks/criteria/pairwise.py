@@ -1,4 +1,4 @@
-"""Shamir & Tishby's pairwise co-membership instability (seed 001, Theorem 3)."""
+"""Shamir & Tishby's pairwise co-membership instability (Shamir & Tishby 2007, Theorem 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lange, Braun, Roth & Buhmann's stability (seed 000 eqs. 5-6; seed 002 eqs. 2-5)."""
+"""Lange, Braun, Roth & Buhmann's stability (2002, eqs. 5-6; Lange et al. 2004, eqs. 2-5)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
 
     The mean, over ``draws`` pairs of independent uniform labelings of ``n_points`` points with ``k``
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
-    asymptotic ``1 - 1/k`` (seed 002 section 2), which is why it is estimated rather than assumed.
+    asymptotic ``1 - 1/k`` (Lange et al. 2004, Sec. 2), which is why it is estimated rather than assumed.
     """
     from tasks.assignment import matched_weights  # numba: imported by the first baseline only
 

@@ -1,4 +1,4 @@
-"""Minimum transfer cost (seed 004: Frank, Chehreghani & Buhmann): fit on one sample, pay on another.
+"""Minimum transfer cost (Frank, Chehreghani & Buhmann 2011): fit on one sample, pay on another.
 
 The principle (l. 52-56): fit the model of order k on X⁽¹⁾, map every object of X⁽²⁾ to an object or a
 structure of that solution (the mapping ψ), and choose the k of lowest transfer cost, eq. (3):
@@ -12,7 +12,7 @@ model (``TrialFits.model_first``; nothing is fitted again):
   X⁽¹⁾; no mapping is needed, each new point's likelihood is computed directly.
 - Correlation clustering, eq. (8) (l. 140-148): the test graph's disagreeing edges (negative within a cluster,
   positive between) under the labels the first half's partition gives its nodes by eqs. (9)-(10).
-- k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, spec §2.1 [A]), eq. (11) (l. 158-167), with four
+- k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, our choice), eq. (11) (l. 158-167), with four
   mappings: to the nearest object of X⁽¹⁾ (``mtc_nn_object``), to the nearest centroid (ψˢ,
   ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
   halves only), and the soft mapping of eq. (14) (l. 185-187, ``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
@@ -93,7 +93,7 @@ def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_obje
     """Eq. (14) (l. 185): ``(1/N₂) Σ_{i'} Σ_t d_t · exp(−β d_t) / Σ_{t'} exp(−β d_{t'})``, d_t = ‖μ⁽¹⁾_t − x⁽²⁾_{i'}‖².
 
     β = ``beta_factor`` / R1 (l. 187: "β = 0.75 * R(s⁽¹⁾, X⁽¹⁾, 1)⁻¹"), R1 the cost of the one-cluster solution
-    on X⁽¹⁾: per object (``r1 = "per_object"``, mean ‖x − x̄‖², the reading that reproduces the paper: spec §2.1)
+    on X⁽¹⁾: per object (``r1 = "per_object"``, mean ‖x − x̄‖², the reading that reproduces the paper)
     or the literal sum of eq. (2) (``r1 = "sum"``, which makes the mapping nearly uniform).
     """
     spread = ((fits.first - fits.first.mean(axis=0)) ** 2).sum(axis=1)
@@ -139,7 +139,7 @@ MTC_SOFT = Criterion(
 
 
 def effective_clusters(fits: TrialFits) -> float:
-    """The number of non-empty clusters of the first half's solution: an algorithm may leave clusters empty (seed 004
+    """The number of non-empty clusters of the first half's solution: an algorithm may leave clusters empty (Frank et al. 2011
     l. 150: the Gibbs sampler "always selects the correct number of clusters on its own. The extra clusters are
     simply left empty"), and then the transfer cost is flat in k."""
     return float(np.unique(fits.labels_first).size)

@@ -101,8 +101,8 @@ def gaussian_mixture(
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Isotropic Gaussian mixture: component ``j`` has mean ``centers[j]`` and sd ``std[j]``.
 
-    With ``paired``, point ``n // 2 + i`` is drawn from the component of point ``i`` (seed 004's generative
-    mapping, eq. 5: "we randomly sample pairs of data items"; spec §2.3): the source then shuffles pairs, so
+    With ``paired``, point ``n // 2 + i`` is drawn from the component of point ``i`` (Frank et al. 2011's generative
+    mapping, eq. 5: "we randomly sample pairs of data items", Sec. 2.2): the source then shuffles pairs, so
     row i of the second half is the pair of row i of the first. An odd n's last point is unpaired.
 
     Parameters
@@ -186,8 +186,8 @@ def shamir_mixture1d(
 
 
 def kearns_target(x: NDArray[np.float64], d: int) -> NDArray[np.int64]:
-    """Kearns' target f*(x) = floor(d x) mod 2 on [0, 1] (seed 003 l. 92-94: "[0,1] is divided into d equal
-    subintervals, alternatively labelled 0 and 1"; the first is labelled 0, spec §1.2 [A]); x = 1 belongs
+    """Kearns' target f*(x) = floor(d x) mod 2 on [0, 1] (Daudin & Mary-Huard 2008, Sec. 3.2: "[0,1] is divided into d equal
+    subintervals, alternatively labelled 0 and 1"; the first is labelled 0, a choice the paper leaves open); x = 1 belongs
     to the last subinterval."""
     return (np.minimum(np.floor(d * np.asarray(x)), d - 1).astype(np.int64) % 2)
 
@@ -228,7 +228,7 @@ def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
         # a zero weight would leave a center without points while the true k still counts it
         check_numbers("weights", params["weights"], length=count, minimum=0.0, strict=True, example=str([1] * count))
     if not isinstance(params.get("paired", False), bool):
-        raise ParameterError("paired", "true or false", params["paired"], "e.g. paired: true (seed 004's generative mapping)")
+        raise ParameterError("paired", "true or false", params["paired"], "e.g. paired: true (Frank et al. 2011, eq. 5)")
 
 
 def _signed_graph(n: int, rng: np.random.Generator, **params: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
@@ -314,11 +314,11 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
         SyntheticDataset("gaussian_mixture", gaussian_mixture, {"weights": None, "std": 1.0}, optional=("paired",),
                          required=("centers",), true_k=lambda params: len(params["centers"]),
                          check=_check_gaussian_mixture),
-        # seed 004's correlation-clustering graph (l. 134-136): n nodes in equal clusters, +1 within, -1 between,
+        # Frank et al. 2011's correlation-clustering graph (Sec. 6): n nodes in equal clusters, +1 within, -1 between,
         # an inter-cluster edge turned +1 with probability q, then any edge replaced by a random sign with probability p
         SyntheticDataset("signed_graph", _signed_graph, {"clusters": 3, "q": 0.3, "p": 0.7},
                          true_k=lambda params: params["clusters"], check=_check_signed_graph, objects="graph"),
-        # labels as the response of a classifier (seed 003); its order k has no "true" value to miss
+        # labels as the response of a classifier (Daudin & Mary-Huard 2008); its order k has no "true" value to miss
         SyntheticDataset("kearns_intervals", kearns_intervals, {"d": 10, "eta": 0.2}, true_k=lambda params: -1,
                          check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"])),
     ]
