@@ -102,7 +102,7 @@ class DatasetSpec:
     labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
     classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
-    # A classifier's learning set in each trial (seed 003): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1),
+    # A classifier's learning set in each trial (Daudin & Mary-Huard 2008): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1),
     # a number of points shared among the classes in proportion, or explicit counts per class code.
     learning: int = 0
     learning_per_class: tuple[int, ...] = ()

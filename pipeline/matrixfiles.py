@@ -1,4 +1,4 @@
-"""Matrix datasets for matrix models (seed 004 §2.4-2.6): ``kind: image`` and ``kind: boolean_matrix``.
+"""Matrix datasets for matrix models (Frank et al. 2011, Secs. 4-5): ``kind: image`` and ``kind: boolean_matrix``.
 
 ``image``: a grey image (:mod:`pipeline.imagefiles`: a grey PNG or a CSV of grey levels, at most
 ``MAX_IMAGE_PIXELS``). ``params``: ``noise`` (the sd of the Gaussian noise a trial adds to the pixels, on the

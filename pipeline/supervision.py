@@ -1,4 +1,4 @@
-"""Config checks for classifiers whose order is chosen with labels (seed 003): the learning set of a
+"""Config checks for classifiers whose order is chosen with labels (Daudin & Mary-Huard 2008): the learning set of a
 trial (``datasets[i].learning``) and what a classifier needs of every dataset it runs on.
 
 Everything a trial could only fail at is refused here, naming the key: a dataset without labels or with
