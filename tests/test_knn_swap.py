@@ -1,4 +1,4 @@
-"""The kNN kernel of seed 003 (swapping, LOO, test error for every k at once) and the t-statistic gene ranking."""
+"""The kNN kernel of Daudin & Mary-Huard 2008 (swapping, LOO, test error for every k at once) and the t-statistic gene ranking."""
 
 from __future__ import annotations
 
