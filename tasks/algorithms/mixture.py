@@ -1,6 +1,6 @@
 """Gaussian mixtures fitted by EM (scikit-learn), labelled by their Bayes posterior.
 
-Seed 000 section 3: for a mixture model the natural predictor is the Bayes rule of the fitted model;
+Lange et al. (2002), Sec. 3: for a mixture model the natural predictor is the Bayes rule of the fitted model;
 ``tasks.predictors.gaussian_posterior`` re-estimates that model from the labelled training half.
 """
 

@@ -9,7 +9,7 @@ from tasks.matching import matched_disagreement
 
 
 def lange_disagreement(fits: TrialFits) -> float:
-    """Seed 000 eq. (5) for one split: ``min_pi (1/m) sum_i 1{pi(h(X'_i)) != alpha_X'(X'_i)}``.
+    """Lange et al. (2002), eq. (5), for one split: ``min_pi (1/m) sum_i 1{pi(h(X'_i)) != alpha_X'(X'_i)}``.
 
     ``h`` is the first half's solution extended to the second half by the predictor, and
     ``alpha_X'`` the second half's own clustering. The expectation of eq. (5) is the mean over trials,
@@ -19,7 +19,7 @@ def lange_disagreement(fits: TrialFits) -> float:
 
 
 def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator, *, draws: int) -> float:
-    """Seed 002 eq. (5)'s denominator: the same statistic for the random predictor rho_k.
+    """The denominator of Lange et al. (2004), eq. (5): the same statistic for the random predictor rho_k.
 
     The mean, over ``draws`` pairs of independent uniform labelings of ``n_points`` points with ``k``
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
