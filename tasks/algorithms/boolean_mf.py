@@ -31,7 +31,7 @@ deterministic annealing, with Boolean U = 1{β < ½}. MAC has no public code; Gr
 noise-free covering heuristic that never sets a bit that ``X`` lacks (no over-covering), whereas MAC's
 roles can cover a 0 of the training matrix when that explains the other users better. GreConD's factors
 for k come from greedy rectangle covering, not from a likelihood, and its sequence of models is nested
-(MAC refits for every k). The transfer cost is the paper's (l. 119) unchanged: a test user ``x'`` is
+(MAC refits for every k). The transfer cost is the paper's (Sec. 5) unchanged: a test user ``x'`` is
 mapped to its nearest training user ``i`` in Hamming distance (the lowest index on ties) and pays
 ``sum_j |x'_j - OR_{t<=k} (Z_it AND U_tj)|`` bits; :func:`bmf_transfer_costs` averages this over the test
 users. Record the fitting algorithm as a deviation from the paper; (d3), k̂ = 248, is not expected from it.

@@ -1,15 +1,15 @@
 """Correlation clustering of signed graphs by annealed Gibbs sampling, with the paper's transfer rule.
 
 Frank, Chehreghani & Buhmann (2011), "The Minimum Transfer Cost Principle for Model-Order Selection",
-Sec. 6. Line numbers below are the paper text's.
+Sec. 6.
 
 Graphs
 ------
 A graph on n nodes is a symmetric weight matrix ``W`` of shape (n, n), float64, zero diagonal, weights in
-[-1, 1]; ``W[i, j] = 0`` means no edge. The paper's graphs (l. 134-136, :func:`signed_graph`) are complete
+[-1, 1]; ``W[i, j] = 0`` means no edge. The paper's graphs (Sec. 6, :func:`signed_graph`) are complete
 with weights +-1.
 
-Cost, eq. (8), l. 140
+Cost, eq. (8)
 ---------------------
 ``R(s, W) = sum_{i<j, s_i = s_j, W_ij != 0} (1 - W_ij)/2 + sum_{i<j, s_i != s_j, W_ij != 0} (1 + W_ij)/2``,
 for +-1 weights the number of negative intra-cluster plus positive inter-cluster edges. With
@@ -19,7 +19,7 @@ for +-1 weights the number of negative intra-cluster plus positive inter-cluster
 
 so minimising R is maximising the weight inside clusters.
 
-Transfer, eqs. (9)-(10), l. 144-146
+Transfer, eqs. (9)-(10)
 -----------------------------------
 A node i with edges to nodes j labelled by s (a training node's own graph, or a new node's cross edges to
 the training nodes) has, summing over edges only (``W_ij != 0``) and writing
@@ -34,7 +34,7 @@ The first term does not depend on v, so ``argmin_v H(i, v) = argmax_v S_iv``. An
 to H(i, v) for every v (whichever side of it i falls), and to R a constant 1/2 whatever the labels, so an
 edge of weight 0 and no edge are the same up to a constant that does not depend on the labels; S never
 sees either. Empty clusters take part with ``S_iv = 0``: a node whose edges are mostly negative opens a new
-cluster, which is how the sampler leaves the extra clusters of a large k empty (l. 150).
+cluster, which is how the sampler leaves the extra clusters of a large k empty (Sec. 6).
 
 Sampler (details the paper leaves open)
 ---------------------------------------
@@ -109,7 +109,7 @@ class GibbsResult:
 def signed_graph(
     sizes: Sequence[int], q: float, p: float, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """A complete signed graph with planted clusters (Sec. 6, l. 134-136).
+    """A complete signed graph with planted clusters (Sec. 6).
 
     Intra-cluster edges get +1 and inter-cluster edges -1; each inter-cluster edge is then set to +1 with
     probability ``q``; then each edge is, with probability ``p``, replaced by +1 or -1 with probability 1/2
@@ -171,7 +171,7 @@ def _cost(W: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
 
 
 def correlation_cost(W: NDArray[np.floating], labels: NDArray[np.integer]) -> float:
-    """The correlation-clustering cost, eq. (8) (l. 140), each undirected edge counted once.
+    """The correlation-clustering cost, eq. (8), each undirected edge counted once.
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ def k_effective(labels: NDArray[np.integer]) -> int:
 def transfer_labels(
     W_cross: NDArray[np.floating], labels_train: NDArray[np.integer], k: int
 ) -> NDArray[np.int64]:
-    """Labels of new nodes from their edges to labelled training nodes, eqs. (9)-(10) (l. 144-146).
+    """Labels of new nodes from their edges to labelled training nodes, eqs. (9)-(10).
 
     ``argmin_v H(i', s_v) = argmax_v sum_{j: labels_train[j] = v} W_cross[i', j]`` (module docstring); an
     empty training cluster competes with sum 0, and ties go to the smallest v, so the result is

@@ -2,23 +2,23 @@
 
 Everything here is read off one SVD per matrix: every rank k of a sweep comes from the same factors.
 
-- Image patches (Sec. 4.1, l. 86-98): ``tile_patches`` cuts the non-overlapping ``size x size`` tiling
+- Image patches (Sec. 4.1): ``tile_patches`` cuts the non-overlapping ``size x size`` tiling
   (512 x 512 into 8 x 8 gives the paper's N = 4096 rows of D = 64), ``random_patches`` the overlapping
   variant, ``untile`` puts a tiling back, ``psnr`` is 10 log10(peak² / MSE), and ``denoise_psnrs`` is the
   oracle curve: the PSNR of every rank-k reconstruction of the full noisy patch matrix against the clean
   patches (for a tiling, the image's MSE is the patches' MSE).
-- Eq. (7) (l. 96): ``Rᵀ(k) = (1/N₂) ‖ψ_NN(X⁽¹⁾, X⁽²⁾) ∘ X⁽²⁾ − U⁽¹⁾ₖS⁽¹⁾ₖV⁽¹⁾ₖᵀ‖²``: each row x′ of X⁽²⁾ is
-  mapped to its nearest row i of X⁽¹⁾ (Euclidean, l. 98) and pays ‖x′ − x⁽¹⁾ᵢ VₖVₖᵀ‖² (``svd_transfer_costs``).
-  Exact ties go to the lowest index (l. 68 breaks them at random; for randomly ordered halves that is the same
+- Eq. (7): ``Rᵀ(k) = (1/N₂) ‖ψ_NN(X⁽¹⁾, X⁽²⁾) ∘ X⁽²⁾ − U⁽¹⁾ₖS⁽¹⁾ₖV⁽¹⁾ₖᵀ‖²``: each row x′ of X⁽²⁾ is
+  mapped to its nearest row i of X⁽¹⁾ (Euclidean, Sec. 4.1) and pays ‖x′ − x⁽¹⁾ᵢ VₖVₖᵀ‖² (``svd_transfer_costs``).
+  Exact ties go to the lowest index (Sec. 2.2 breaks them at random; for randomly ordered halves that is the same
   in distribution). With q = Vᵀx′, c = Vᵀx⁽¹⁾ᵢ and e = q − c, the cost ‖x′‖² − 2Σ_{j≤k} q_j c_j + Σ_{j≤k} c_j²
   is Σ_{j≤k} e_j² + Σ_{j>k} q_j² + ‖x′ − VVᵀx′‖²: prefix sums of non-negative terms, no cancellation, and
   exactly 0 when x′ = x⁽¹⁾ᵢ and k = d.
-- Boolean matrices (Sec. 4.2, l. 105-115): Molloy's denoiser g(UₖSₖVₖᵀ), g = 1{· > 0.5}
+- Boolean matrices (Sec. 4.2): Molloy's denoiser g(UₖSₖVₖᵀ), g = 1{· > 0.5}
   (``boolean_denoise``), its error against the clean matrix (``denoise_errors``, the oracle k*), Molloy's
   80 % coverage and 0.001 increment rules, a symmetric flip noise (ours), and MTC "with nearest-neighbor mapping
-  and Hamming distance" (l. 115): each x′ pays the Hamming distance to g(rank-k reconstruction of its
+  and Hamming distance" (Sec. 4.2): each x′ pays the Hamming distance to g(rank-k reconstruction of its
   Hamming-nearest row of X⁽¹⁾), a choice the paper leaves open (``boolean_svd_transfer_costs``).
-- OP-CV, Owen & Perry's bi-cross-validation as the paper runs it (Sec. 4.2, l. 107-113): per random row and
+- OP-CV, Owen & Perry's bi-cross-validation as the paper runs it (Sec. 4.2): per random row and
   column permutation, ‖A − B Dₖ⁺ C‖²_F with A the held-out top-left p x q block; every k from one SVD of D
   (``opcv_errors``); the rank of the lowest per-k median over permutations (``opcv_rank``).
 
@@ -466,7 +466,7 @@ def _holdout_errors(A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[n
 
 
 def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
-    """The paper's decision: the k of the lowest median error over permutations (Frank et al. l. 107-113).
+    """The paper's decision: the k of the lowest median error over permutations (Frank et al. 2011, Sec. 4.2).
 
     A k that is NaN in any permutation has no median and is not chosen; a permutation without any value is left
     out; medians equal within ``tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a

@@ -8,13 +8,13 @@ gives every rank, one GreConD run gives every number of factors (each k is a pre
                  reconstruction of its nearest training row (Euclidean); ``psnr`` is the oracle (the whole
                  noisy tiling's rank-k reconstruction against the clean image); ``opcv_half``/``opcv_fifth``.
   boolean_svd    Boolean matrices, Molloy's denoiser g(U_k S_k V_kᵀ), g = 1{> 0.5}: ``mtc_matrix`` maps by
-                 Hamming distance and pays the Hamming distance to g(reconstruction) (l. 115; our reading of the cost);
+                 Hamming distance and pays the Hamming distance to g(reconstruction) (Sec. 4.2; our reading of the cost);
                  ``coverage_rule`` and ``increment_rule`` are Molloy's two rules on the trial's whole noisy
                  matrix; ``denoise_error`` is the oracle ‖g_k − X*‖₁; ``opcv_half``/``opcv_fifth``.
   boolean_mf     Boolean OR factorisation by GreConD (deviation: the paper fits MAC, which has no public
-                 code); ``mtc_matrix`` is the per-user bit cost of l. 119 with the Hamming nearest neighbour.
+                 code); ``mtc_matrix`` is the per-user bit cost of Sec. 5 with the Hamming nearest neighbour.
 
-Owen-Perry's bi-cross-validation (l. 107-113) scores one random row and column permutation of the whole
+Owen-Perry's bi-cross-validation (Sec. 4.2) scores one random row and column permutation of the whole
 noisy matrix per trial (the paper's 20 permutations are 20 trials; its decision, the argmin of the per-k
 medians, is the reducer's ``aggregate: median``).
 """

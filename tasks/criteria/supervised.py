@@ -22,8 +22,8 @@ SWAPPING = Criterion(
     description="swapping method: resubstitution error plus the swapping covariance penalty (Daudin & Mary-Huard 2008, eq. 5)",
     decision=ERROR_RATE,
     outputs=("swapping", "swap_penalty"),
-    # n0: the plug-in's prior weight, eq. (4) l. 60 ("n0 is fixed to 10", l. 64); swap_rule: the exact swap
-    # condition of the kNN form, or the paper's literal sentence (l. 137), which also counts minority points
+    # n0: the plug-in's prior weight, eq. (4) ("n0 is fixed to 10", Sec. 2); swap_rule: the exact swap
+    # condition of the kNN form, or the paper's literal sentence (Sec. 4.1), which also counts minority points
     options={"n0": 10.0, "swap_rule": "exact"},
     ranges={"n0": number(0.0), "swap_rule": choice("exact", "literal")},
     algorithms=CLASSIFIERS,
