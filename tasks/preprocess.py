@@ -92,8 +92,7 @@ def gene_filter(X: Array, *, floor: float = 100.0, ceiling: float = 16000.0, min
     100 and a ceiling of 16,000; (ii) filtering, the exclusion of genes with max/min <= 5 or max - min
     <= 500 over the samples; (iii) a base-10 logarithm (a separate step here: ``- log: {base: 10}``).
     The defaults are those published values; a gene is kept when both max/min > ``min_fold`` and
-    max - min > ``min_difference``, as the paper excludes at <= (the paper itself is not among
-    ../shared/papers: see the report of issue 12).
+    max - min > ``min_difference``, as the paper excludes at <= (values as published, not checked against the paper's text).
 
     Parameters
     ----------

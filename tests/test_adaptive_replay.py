@@ -1,4 +1,4 @@
-"""The adaptive rule PSE-t (:mod:`tasks.adaptive`) and its replay on a stored cube (issue 18, deliverable 5, a first part):
+"""The adaptive rule PSE-t (:mod:`tasks.adaptive`) and its replay on a stored cube:
 looks on trial-index prefixes, eliminations by paired t intervals, decided / settled / unsettled stops, and the
 calibration on null races."""
 

@@ -1,4 +1,4 @@
-"""Adaptive sweeps on the engine (issue 18.1-18.3, 18.7): rounds decided on stored trial-index prefixes.
+"""Adaptive sweeps on the engine: rounds decided on stored trial-index prefixes.
 
 Every check runs the real engine on a real zarr cube: in this process (threads), on a real LocalCluster, cut
 into other tasks, interrupted and resumed; the decisions are checked against tasks.adaptive.race run
