@@ -2,7 +2,7 @@
 
 A step is ``step(X, **params) -> X`` on the data matrix (rows are the objects that get clustered).
 Steps that drop or reorder rows also return which input rows they kept, so labels follow the rows.
-The steps can express the gene-expression preprocessing of Lange et al. (2004): floor/ceiling, log, standardising
+The steps can express the gene-expression preprocessing of Roth et al. (2002): floor/ceiling, log, standardising
 rows and columns, keeping the most variable features, PCA to d components; and Dudoit & Fridlyand's
 gene filter (floor/ceiling, max/min fold and max - min difference per gene).
 """

@@ -171,7 +171,7 @@ def test_lange2002_table1_config_prints_the_comparison_with_the_paper_and_re_dec
 
 @pytest.mark.papers_data
 def test_lange_gene_expression_config_reproduces_seed_002(tmp_path):
-    """Lange et al. (2004), Sec. 3 through the shipped config (k-means, 20 splits of the whole data).
+    """Roth et al. (2002), Sec. 3 through the shipped config (k-means, 20 splits of the whole data).
 
     Colon genes: "highly stable clusterings for k = 3 and k = 6": k̂ = 3 and k = 6 a local minimum of the
     instability curve. Colon tissues: k̂ = 2 (the paper's agreement with tumour/normal is > 85%; ours,

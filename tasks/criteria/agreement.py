@@ -1,4 +1,4 @@
-"""Agreement with known classes: a diagnostic, not a model-order criterion (Lange et al. 2002, Sec. 4; Lange et al. 2004, Sec. 3).
+"""Agreement with known classes: a diagnostic, not a model-order criterion (Lange et al. 2002, Sec. 4; Roth et al. 2002, Sec. 3).
 
 The trial's solution is the first half's clustering extended to the second half by the method's
 predictor; over the trial's whole sample it is matched to the known classes with the Hungarian method
