@@ -84,9 +84,9 @@ def main() -> None:
 
 
 def replay_targets(cube_path: Path, live_path: Path) -> None:
-    """Issue 18's replay targets on the fixed cube: easy groups (3 Gaussians, n >= 300) on the full budget's k̂ in
+    """The replay's targets on the fixed cube: easy groups (3 Gaussians, n >= 300) on the full budget's k̂ in
     >= 99% of 200 replays with <= 20% of the cells; hard groups (the rings) unsettled or settled, not decided wrong.
-    And spec E5: the live adaptive run's stop and k̂ per group equal the replay's in index order; the compute share
+    And the live adaptive run's stop and k̂ per group equal the replay's in index order; the compute share
     the replay predicts (mean over groups weighted by their compute) against the live run's."""
     import json
 

@@ -1,6 +1,6 @@
 """Deterministic annealing against 10-restart k-means: objective and time per fit, same data, same run.
 
-The study of issue 17 (item 6): 96 fits, three data families (three Gaussians, eight Gaussians at random
+The study: 96 fits, three data families (three Gaussians, eight Gaussians at random
 centres, uniform on the unit cube) x d = 1, 2, 10, 100 x n = 100, 400 x k = 2, 3, 5, 8. For each fit,
 with the same seed: ``kmeans`` (10 k-means++ restarts of Lloyd), pure annealing (``n_init = 0``: the
 annealed centres polished by Lloyd) and ``deterministic_annealing`` as shipped (the annealed solution

@@ -1,13 +1,13 @@
-"""GreConD and seed 004's Boolean transfer costs, compiled (``tasks.algorithms.boolean_mf``) against numpy.
+"""GreConD and Frank et al.'s (2011) Boolean transfer costs, compiled (``tasks.algorithms.boolean_mf``) against numpy.
 
   fit       GreConD up to k = 400 on 2,400 training users x 500 permissions (density ~0.05: 60 planted roles
             of 5-15 permissions, 1-3 roles per user, 1 % of the zeros set and 2 % of the ones cleared).
             The numpy reference (:func:`greconD_numpy`) runs once, all the way (~50 s), and its factors are
             compared with the compiled ones; its time for the first 20 factors is printed too (a linear
             extrapolation from it overstates the full run, whose later factors take fewer steps);
-  transfer  the transfer costs of 600 test users for k in the spec's grid, compiled vs the numpy per-k loop;
-  project   the spec's experiment 004-d, 5 folds x 2 datasets: projected from the planted matrix, and run
-            for real on the substitutes of spec §2.6 (``americas_small``: 3,000 random users and the 500 most
+  transfer  the transfer costs of 600 test users for k in the shipped grid, compiled vs the numpy per-k loop;
+  project   the paper's Sec. 5 experiment, 5 folds x 2 datasets: projected from the planted matrix, and run
+            for real on the substitutes of ``configs/frank_bmf.yaml`` (``americas_small``: 3,000 random users and the 500 most
             frequent permissions; ``apj``: all 2,044 users, 500 most frequent permissions) when
             ``/work/shared/datasets/rbac_hp_labs`` is there, with the mean transfer curve and its argmin.
 

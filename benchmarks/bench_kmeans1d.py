@@ -1,6 +1,6 @@
 """Exact 1-D k-means, per point per fit: ordercube's kernel against PyPI's ``kmeans1d``, same data, same run.
 
-The work of Shamir & Tishby's estimator (seed 001, Theorem 3): optimal k-means solutions of m points of
+The work of Shamir & Tishby's estimator (2007, Theorem 3): optimal k-means solutions of m points of
 the 1-D mixture of Lemma 1 (mu = 5) for k = 2, 3, 4. ``kmeans1d.cluster`` is called once per k (it sorts
 and builds its prefix sums every time); ``tasks.algorithms.kmeans1d.kmeans_1d_exact`` sorts once and
 reads every k from one table. Both are single-threaded. The two must agree (same objective to 1e-9

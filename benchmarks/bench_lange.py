@@ -1,6 +1,6 @@
 """Throughput of one Lange-stability workload: ``ordercube run`` against plain serial loops.
 
-Workload (ENGINE_NOTES' peer comparison): ``lange_gaussians3``, k = 2..10, 20 resamples, k-means
+Workload (the peer comparison of ``bench_peers.py``): ``lange_gaussians3``, k = 2..10, 20 resamples, k-means
 (``n_init=10``) + nearest-centroid predictor + Hungarian matching, for each n in {100, 1000, 10000}.
 
 Measured, in the same run:

@@ -1,4 +1,4 @@
-"""Seed 004 §4 kernels against their literal loops: eq. (7) for every rank, and OP-CV for every rank.
+"""Frank et al.'s (2011) Sec. 4 kernels against their literal loops: eq. (7) for every rank, and OP-CV for every rank.
 
 1. ``svd_transfer_costs`` (one nearest-neighbour pass, every k from prefix sums) against nearest neighbours by
    brute force or by ``scipy.spatial.cKDTree`` followed by one reconstruction ``X1[nn] V_k V_kᵀ`` per k, on the

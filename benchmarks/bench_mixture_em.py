@@ -1,6 +1,6 @@
 """Full-covariance Gaussian mixture fits, ordercube's compiled EM against scikit-learn, same data, same run.
 
-The fits of seed 004's experiment a (``/work/shared/specs/seeds_003_004_adaptive.md`` section 2.2): 2-D
+The fits of Frank et al.'s (2011) Sec. 3 experiment (``configs/frank_gmm.yaml``): 2-D
 points from three equal-weight isotropic Gaussians at the corners of an equilateral triangle of side 1, sd
 ``r`` times the circumradius (``--r``: 0.3, easy; 0.6, where BIC starts to choose k < 3; 1.5, one blob),
 n = 250 (the MTC half) and 500 (the whole trial), ``n_init=5``. ``tasks.algorithms.mixture_em.fit_mixture`` against

@@ -1,6 +1,6 @@
 """Whole-process time of one Lange-stability workload: ordercube against reval and a plain scikit-learn loop.
 
-Workload (issue 13, ENGINE_NOTES' peer comparison): 3 Gaussians (Lange et al. 2002), k = 2..10,
+Workload: 3 Gaussians (Lange et al. 2002), k = 2..10,
 20 resamples, k-means with 10 restarts, nearest-centroid prediction, Hungarian matching, the
 random-labeling baselines (200 draws per k), at each n. Every variant runs as its own process, as a user
 would start it (Python start and imports included), interleaved per n, once; the machine's load average
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000, 100000])
     parser.add_argument("--reval-python", help="a Python with reval installed (pip install reval)")
     parser.add_argument("--reval-max-n", type=int, default=10000,
-                        help="largest n given to reval (serial reval took 1384 s at n = 100,000 here: ENGINE_NOTES)")
+                        help="largest n given to reval (serial reval took 1384 s at n = 100,000 in one measured run)")
     parser.add_argument("--loop", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--reval", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--steady", type=int, help=argparse.SUPPRESS)

@@ -1,13 +1,13 @@
-"""The adaptive rule replayed on the shipped configs' fixed-budget cubes (issue 18, spec §5.3 E1-E4): what it decides
+"""The adaptive rule replayed on the shipped configs' fixed-budget cubes: what it decides
 and what it spends under each setting, with no recomputation.
 
 For every cube and setting, over all of its groups (dataset, n, method, criterion with a sequential rule), each
 replayed in index order and ``--permutations`` random orders: the groups, the near-ties (the full budget cannot
-separate its top k's at 99.9%, spec E2), the lowest agreement with the full budget's k̂, the mean share of cells
+separate its top k's at 99.9%), the lowest agreement with the full budget's k̂, the mean share of cells
 and of compute seconds used, the confident stops (decided or settled) and those wrong against the full budget's
-k̂ and against the reference set (E4a, with the largest per-group Clopper-Pearson bound), the unsettled share and
-the null races' false-decision rate (E4b, pooled and the largest group's). Settings: PSE-t at delta 0.05 and
-epsilon 0 (the default), delta 0.01 and 0.1, epsilon 0.001, 0.005 and 0.01 (E3), and the ablations (E4 iv): mode
+k̂ and against the reference set (with the largest per-group Clopper-Pearson bound), the unsettled share and
+the null races' false-decision rate (pooled and the largest group's). Settings: PSE-t at delta 0.05 and
+epsilon 0 (the default), delta 0.01 and 0.1, epsilon 0.001, 0.005 and 0.01, and the ablations: mode
 guarded, strict (empirical Bernstein) and Hoeffding races (the last two on criteria in [0, 1] only).
 
     python benchmarks/bench_replay.py [--cubes results] [--permutations 200] [--only quickstart_200 ...]

@@ -1,6 +1,6 @@
 """Whole-process time of ``ordercube report`` on the quickstart cube: this checkout against a baseline commit.
 
-The baseline is the report as it was before issue 17 (commit f0e5763 by default: 12 PNG figures, each laid
+The baseline is the report as it was before its figures were redrawn (commit f0e5763 by default: 12 PNG figures, each laid
 out by ``tight_layout``, log axes with mathtext labels, a legend per panel). Both report the same cube, built
 once by this checkout's ``ordercube run configs/quickstart.yaml``. The baseline runs from a git worktree of
 its commit, with this checkout's compiled kernels copied in (the Cython sources did not change). Interleaved,

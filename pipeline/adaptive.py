@@ -1,4 +1,4 @@
-"""The config's ``adaptive:`` block: stop spending resamples once k̂ is settled (issue 18, spec §5.2).
+"""The config's ``adaptive:`` block: stop spending resamples once k̂ is settled (:mod:`tasks.adaptive`).
 
 Opt-in, for the whole sweep (top level) or per method (``methods[i].adaptive``: its keys replace the top
 level's, ``adaptive: off`` turns it off for that method). Every criterion of an adaptive method must have a
@@ -12,7 +12,7 @@ trial-index prefixes that are multiples of the cube's trials per chunk, the last
       epsilon: 0.0     # indifference zone in the criterion's units (>= 0): k's closer than this may tie
       r_min: 20        # looks r_min, 2 r_min, 4 r_min, ... then resamples; or
       looks: [20, 40, 80, 200]   # explicit looks, increasing, the last = resamples
-      mode: t          # Student-t intervals (asymptotic guarantee, spec §5.2); guarded: each t interval trusted
+      mode: t          # Student-t intervals (asymptotic guarantee); guarded: each t interval trusted
                        # only once Cochran's rule holds for it (trials > 25 skewness^2: for arms with rare large
                        # values; more cells); strict: empirical Bernstein (criteria with values in [0, 1] only;
                        # valid at every trial count, stops late)
@@ -86,7 +86,7 @@ def _looks(block: Mapping[str, Any], key: str, resamples: int) -> tuple[int, ...
         r_min = block.get("r_min", 20)
         if isinstance(r_min, bool) or not isinstance(r_min, int) or not 2 <= r_min:
             raise ConfigError(f"{key}.r_min", f"expected an integer >= 2, got {show(r_min)}",
-                              "e.g. r_min: 20 (the spec's default: the t intervals need about 20 trials)")
+                              "e.g. r_min: 20 (the default: the t intervals need about 20 trials)")
         return doubling_looks(min(r_min, resamples), resamples)
     looks = block["looks"]
     if not isinstance(looks, Sequence) or isinstance(looks, str) or not looks or any(
@@ -123,7 +123,7 @@ def parse_block(block: Any, key: str, resamples: int, inherited: Mapping[str, An
         raise ConfigError(f"{key}.mode", f"expected one of {list(MODES)}, got {show(mode)}",
                           "use mode: t (Student-t intervals, asymptotic), guarded (t intervals once Cochran's rule holds: "
                           "for criteria with rare large values) or strict (empirical Bernstein, valid at every number of "
-                          "trials, and rarely stopping early at R <= 1000: spec §5.2)")
+                          "trials, and rarely stopping early at R <= 1000)")
     return AdaptiveSpec(
         delta=_number(merged, "delta", key, 0.05, low=0.0, high=1.0, fix="e.g. delta: 0.05 (a 5% error probability)"),
         epsilon=_number(merged, "epsilon", key, 0.0, low=0.0, high=None,

@@ -141,7 +141,7 @@ def status_attrs() -> dict[str, Any]:
 
 def variable_attrs(name: str) -> dict[str, Any]:
     """The attributes of cube variable or coordinate ``name``: written here, or a registered criterion's own
-    description (seed 004's transfer costs and matrix criteria, a plugin's); an unregistered name a generic one."""
+    description (Frank et al.'s (2011) transfer costs and matrix criteria, a plugin's); an unregistered name a generic one."""
     if name == "status":
         return status_attrs()
     if name in COORDINATES:

@@ -1,7 +1,7 @@
-"""A signed graph read from a weighted edge list (``kind: edge_list``), for correlation clustering (seed 004).
+"""A signed graph read from a weighted edge list (``kind: edge_list``), for correlation clustering (Frank et al. 2011, Sec. 6).
 
 The edge list is a CSV file with a header row and three columns, by position: the two end nodes (names, read as
-text) and the weight, a number in [-1, 1] (seed 004's eq. 8 scores a cut by the edges' signs; a weight of 0 is the
+text) and the weight, a number in [-1, 1] (Frank et al.'s eq. 8 scores a cut by the edges' signs; a weight of 0 is the
 same as no edge). Optionally ``nodes: FILE`` lists the nodes (a CSV with a header row: the node's name, and
 optionally its known class in a second column): then every end node must be listed (a node in no edge is an
 isolated node), and the classes give the true k. Every problem is refused with the file, the line and the fix:

@@ -59,8 +59,8 @@ def criteria_of(scores: xr.Dataset) -> list[str]:
 def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
     """Per-trial scores, one variable per criterion, each read by its own decision rule.
 
-    ``lange``: seed 002 eq. (5), the raw disagreement divided by the random-labeling baseline of the
-    same (n, k): ``S_n = S(alpha) / S(rho_k)``. ``pairwise``: the raw theta_k of seed 001 Thm. 3.
+    ``lange``: Roth et al. (2002), eq. (5), the raw disagreement divided by the random-labeling baseline of the
+    same (n, k): ``S_n = S(alpha) / S(rho_k)``. ``pairwise``: the raw theta_k of Shamir & Tishby (2007), Thm. 3.
     ``prediction_strength``: ps(k) as stored (larger is better). Every other variable as stored
     (``gap`` with its ``gap_sd``, ``clest`` with ``clest_null``, ``bic``, ``aic``, ``agreement``).
     """

@@ -1,6 +1,6 @@
-"""Reducers for classifiers whose order is chosen with labels (seed 003): per-trial choices read back.
+"""Reducers for classifiers whose order is chosen with labels (Daudin & Mary-Huard 2008): per-trial choices read back.
 
-Seed 003 reports, per setting, the mean chosen k (N) and the mean error *at each trial's own choice* (R)
+Daudin & Mary-Huard (2008, Table 1) report, per setting, the mean chosen k (N) and the mean error *at each trial's own choice* (R)
 of three selectors: the swapping method (S), leave-one-out CV and the oracle (O, the least test or
 true error over the same candidates); then the relative gain of S over CV,
 G = 100 (L_CV - L_S) / (L_CV - L_O), the 95% quantiles of L_S - L_O and L_CV - L_O, and the mean

@@ -1,4 +1,4 @@
-"""Replaying the adaptive rule on a stored cube (spec §5.3, E1 and E4b): no recomputation.
+"""Replaying the adaptive rule on a stored cube (its compute share and its null-race calibration): no recomputation.
 
 For every group (dataset, n, method, criterion decided by "smallest", or Prediction Strength's threshold) of a
 complete cube, the rule (:func:`tasks.adaptive.race_by`) is raced over the trials in index order and over
@@ -63,7 +63,7 @@ def _null_rate(values: np.ndarray, looks: tuple[int, ...], setting: Setting, rng
     return false, races
 
 
-FIXED_BUDGETS = (5, 10, 20, 50, 100, 200, 500, 1000)  # the spec's R grid for the fixed-budget curve (E3)
+FIXED_BUDGETS = (5, 10, 20, 50, 100, 200, 500, 1000)  # the R grid of the fixed-budget accuracy curve
 
 
 def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: int, rule: Decision) -> dict[int, float]:
@@ -76,12 +76,12 @@ def fixed_budget_curve(values: np.ndarray, orders: list[np.ndarray], reference: 
             for r in budgets}
 
 
-REFERENCE_LEVEL = 0.999  # the spec's E2: a group whose full budget cannot separate its top arms at 99.9% is a near-tie
+REFERENCE_LEVEL = 0.999  # a group whose full budget cannot separate its top arms at 99.9% is a near-tie
 
 
 def reference_set(values: np.ndarray, fixed: int, rule: Decision, epsilon: float = 0.0,
                   level: float = REFERENCE_LEVEL) -> set[int]:
-    """The arms (columns; -1: none) the full budget cannot rule out as a right answer of the rule (spec §5.3, E2;
+    """The arms (columns; -1: none) the full budget cannot rule out as a right answer of the rule (the near-ties;
     within ``epsilon`` of the best, the guarantee's G_eps), by two-sided Student-t intervals at ``level`` over every
     trial. Smallest mean: the full budget's choice ``fixed`` and every arm whose paired difference to it has an
     interval reaching ``epsilon``. Threshold (Prediction Strength): every arm whose mean's interval reaches
@@ -106,9 +106,9 @@ def replay_group(values: np.ndarray, ks: np.ndarray, fixed_k: int, setting: Sett
     against the share of cells (:func:`fixed_budget_curve`), over the same orders. Null races (an arm against a
     copy of itself) only for the smallest-mean rule: a threshold rule compares no two arms. ``ranges``: each arm's
     values lie in [0, ranges[k]] (the bounded modes, strict and hoeffding). ``seconds``: each cell's compute
-    seconds, as ``values``: the share of the fixed budget's compute the rule used (spec E1: cells differ in cost).
+    seconds, as ``values``: the share of the fixed budget's compute the rule used (cells differ in cost).
 
-    Errors (spec E4a): ``wrong_vs_fixed``, the confident stops (decided or settled) on another k than the full
+    Errors: ``wrong_vs_fixed``, the confident stops (decided or settled) on another k than the full
     budget's; ``wrong``, those on a k outside the :func:`reference_set` (a near-tie's arms are all right), with its
     one-sided 95% Clopper-Pearson bound over the confident stops."""
     size = values.shape[0]
@@ -251,7 +251,7 @@ def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[st
 
 
 def plot_replay(table: pd.DataFrame, path: Path) -> None:
-    """Accuracy against cells (spec §5.3, E3), one panel per (criterion, dataset): for every n, the fixed budget's
+    """Accuracy against cells, one panel per (criterion, dataset): for every n, the fixed budget's
     curve (the share of trial orders whose first R trials choose the full budget's k̂, against R / the budget) and
     the adaptive rule's point (its agreement against its mean share of cells). A point on or above its curve: the
     same accuracy for fewer cells."""

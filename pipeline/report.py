@@ -303,7 +303,7 @@ def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors:
 
 def plot_scaling(mean: xr.DataArray, scaled: xr.DataArray | None, failures: xr.DataArray | None,
                  errors: xr.DataArray | None, truth: xr.DataArray, criterion: str) -> Figure:
-    """Seed 001's Figures 1 and 2 as a row per (dataset, method): the mean per k against n (log-log where the
+    """Shamir & Tishby's (2007) Figures 1 and 2 as a row per (dataset, method): the mean per k against n (log-log where the
     values are positive); sqrt(n) x the mean (``scaled``: flat where the score shrinks like 1/sqrt(n)); the
     failure rate ± 1 binomial SE (``failures``, where some dataset has a true k)."""
     pairs = _with_values(mean)
@@ -439,7 +439,7 @@ def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figu
     from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
 
     scores = reduced.scores
-    if transfer_criteria(reduced.summary):  # seed 004: every mapping's cost curve, median and quartiles (Fig. 6)
+    if transfer_criteria(reduced.summary):  # Frank et al. 2011: every mapping's cost curve, median and quartiles (Fig. 6)
         plot_transfer_costs(reduced.summary, figures)
     sweeps = swept(json.loads(cube.attrs.get("ordercube_config", "{}")))
     if sweeps:  # a generator parameter as an axis: the choices against it, and where each criterion stops finding k
@@ -448,7 +448,7 @@ def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figu
         table.attrs["sweep_crossings"] = write_sweeps(reduced.frequency, reduced.truth, sweeps, figures)
     from pipeline.report_matrix import matrix_criteria
 
-    if matrix_criteria(scores):  # seed 004's matrix models: each criterion's rank against the oracle's, the PSNR crest
+    if matrix_criteria(scores):  # Frank et al.'s matrix models: each criterion's rank against the oracle's, the PSNR crest
         from pipeline.report_matrix import write_matrix_report
 
         table.attrs["matrix_ranks"] = write_matrix_report(scores, reduced.chosen, reduced.choices, sweeps, figures)

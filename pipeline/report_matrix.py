@@ -1,9 +1,9 @@
-"""The report of matrix models (seed 004 §2.4-2.6): each criterion's rank against the oracle's, and what it costs.
+"""The report of matrix models (Frank et al. 2011, Secs. 4-5): each criterion's rank against the oracle's, and what it costs.
 
 ``matrix_ranks.csv`` has a row per (dataset, n, method, criterion): k̂ by the criterion's own rule, the range of
 the trials' own choices, the oracle's k* (``psnr``'s argmax or ``denoise_error``'s argmin, the same aggregation)
 and the loss of choosing k̂ instead of k*, read from the oracle's per-k medians: ``psnr_loss_db`` = PSNR(k*) -
-PSNR(k̂) (the paper's Fig. 2 claim) and ``error_ratio`` = err(k̂) / err(k*) (spec §2.5's v3). Figures: every
+PSNR(k̂) (the paper's Fig. 2 claim) and ``error_ratio`` = err(k̂) / err(k*) (Fig. 3's ranks on an error scale). Figures: every
 dataset's ranks side by side with the trials' ranges (Fig. 3's table as a picture), and for an image whose noise
 is swept, the PSNR crest (noise x k, each noise level's PSNR below its best) with MTC's k̂ ± 3 sd of the trials'
 choices and the oracle's k* (Fig. 2).

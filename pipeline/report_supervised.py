@@ -1,4 +1,4 @@
-"""The report of a classifier's order (seed 003): its Table 1 layout and its figures, from the cube.
+"""The report of a classifier's order (Daudin & Mary-Huard 2008): their Table 1 layout and its figures, from the cube.
 
 ``supervised.csv`` (one row per dataset, n, method and selector: N, R, the selector's own estimate at
 its k̂, mean |k_O - k̂|, the 95% quantile of its excess error over the oracle), ``supervised_gain.csv``
@@ -29,7 +29,7 @@ CURVES = ("resubstitution", "conditional_error", "true_error", "test_error", "sw
 
 
 def table_one(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Seed 003's Table 1 layout: per (dataset, n, method) the N and R (R in %) of each selector, with the
+    """Daudin & Mary-Huard's (2008) Table 1 layout: per (dataset, n, method) the N and R (R in %) of each selector, with the
     paper's value after a slash where the config quotes it (``published: {DATASET/METHOD: {swapping:
     {N: 9.11, R: 28.6}}}``)."""
     cells: dict[tuple[str, int, str], dict[tuple[str, str], str]] = {}

@@ -1,11 +1,12 @@
 """The report of a swept generator parameter (``sweep:``): the trials' choices of k against the parameter.
 
-Seed 004's Fig. 1 shows, as the overlap of three Gaussians grows, where BIC, AIC and the transfer cost stop
+Frank et al.'s (2011) Fig. 1 shows, as the overlap of three Gaussians grows, where BIC, AIC and the transfer cost stop
 choosing 3. Per (swept entry, method, n) this writes ``sweep.csv`` (for every value and criterion: the
 modal per-trial choice, its frequency, the frequency of the true k) and a figure with one panel per
 criterion (how often each k was chosen, as a k x value heatmap) and one panel with every criterion's
 frequency of the true k; the **crossing point** of a criterion is the first value, in the order the config
-lists them, at which its modal per-trial choice falls below the true k (seed 004's r_BIC and r_MTC, spec §2.2).
+lists them, at which its modal per-trial choice falls below the true k (Frank et al. 2011, Sec. 3:
+"BIC starts selecting k < 3, while MTC still estimates 3 Gaussians").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 004's figures of transfer costs against k: the median with the quartiles of every mapping (Fig. 6),
+"""Frank et al.'s (2011) figures of transfer costs against k: the median with the quartiles of every mapping (Fig. 6),
 and the number of non-empty clusters beside them (Fig. 5's k_effective), one figure per (method, n).
 
 Each row is a dataset, each column a transfer-cost criterion the method computed; a cross marks the k of the

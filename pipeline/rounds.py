@@ -1,6 +1,6 @@
 """What a sweep's executors take their tasks from: all at once, or round by round for an adaptive rule.
 
-:class:`FixedFeed` hands out a plan's tasks. :class:`AdaptiveFeed` (issue 18, spec §5.2) submits the trials of
+:class:`FixedFeed` hands out a plan's tasks. :class:`AdaptiveFeed` (:mod:`tasks.adaptive`) submits the trials of
 every adaptive group (dataset, n, method) in rounds: round l computes the trials before look r_l of the k's
 still in play. Once every cell of a round is in the cube, the group's races (one per criterion,
 :func:`tasks.adaptive.race_by`: PSE-t, or Prediction Strength's threshold race) are run on the trial-index
@@ -14,7 +14,7 @@ Decisions depend on stored values only, so the cells computed, the decisions and
 number of workers, any cut of the work into tasks, and an interrupted run resumed: a resumed run replays the
 races on the stored prefixes and carries on where the cells run out. Algorithms that fit every k of a trial at
 once (``cluster_many``) are given every k of a round: their fits depend on the k's asked for, and elimination
-would save nothing (the spec's "where elimination saves nothing").
+would save nothing.
 """
 
 from __future__ import annotations

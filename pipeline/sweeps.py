@@ -2,7 +2,7 @@
 
 The entry stands for one dataset per value, named ``NAME_PARAMVALUE`` (``gmm_std0.45``), each an ordinary
 dataset of the cube (its own identity, its own cells), so a grid can be extended by adding values and the
-engine knows nothing of sweeps. Seed 004 varies the overlap of the Gaussians (Fig. 1), seed 001 the
+engine knows nothing of sweeps. Frank et al. (2011) vary the overlap of the Gaussians (Fig. 1), Shamir & Tishby (2007) the
 separation mu. The config stored in the cube keeps the entry as written, so the report recovers which
 dataset holds which value (:func:`swept`) and draws k̂ and the selection frequencies against it.
 """

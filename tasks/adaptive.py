@@ -1,5 +1,5 @@
 """Paired successive elimination with Bonferroni-corrected t intervals at fixed looks (PSE-t), the sequential
-rule of the adaptive-resampling spec (``specs/seeds_003_004_adaptive.md`` §5.2).
+rule ordercube uses to stop resampling once k̂ is settled (a rule of its own; none of the papers gives one).
 
 The arms are the k's of one group, a trial gives every arm's value at once (the same sample and split: the
 values are paired), and smaller is better. At each look r (a trial-index prefix 0..r-1, never completion
@@ -56,7 +56,7 @@ class Race:
 
 
 def doubling_looks(r_min: int, r_max: int) -> tuple[int, ...]:
-    """r_min, 2 r_min, 4 r_min, ... below r_max, then r_max (the spec's default schedule)."""
+    """r_min, 2 r_min, 4 r_min, ... below r_max, then r_max (the default schedule)."""
     looks, r = [], r_min
     while r < r_max:
         looks.append(r)
@@ -84,7 +84,7 @@ def _radius(sd: NDArray[np.float64], count: NDArray[np.int64], delta_each: float
     ``t`` (and ``guarded``): Student's t, t_{1 - delta_each/2, count-1} sd / sqrt(count) (asymptotic). ``strict``:
     the empirical Bernstein bound of Maurer & Pontil (2009, Thm 4), two-sided, for values in a range of ``width``:
     sqrt(2 V ln(4/delta_each) / count) + 7 width ln(4/delta_each) / (3 (count - 1)) (valid at every count, and
-    wide: the spec's pilot saw it never stop by 200 trials). ``hoeffding``: Hoeffding's bound for that range,
+    wide: a pilot run saw it never stop by 200 trials). ``hoeffding``: Hoeffding's bound for that range,
     width sqrt(ln(2/delta_each) / (2 count)) (Maron & Moore's races; no variance term)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         if mode in ("t", "guarded"):
@@ -202,7 +202,7 @@ def race(values: NDArray[np.float64], looks: Sequence[int], *, delta: float = 0.
 def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, threshold: float, delta: float = 0.05,
                    epsilon: float = 0.0, upto: int | None = None, mode: str = "t",
                    ranges: NDArray[np.float64] | None = None) -> Race:
-    """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength; spec §5.2,
+    """The sequential form of "the largest k whose mean is at least ``threshold``" (Prediction Strength;
     "Other decision rules"), on ``values`` of shape (trials, arms), arms in increasing k.
 
     At each look every arm still needed gets a one-sample t interval of its mean, mean ± t_{1 - delta'/2, r - 1}

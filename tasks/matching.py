@@ -12,7 +12,7 @@ def confusion(a: NDArray[np.int64], b: NDArray[np.int64], k: int) -> NDArray[np.
 
 
 def matched_disagreement(a: NDArray[np.int64], b: NDArray[np.int64], k: int) -> float:
-    """Seed 002 eq. (2): the smallest fraction of points on which ``a`` and a relabeling of ``b`` differ.
+    """Roth et al. (2002), eq. (2): the smallest fraction of points on which ``a`` and a relabeling of ``b`` differ.
 
     ``min over permutations pi of (1/n) sum_i 1{a_i != pi(b_i)}``, found by the Hungarian method on
     the confusion matrix in O(k^3) instead of trying all k! permutations. The value lies in

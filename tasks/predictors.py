@@ -1,6 +1,6 @@
 """Predictors: the extension operators that transfer a clustering solution to new points.
 
-Seed 000, section 3: the predictor must match the clustering principle (nearest centroid for
+Lange et al. (2002), Sec. 3: the predictor must match the clustering principle (nearest centroid for
 k-means, nearest neighbour for path-based and spectral clustering).
 """
 
@@ -86,7 +86,7 @@ def linear_discriminant(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
     """Fisher's linear discriminant analysis (scikit-learn's ``LinearDiscriminantAnalysis``, SVD solver):
-    Gaussian classes with one shared covariance, the classifier Clest uses in seed 000.
+    Gaussian classes with one shared covariance, the classifier Clest uses in Lange et al. (2002).
 
     With a single non-empty cluster every new point gets its label.
     """
@@ -104,7 +104,7 @@ def linear_discriminant(
 def graph_transfer(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
-    """Seed 004's eqs. (9)-(10) for nodes of a graph: each new node to the training cluster it has the most
+    """Frank et al.'s (2011) eqs. (9)-(10) for nodes of a graph: each new node to the training cluster it has the most
     weight to (:func:`tasks.algorithms.correlation.graph_transfer`; use with ``correlation_gibbs``)."""
     from tasks.algorithms.correlation import graph_transfer as transfer  # numba: for graph sweeps only
 

@@ -2,7 +2,7 @@
 
 A step is ``step(X, **params) -> X`` on the data matrix (rows are the objects that get clustered).
 Steps that drop or reorder rows also return which input rows they kept, so labels follow the rows.
-The steps can express seed 002's gene-expression preprocessing: floor/ceiling, log, standardising
+The steps can express the gene-expression preprocessing of Roth et al. (2002): floor/ceiling, log, standardising
 rows and columns, keeping the most variable features, PCA to d components; and Dudoit & Fridlyand's
 gene filter (floor/ceiling, max/min fold and max - min difference per gene).
 """
@@ -92,8 +92,7 @@ def gene_filter(X: Array, *, floor: float = 100.0, ceiling: float = 16000.0, min
     100 and a ceiling of 16,000; (ii) filtering, the exclusion of genes with max/min <= 5 or max - min
     <= 500 over the samples; (iii) a base-10 logarithm (a separate step here: ``- log: {base: 10}``).
     The defaults are those published values; a gene is kept when both max/min > ``min_fold`` and
-    max - min > ``min_difference``, as the paper excludes at <= (the paper itself is not among
-    ../shared/papers: see the report of issue 12).
+    max - min > ``min_difference``, as the paper excludes at <= (values as published, not checked against the paper's text).
 
     Parameters
     ----------

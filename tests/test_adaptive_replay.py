@@ -1,4 +1,4 @@
-"""The adaptive rule PSE-t (spec §5.2) and its replay on a stored cube (issue 18, deliverable 5, a first part):
+"""The adaptive rule PSE-t (:mod:`tasks.adaptive`) and its replay on a stored cube:
 looks on trial-index prefixes, eliminations by paired t intervals, decided / settled / unsettled stops, and the
 calibration on null races."""
 
@@ -122,7 +122,7 @@ def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_
 
 
 def test_the_reference_set_is_what_the_full_budget_cannot_rule_out_at_999_percent():
-    """Spec E2 by hand with scipy's t interval: arm 1 is the full budget's choice; arm 0 is worse by 0.1 with paired
+    """The reference set by hand with scipy's t interval: arm 1 is the full budget's choice; arm 0 is worse by 0.1 with paired
     sd 0.01 (ruled out), arm 2 by 0.001 with sd 0.01 over 30 trials (not: a near-tie)."""
     from pipeline.replay import reference_set
 

@@ -1,4 +1,4 @@
-"""Adaptive sweeps on the engine (issue 18.1-18.3, 18.7): rounds decided on stored trial-index prefixes.
+"""Adaptive sweeps on the engine: rounds decided on stored trial-index prefixes.
 
 Every check runs the real engine on a real zarr cube: in this process (threads), on a real LocalCluster, cut
 into other tasks, interrupted and resumed; the decisions are checked against tasks.adaptive.race run
@@ -61,7 +61,7 @@ def same_cube(a: xr.Dataset, b: xr.Dataset) -> None:
 
 @pytest.mark.parametrize("mode", ["t", "guarded", "strict"])
 def test_decisions_are_the_race_on_the_stored_prefix_and_computed_cells_equal_the_fixed_budgets(tmp_path, mode):
-    """Mode strict (empirical Bernstein, ranges from the baseline for Lange) stops later than t, as the spec's pilot
+    """Mode strict (empirical Bernstein, ranges from the baseline for Lange) stops later than t, as a pilot run
     found; guarded (Cochran's rule on each interval) in between; all give records equal to the race run here on
     the stored values."""
     adaptive = run(tmp_path, "a.zarr", adaptive_config(adaptive={"delta": 0.05, "looks": [20, 40, 60], "mode": mode}),

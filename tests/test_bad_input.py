@@ -101,7 +101,7 @@ def _execution(**settings) -> dict:
     return small_config(execution={"trials_per_chunk": 4, "task_seconds": 0.01, **settings})
 
 
-# Ranges of every kind of parameter (issue 11, deliverable 4): each is checked at config load.
+# Ranges of every kind of parameter: each is checked at config load.
 CASES.update({
     "kmeans n_init 0": (lambda tmp: _method(params={"n_init": 0}),
                         ["methods[0].params.n_init", "got 0", "integer >= 1", "n_init: 10 (the default)"]),

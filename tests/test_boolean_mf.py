@@ -1,4 +1,4 @@
-"""GreConD (compiled against its numpy reference and hand-worked cases) and seed 004's Boolean transfer cost."""
+"""GreConD (compiled against its numpy reference and hand-worked cases) and Frank et al.'s (2011) Boolean transfer cost."""
 
 from __future__ import annotations
 

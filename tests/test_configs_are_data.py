@@ -1,6 +1,6 @@
 """A config cannot run code or write outside --out: scikit-learn parameters are plain data the class documents.
 
-The attack of issue 11: ``sklearn.cluster.AgglomerativeClustering`` with ``params: {memory: DIR}`` made joblib
+The attack this guards against: ``sklearn.cluster.AgglomerativeClustering`` with ``params: {memory: DIR}`` made joblib
 write pickles to DIR, and a swapped pickle was executed on the next run. One test per refused kind, each
 through the real CLI: exit 2, one line naming the key, the value and the fix, and nothing written.
 """

@@ -1,4 +1,4 @@
-"""Correlation clustering in the engine (seed 004 §3): nodes as objects, halves as node sets, the transfer of
+"""Correlation clustering in the engine (Frank et al. 2011, Sec. 6): nodes as objects, halves as node sets, the transfer of
 eqs. (9)-(10) as predictor, eq. (8) as transfer cost; the tie rule; graphs and points kept apart at config load."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _run(tmp_path, **overrides):
 
 
 def test_correlation_sweep_finds_the_planted_clusters_and_ties_go_to_the_smallest_k(tmp_path):
-    """Spec e1 in small: at p = 0.6 (0.7 with 450 nodes per half) the sampler leaves extra clusters empty, so the
+    """Frank et al., Fig. 5(a), in small: at p = 0.6 (0.7 with 450 nodes per half) the sampler leaves extra clusters empty, so the
     transfer cost is flat from k = 3 on; the smallest-k tie rule gives 3 where "ties to the largest k" would give the
     largest k offered."""
     scores = criterion_scores(_run(tmp_path))

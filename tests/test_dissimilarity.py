@@ -1,4 +1,4 @@
-"""Dissimilarity input (issue 17, deliverable 8): a distance-matrix file as a dataset, halves taken as
+"""Dissimilarity input: a distance-matrix file as a dataset, halves taken as
 sub-matrices, clustered by the algorithms that take dissimilarities; on Euclidean distances every kernel, the
 predictor and a whole cube equal the same methods on the points themselves."""
 

@@ -1,4 +1,4 @@
-"""Each command imports what it needs and no more (issue 13's import diet): the modules a command loads
+"""Each command imports what it needs and no more (an import diet): the modules a command loads
 are listed, not timed, so the check holds on a loaded machine. What each costs here (``python -X importtime``):
 distributed 0.2 s, xarray with pandas 0.3-0.5 s, scipy's hierarchy 0.3 s, numba 0.25 s, matplotlib 0.3 s."""
 

@@ -1,4 +1,4 @@
-"""Internal validity indices on the halves' own fits (issue 17, deliverable 5): scikit-learn's silhouette,
+"""Internal validity indices on the halves' own fits: scikit-learn's silhouette,
 Calinski-Harabasz and Davies-Bouldin, averaged over the halves, decided by their own rules."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The interval ERM of seed 003's Kearns example (tasks/classifiers/intervals.py) against exhaustive
+"""The interval ERM of Daudin & Mary-Huard's (2008) Kearns example (tasks/classifiers/intervals.py) against exhaustive
 enumeration of labellings, brute-force refits, a large Monte Carlo and cases worked out by hand."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The kNN kernel of seed 003 (swapping, LOO, test error for every k at once) and the t-statistic gene ranking."""
+"""The kNN kernel of Daudin & Mary-Huard 2008 (swapping, LOO, test error for every k at once) and the t-statistic gene ranking."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _brute_order(X: NDArray[np.float64]) -> NDArray[np.int64]:
 
 
 def _brute_swap_penalty(X: NDArray[np.float64], y: NDArray[np.int64], k: int, n0: float = 10.0) -> float:
-    """Eq. (5)'s penalty by flipping each label and re-voting at that point (paper l. 78-80, 131)."""
+    """Eq. (5)'s penalty by flipping each label and re-voting at that point (Secs. 3.1 and 4.1)."""
     order = _brute_order(X)[:, :k]
     total = 0.0
     for i in range(len(y)):

@@ -1,4 +1,4 @@
-"""Truncated-SVD kernels of seed 004 §4: hand-worked toy cases and direct re-implementations (one loop per k)."""
+"""Truncated-SVD kernels of Frank et al. 2011, Sec. 4: hand-worked toy cases and direct re-implementations (one loop per k)."""
 
 from __future__ import annotations
 

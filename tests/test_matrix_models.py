@@ -1,4 +1,4 @@
-"""Matrix models (seed 004 §2.4-2.6): matrix datasets, the models' criteria in the cube, the aggregation rules, bad input.
+"""Matrix models (Frank et al. 2011): matrix datasets, the models' criteria in the cube, the aggregation rules, bad input.
 
 The kernels themselves are checked in ``test_lowrank.py`` and ``test_boolean_mf.py``; here, that a sweep stores
 exactly what they give for the trial's own draw, that the reducers decide as the paper does, and that nothing is
@@ -142,7 +142,7 @@ def test_an_image_sweep_over_noise_is_stored_per_noise_level(shared, tmp_path):
     cube = open_cube(tmp_path / "img.zarr").load()
     assert list(cube["n"].values) == [4096]
     chosen = select_k(criterion_scores(cube)).sel(model="svd", n=4096)
-    # spec §2.4's pilot: k_opt 8 at sd 20 and 1 at sd 200; MTC 8 [8, 9] and 1
+    # a pilot run: k_opt 8 at sd 20 and 1 at sd 200; MTC 8 [8, 9] and 1
     assert 5 <= int(chosen["psnr"].sel(dataset="camera_noise20")) <= 12
     assert int(chosen["psnr"].sel(dataset="camera_noise200")) == 1
     assert int(chosen["mtc_matrix"].sel(dataset="camera_noise200")) == 1

@@ -1,4 +1,4 @@
-"""Paper checks (slow): the seeds' published results through the whole stack, with stated tolerances."""
+"""Paper checks (slow): the papers' published results through the whole stack, with stated tolerances."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def run(tmp_path, config: dict):
 
 
 def test_lange2002_table1_stability_rows_for_kmeans(tmp_path):
-    """Seed 000, Table 1: 3 Gaussians -> k̂ = 3; 3 rings with k-means -> k̂ = 7.
+    """Lange et al. (2002), Table 1: 3 Gaussians -> k̂ = 3; 3 rings with k-means -> k̂ = 7.
 
     The rings' geometry (radii, noise, counts) of Fig. 1(e) is not published: for the rings we accept
     6 <= k̂ <= 9 at n = 400 and 800: the curve is flat from k = 6 to 9 (1 in 8 seeds tried gave 9), and
@@ -44,7 +44,7 @@ def test_lange2002_table1_stability_rows_for_kmeans(tmp_path):
 
 
 def test_lange2002_table1_path_based_row_and_the_bayes_predictor(tmp_path):
-    """Seed 000, Table 1: path-based clustering (nearest-neighbour predictor) on the 3 rings -> k̂ = 3.
+    """Lange et al. (2002), Table 1: path-based clustering (nearest-neighbour predictor) on the 3 rings -> k̂ = 3.
 
     Halves must resolve the rings: at n = 800 (halves of 400) path-based recovers them exactly, at
     n = 200 it does not (measured ARI 0.5 at k = 3), so the check is at n = 800 and 1600; 20 resamples
@@ -65,7 +65,7 @@ def test_lange2002_table1_path_based_row_and_the_bayes_predictor(tmp_path):
 
 
 def test_shamir_tishby2007_figure1_trends(tmp_path):
-    """Seed 001, Fig. 1 and Theorem 3: the shipped config, 1000 trials, m = n/2 from 32 to 16384.
+    """Shamir & Tishby (2007), Fig. 1 and Theorem 3: the shipped config, 1000 trials, m = n/2 from 32 to 16384.
 
     The estimator exactly (a fresh sample of 4m points per trial, exact k-means optima); only the top of
     the n grid is lowered (the config goes to m = 2^16; this cube's cells are bit-identical to its
@@ -102,7 +102,7 @@ def test_shamir_tishby2007_figure1_trends(tmp_path):
 
 
 def test_shamir_tishby2007_figure2_trends(tmp_path):
-    """Seed 001, Fig. 2: Lange's normalised stability across n on 5 Gaussians (k-means) and 2 rings (spectral).
+    """Shamir & Tishby (2007), Fig. 2: Lange's normalised stability across n on 5 Gaussians (k-means) and 2 rings (spectral).
 
     The paper's claim: where stability works at small n it keeps working as n grows ("no substantial
     degradation"). Checked with 60 trials: on 5 Gaussians on a pentagon, k-means picks k = 5 at every n
@@ -138,7 +138,7 @@ def test_shamir_tishby2007_figure2_trends(tmp_path):
 
 @pytest.mark.timeout(1800)  # the shipped config: ~6 min on 2 cores, most of it path-based Gap on the rings
 def test_lange2002_table1_config_prints_the_comparison_with_the_paper_and_re_decides_without_recomputing(tmp_path):
-    """Seed 000, Table 1 through the shipped config: every criterion on the same 20 resamples.
+    """Lange et al. (2002), Table 1 through the shipped config: every criterion on the same 20 resamples.
 
     Checked against the paper: the 3 Gaussians give k̂ = 3 for stability, Gap, Clest and Prediction
     Strength; on the 3 rings path-based stability gives 3 and the Gap statistic and Prediction Strength
@@ -171,7 +171,7 @@ def test_lange2002_table1_config_prints_the_comparison_with_the_paper_and_re_dec
 
 @pytest.mark.papers_data
 def test_lange_gene_expression_config_reproduces_seed_002(tmp_path):
-    """Seed 002, section 3 through the shipped config (k-means, 20 splits of the whole data).
+    """Roth et al. (2002), Sec. 3 through the shipped config (k-means, 20 splits of the whole data).
 
     Colon genes: "highly stable clusterings for k = 3 and k = 6": k̂ = 3 and k = 6 a local minimum of the
     instability curve. Colon tissues: k̂ = 2 (the paper's agreement with tumour/normal is > 85%; ours,

@@ -1,7 +1,8 @@
 """Paper checks (slow): Daudin & Mary-Huard's swapping method through the whole stack, with the shipped
-configs and the tolerances of the experiment specification (claims A1-A4 on Kearns' intervals, B1-B3 on
-the colon data). A5/A6 (the gain over CV) and B4 (the paper's absolute levels) are findings, reported by
-the report and the closing note, not pass criteria: the pilot did not reproduce them and neither do we."""
+configs and tolerances of our own for the paper's claims (A1-A6 on Kearns' intervals, Sec. 3.2-3.3 and Figs. 1-3;
+B1-B4 on the colon data, Sec. 4.2 and Table 1), each stated where it is tested. A5/A6 (the gain over CV) and B4
+(the paper's absolute levels) are findings, reported by the report and the closing note, not pass criteria: the
+pilot did not reproduce them and neither do we."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def run(tmp_path, name: str, **overrides):
 
 
 def test_kearns_claims_a1_to_a4(tmp_path):
-    """The shipped Kearns config (d = 10, eta 0.1-0.4, n 20/100/500, k 1..40) at 1000 trials, the spec's
+    """The shipped Kearns config (d = 10, eta 0.1-0.4, n 20/100/500, k 1..40) at 1000 trials, the
     definitive run (about 2-4.5 min on 2 cores): at the paper's 100 trials the Monte Carlo error of A3's ratio
     and of A4's optimism at eta = 0.2, n = 100 is as large as the effects (100 trials gave 0.42 for the
     ratio at n = 500 and +0.0003 for that optimism; 1000 trials 0.28 and -0.012)."""

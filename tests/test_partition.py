@@ -1,4 +1,4 @@
-"""The partition at k̂ (issue 17, deliverable 4): the labels of a whole dataset with its row names, their
+"""The partition at k̂: the labels of a whole dataset with its row names, their
 agreement with the known classes, scikit-learn's own fit at the same k and seed, and Hennig's clusterwise
 Jaccard worked out by hand and by sets."""
 

@@ -1,5 +1,5 @@
-"""Figures that show the choice, drawn only when their inputs changed, and reports of awkward cubes
-(issue 17, deliverables 2 and 7): read from the matplotlib objects the report draws and from its files."""
+"""Figures that show the choice, drawn only when their inputs changed, and reports of awkward cubes:
+read from the matplotlib objects the report draws and from its files."""
 
 from __future__ import annotations
 

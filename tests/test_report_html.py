@@ -1,4 +1,4 @@
-"""The HTML report opened in a real headless Chromium (issue 17, deliverable 3): it loads from disk without
+"""The HTML report opened in a real headless Chromium: it loads from disk without
 console errors, its k̂ table matches selection.csv row for row, the paper's k̂ stands beside ours, and every
 figure is present and non-blank, in the DOM the browser built and on a screenshot of the page.
 

@@ -1,4 +1,4 @@
-"""Reports of file datasets without labels (issue 12, deliverable 7): at one or several sample sizes, with
+"""Reports of file datasets without labels: at one or several sample sizes, with
 or without a true k given, `ordercube report` exits 0 with the table and every figure; failure rates exist
 exactly where a true k is known. (It crashed in matplotlib, exit 1, with a partial report, on unlabeled
 data at two or more n.)"""

@@ -1,4 +1,4 @@
-"""Classifiers whose order k is chosen with labels (seed 003), through the engine: the learning/test split,
+"""Classifiers whose order k is chosen with labels (Daudin & Mary-Huard 2008), through the engine: the learning/test split,
 the cube against the kernels called directly on the same trial, the per-trial reducers worked out by
 hand, the report's Table 1 layout, and bad input refused naming the key."""
 

@@ -1,4 +1,4 @@
-"""Seed 004's transfer costs: values by hand, against scikit-learn, the fitted-model contract, the tie rule,
+"""Frank et al.'s (2011) transfer costs: values by hand, against scikit-learn, the fitted-model contract, the tie rule,
 paired halves and the bad inputs they bring."""
 
 from __future__ import annotations

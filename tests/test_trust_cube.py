@@ -323,14 +323,14 @@ def test_a_lost_baseline_makes_its_criterion_pending_and_run_restores_it_bit_for
 
 
 def test_the_restored_baseline_is_the_random_labelling_disagreement_of_its_own_stream(computed):
-    """Lange et al. (2004), eq. 5's denominator, recomputed independently from the cube's seed and draws."""
+    """Roth et al. (2002), eq. 5's denominator, recomputed independently from the cube's seed and draws."""
     _, path = computed
     stored = np.asarray(zarr.open_array(path / "lange_random", mode="r")[:])
     for i, n in enumerate(CONFIG["n"]):
         for j, k in enumerate(CONFIG["k"]):
             expected = random_labeling_disagreement(n // 2, k, stream(CONFIG["seed"], Purpose.BASELINE, n, k), draws=200)
             assert stored[i, j] == expected
-            assert 0 < expected < 1 - 1 / k  # below its asymptote for finite n (Lange et al. 2004, section 2)
+            assert 0 < expected < 1 - 1 / k  # below its asymptote for finite n (Roth et al. 2002, section 2)
 
 
 # --- the figure helper ------------------------------------------------------------------------------------------

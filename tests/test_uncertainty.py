@@ -1,4 +1,4 @@
-"""How sure each k̂ is (issue 17, deliverable 1): the score's SE, the runner-up and the paired difference's
+"""How sure each k̂ is: the score's SE, the runner-up and the paired difference's
 interval, the bootstrap interval of k̂'s share, and the flags, against values worked out independently
 (scipy.stats' t interval, a bootstrap drawn by hand over the trials of a stored cube)."""
 

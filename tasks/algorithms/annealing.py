@@ -1,6 +1,6 @@
 """Deterministic-annealing k-means (Rose, Gurewitz & Fox 1990; the mass-constrained form of Rose 1998).
 
-Seeds 000 and 002 cluster with it. At temperature T every point belongs to every cluster c with
+Lange et al. (2002) and Roth et al. (2002) cluster with it. At temperature T every point belongs to every cluster c with
 probability
 
     p(c | x) = p_c exp(-||x - y_c||^2 / T) / sum_c' p_c' exp(-||x - y_c'||^2 / T),

@@ -1,4 +1,4 @@
-"""Boolean matrix factorisation by GreConD, and seed 004's transfer cost of a Boolean factorisation (§5).
+"""Boolean matrix factorisation by GreConD, and the transfer cost of a Boolean factorisation (Frank et al. 2011, Sec. 5).
 
 **The algorithm.** GreConD (Belohlavek & Vychodil, "Discovery of optimal factors in binary data via a novel
 method of matrix decomposition", J. Comput. Syst. Sci. 76(1), 2010, 3-20, Fig. 2) factorises a 0/1 matrix
@@ -24,17 +24,17 @@ so far; this bound is exact, so the factors are those of the plain algorithm, wh
 :func:`greconD_numpy` computes by matrix products (all candidates of a step at once); the tests compare
 the two.
 
-**Deviation from the paper.** Frank, Chehreghani & Buhmann (seed 004, §5) fit the factors by maximising
+**Deviation from the paper.** Frank, Chehreghani & Buhmann (2011, Sec. 5) fit the factors by maximising
 the likelihood of Streich et al.'s multi-assignment clustering (MAC): a probabilistic OR model (each role
 leaves a permission unemitted with probability β_tj, plus a mixture noise of rate ε) fitted by
 deterministic annealing, with Boolean U = 1{β < ½}. MAC has no public code; GreConD is a deterministic,
 noise-free covering heuristic that never sets a bit that ``X`` lacks (no over-covering), whereas MAC's
 roles can cover a 0 of the training matrix when that explains the other users better. GreConD's factors
 for k come from greedy rectangle covering, not from a likelihood, and its sequence of models is nested
-(MAC refits for every k). The transfer cost is the paper's (l. 119) unchanged: a test user ``x'`` is
+(MAC refits for every k). The transfer cost is the paper's (Sec. 5) unchanged: a test user ``x'`` is
 mapped to its nearest training user ``i`` in Hamming distance (the lowest index on ties) and pays
 ``sum_j |x'_j - OR_{t<=k} (Z_it AND U_tj)|`` bits; :func:`bmf_transfer_costs` averages this over the test
-users. Record the fitting algorithm as a deviation (spec §2.6); (d3), k̂ = 248, is not expected from it.
+users. Record the fitting algorithm as a deviation from the paper; (d3), k̂ = 248, is not expected from it.
 Because GreConD reproduces its training rows exactly once it has covered them, the cost at k >= the
 number of factors is the mean Hamming distance of the test users to their neighbours; on the real
 substitutes the benchmark finds the curve falling to that floor without an interior minimum, so (d1)
@@ -43,8 +43,8 @@ can fail for this fitting algorithm rather than for the principle.
 **Measured** (``benchmarks/bench_boolean_mf.py``; 2-core machine under other jobs' load, numpy with one
 BLAS thread): on 2,400 x 500 training users of density 0.05 (60 planted roles, 1 % of zeros set, 2 % of
 ones cleared), GreConD up to k = 400 takes 0.39 s compiled against 44-59 s for :func:`greconD_numpy` (113-152x;
-identical factors); the transfer costs of 600 test users for the 12 k of spec §2.6 take 5 ms compiled
-against 64-72 ms for the numpy per-k loop (13-14x). The spec's experiment 004-d (5 folds x 2 datasets, one
+identical factors); the transfer costs of 600 test users for the 12 k of the shipped grid take 5 ms compiled
+against 64-72 ms for the numpy per-k loop (13-14x). The paper's Sec. 5 experiment (5 folds x 2 datasets, one
 fit to k = 400 and one transfer curve each) projects to 4 s compiled (7-10 min in numpy); run on the real
 substitutes it takes 0.7-0.9 s in all (americas_small 3,000 x 500: 0.6-0.9 s for 5 folds, each covered
 exactly by 110-121 factors; apj 2,044 x 500: 0.09 s, 341-345 factors).
@@ -394,7 +394,7 @@ def _transfer_inputs(X1: ArrayLike, factors: BooleanFactors, X2: ArrayLike, ks: 
 
 
 def bmf_transfer_costs(X1: ArrayLike, factors: BooleanFactors, X2: ArrayLike, ks: ArrayLike) -> NDArray[np.float64]:
-    """Seed 004's transfer cost (§5, l. 119) of the first k factors of ``X1`` to the users of ``X2``, for each k.
+    """Frank et al.'s (2011) transfer cost (Sec. 5) of the first k factors of ``X1`` to the users of ``X2``, for each k.
 
     Each test user ``x'`` (a row of ``X2``) is mapped to its nearest training user ``i`` (row of ``X1``) in
     Hamming distance, the lowest index on ties, and pays ``sum_j |x'_j - OR_{t<k} (Z[i, t] AND U[t, j])|``;

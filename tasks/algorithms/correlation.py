@@ -1,16 +1,15 @@
 """Correlation clustering of signed graphs by annealed Gibbs sampling, with the paper's transfer rule.
 
-Seed 004, experiment 004-e (Frank, Chehreghani & Buhmann, "The Minimum Transfer Cost Principle for
-Model-Order Selection"; paper text ``papers/004_8816569b9848c8a1.txt``, spec ``seeds_003_004_adaptive.md``
-section 2.7). Line numbers below are the paper text's.
+Frank, Chehreghani & Buhmann (2011), "The Minimum Transfer Cost Principle for Model-Order Selection",
+Sec. 6.
 
 Graphs
 ------
 A graph on n nodes is a symmetric weight matrix ``W`` of shape (n, n), float64, zero diagonal, weights in
-[-1, 1]; ``W[i, j] = 0`` means no edge. The paper's graphs (l. 134-136, :func:`signed_graph`) are complete
+[-1, 1]; ``W[i, j] = 0`` means no edge. The paper's graphs (Sec. 6, :func:`signed_graph`) are complete
 with weights +-1.
 
-Cost, eq. (8), l. 140
+Cost, eq. (8)
 ---------------------
 ``R(s, W) = sum_{i<j, s_i = s_j, W_ij != 0} (1 - W_ij)/2 + sum_{i<j, s_i != s_j, W_ij != 0} (1 + W_ij)/2``,
 for +-1 weights the number of negative intra-cluster plus positive inter-cluster edges. With
@@ -20,7 +19,7 @@ for +-1 weights the number of negative intra-cluster plus positive inter-cluster
 
 so minimising R is maximising the weight inside clusters.
 
-Transfer, eqs. (9)-(10), l. 144-146
+Transfer, eqs. (9)-(10)
 -----------------------------------
 A node i with edges to nodes j labelled by s (a training node's own graph, or a new node's cross edges to
 the training nodes) has, summing over edges only (``W_ij != 0``) and writing
@@ -35,10 +34,10 @@ The first term does not depend on v, so ``argmin_v H(i, v) = argmax_v S_iv``. An
 to H(i, v) for every v (whichever side of it i falls), and to R a constant 1/2 whatever the labels, so an
 edge of weight 0 and no edge are the same up to a constant that does not depend on the labels; S never
 sees either. Empty clusters take part with ``S_iv = 0``: a node whose edges are mostly negative opens a new
-cluster, which is how the sampler leaves the extra clusters of a large k empty (l. 150).
+cluster, which is how the sampler leaves the extra clusters of a large k empty (Sec. 6).
 
-Sampler (spec section 2.7, [A])
--------------------------------
+Sampler (details the paper leaves open)
+---------------------------------------
 Moving node i from cluster a to v changes R by ``S_ia - S_iv`` (``S_iv`` without i itself; the diagonal is
 zero), so ``P(s_i = v | rest) ∝ exp(-H(i, v) / T) ∝ exp((S_iv - max_u S_iu) / T)`` is the Gibbs
 conditional of the Boltzmann distribution ``exp(-R(s) / T)``: sweeps of it at falling T anneal R. Each
@@ -110,7 +109,7 @@ class GibbsResult:
 def signed_graph(
     sizes: Sequence[int], q: float, p: float, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """A complete signed graph with planted clusters (l. 134-136 and spec section 2.7).
+    """A complete signed graph with planted clusters (Sec. 6).
 
     Intra-cluster edges get +1 and inter-cluster edges -1; each inter-cluster edge is then set to +1 with
     probability ``q``; then each edge is, with probability ``p``, replaced by +1 or -1 with probability 1/2
@@ -172,7 +171,7 @@ def _cost(W: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
 
 
 def correlation_cost(W: NDArray[np.floating], labels: NDArray[np.integer]) -> float:
-    """The correlation-clustering cost, eq. (8) (l. 140), each undirected edge counted once.
+    """The correlation-clustering cost, eq. (8), each undirected edge counted once.
 
     Parameters
     ----------
@@ -202,7 +201,7 @@ def k_effective(labels: NDArray[np.integer]) -> int:
 def transfer_labels(
     W_cross: NDArray[np.floating], labels_train: NDArray[np.integer], k: int
 ) -> NDArray[np.int64]:
-    """Labels of new nodes from their edges to labelled training nodes, eqs. (9)-(10) (l. 144-146).
+    """Labels of new nodes from their edges to labelled training nodes, eqs. (9)-(10).
 
     ``argmin_v H(i', s_v) = argmax_v sum_{j: labels_train[j] = v} W_cross[i', j]`` (module docstring); an
     empty training cluster competes with sum 0, and ties go to the smallest v, so the result is
@@ -448,7 +447,7 @@ def gibbs_reference(
     return _best(labels, costs, converged)
 
 
-# The engine's view of a graph (seed 004 §3, spec G5): the objects are nodes, and a trial's half is the block of
+# The engine's view of a graph (Frank et al. 2011, Sec. 6): the objects are nodes, and a trial's half is the block of
 # rows of its nodes, with the columns of its own nodes first and then the other half's, so that a half's own
 # graph is its leading square block and its edges to the other half are the columns after it. Nothing in the
 # engine knows: a graph algorithm reads the leading block, the transfer reads the trailing columns.

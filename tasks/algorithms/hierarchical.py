@@ -1,6 +1,6 @@
 """Hierarchical clusterings, every k from one tree: agglomerative linkages and path-based clustering.
 
-Path-based clustering (Fischer, Zöllner & Buhmann 2001; seed 000 section 4 uses it for the 3 rings):
+Path-based clustering (Fischer, Zöllner & Buhmann 2001; Lange et al. 2002, Sec. 4, use it for the 3 rings):
 objects are compared by their *effective* (minimax) dissimilarity, the smallest possible largest step
 on a path between them, D_ij = min over paths p from i to j of max over edges (u, v) of p of d_uv.
 On Euclidean data it is the largest edge on the path between i and j in a minimum spanning tree, i.e.
@@ -8,7 +8,7 @@ the cophenetic distance of single linkage. The pairwise-clustering cost on these
 
     H(c) = sum over clusters v of (1 / n_v) * sum over i, j in v of D_ij,
 
-is optimised by the agglomerative heuristic of seed 000: from singletons, repeatedly merge the two
+is optimised by the agglomerative heuristic of Lange et al. (2002): from singletons, repeatedly merge the two
 clusters whose merge raises H least. Both the tree and the cost are shared by every k.
 """
 

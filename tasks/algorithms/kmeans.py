@@ -1,7 +1,7 @@
 """k-means by Lloyd's algorithm from k-means++ seeds, with the kernel chosen by problem size.
 
 Up to ``COMPILED_MAX_WORK`` (n * k * d) every restart runs in one compiled loop (``_lloyd.pyx``, Cython,
-built by ``pip install``; it was numba until issue 13: the same bits, without numba's import and first
+built by ``pip install``; it was numba before: the same bits, without numba's import and first
 dispatch, 0.3 + 0.45 s per process, which a small sweep paid in full): at the sample
 sizes of a stability sweep (tens to thousands of points) this removes the per-call and per-array
 overhead that dominates both a loop of scikit-learn fits and batched numpy array operations. Above it,
@@ -130,7 +130,7 @@ def kmeans_fit(
     X: NDArray[np.float64], k: int, rng: np.random.Generator, *, n_init: int = 10, max_iter: int = 300,
     tol: float = 1e-4,
 ) -> tuple[NDArray[np.int64], KMeansResult]:
-    """The labels of :func:`kmeans` with the fit they come from (its centres: seed 004's transfer costs)."""
+    """The labels of :func:`kmeans` with the fit they come from (its centres: the transfer costs of Frank et al. 2011)."""
     result = kmeans(X, k, rng, n_init=n_init, max_iter=max_iter, tol=tol)
     return result.labels, result
 

@@ -8,7 +8,7 @@ divide and conquer in O(n log n), compiled with numba: 7.6 ms for k = 2, 3, 4 to
 on this project's machine, where a vectorised numpy version took 54 ms and three calls of the PyPI
 ``kmeans1d`` (SMAWK, C++) 170 ms.
 Sorting and prefix sums are done once per sample and every layer serves every k up to the largest:
-this is what Shamir & Tishby's estimator (seed 001, Thm. 3) needs ("k-means solutions that reach the
+this is what Shamir & Tishby's estimator (2007, Thm. 3) needs ("k-means solutions that reach the
 optimum"), where Lloyd's algorithm from a poor start does not.
 """
 

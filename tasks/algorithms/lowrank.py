@@ -1,24 +1,24 @@
-"""Truncated SVD without centring, its rank chosen by transfer cost (seed 004 §4: Frank, Chehreghani & Buhmann).
+"""Truncated SVD without centring, its rank chosen by transfer cost (Frank, Chehreghani & Buhmann 2011, Sec. 4).
 
 Everything here is read off one SVD per matrix: every rank k of a sweep comes from the same factors.
 
-- Image patches (§4.1, l. 86-98; spec §2.4): ``tile_patches`` cuts the non-overlapping ``size x size`` tiling
+- Image patches (Sec. 4.1): ``tile_patches`` cuts the non-overlapping ``size x size`` tiling
   (512 x 512 into 8 x 8 gives the paper's N = 4096 rows of D = 64), ``random_patches`` the overlapping
   variant, ``untile`` puts a tiling back, ``psnr`` is 10 log10(peak² / MSE), and ``denoise_psnrs`` is the
   oracle curve: the PSNR of every rank-k reconstruction of the full noisy patch matrix against the clean
   patches (for a tiling, the image's MSE is the patches' MSE).
-- Eq. (7) (l. 96): ``Rᵀ(k) = (1/N₂) ‖ψ_NN(X⁽¹⁾, X⁽²⁾) ∘ X⁽²⁾ − U⁽¹⁾ₖS⁽¹⁾ₖV⁽¹⁾ₖᵀ‖²``: each row x′ of X⁽²⁾ is
-  mapped to its nearest row i of X⁽¹⁾ (Euclidean, l. 98) and pays ‖x′ − x⁽¹⁾ᵢ VₖVₖᵀ‖² (``svd_transfer_costs``).
-  Exact ties go to the lowest index (l. 68 breaks them at random; for randomly ordered halves that is the same
+- Eq. (7): ``Rᵀ(k) = (1/N₂) ‖ψ_NN(X⁽¹⁾, X⁽²⁾) ∘ X⁽²⁾ − U⁽¹⁾ₖS⁽¹⁾ₖV⁽¹⁾ₖᵀ‖²``: each row x′ of X⁽²⁾ is
+  mapped to its nearest row i of X⁽¹⁾ (Euclidean, Sec. 4.1) and pays ‖x′ − x⁽¹⁾ᵢ VₖVₖᵀ‖² (``svd_transfer_costs``).
+  Exact ties go to the lowest index (Sec. 2.2 breaks them at random; for randomly ordered halves that is the same
   in distribution). With q = Vᵀx′, c = Vᵀx⁽¹⁾ᵢ and e = q − c, the cost ‖x′‖² − 2Σ_{j≤k} q_j c_j + Σ_{j≤k} c_j²
   is Σ_{j≤k} e_j² + Σ_{j>k} q_j² + ‖x′ − VVᵀx′‖²: prefix sums of non-negative terms, no cancellation, and
   exactly 0 when x′ = x⁽¹⁾ᵢ and k = d.
-- Boolean matrices (§4.2, l. 105-115; spec §2.5): Molloy's denoiser g(UₖSₖVₖᵀ), g = 1{· > 0.5}
+- Boolean matrices (Sec. 4.2): Molloy's denoiser g(UₖSₖVₖᵀ), g = 1{· > 0.5}
   (``boolean_denoise``), its error against the clean matrix (``denoise_errors``, the oracle k*), Molloy's
-  80 % coverage and 0.001 increment rules, the flip noise of spec §2.5, and MTC "with nearest-neighbor mapping
-  and Hamming distance" (l. 115): each x′ pays the Hamming distance to g(rank-k reconstruction of its
-  Hamming-nearest row of X⁽¹⁾), spec §2.1 [A] (``boolean_svd_transfer_costs``).
-- OP-CV, Owen & Perry's bi-cross-validation as the paper runs it (l. 107-113; spec §2.5): per random row and
+  80 % coverage and 0.001 increment rules, a symmetric flip noise (ours), and MTC "with nearest-neighbor mapping
+  and Hamming distance" (Sec. 4.2): each x′ pays the Hamming distance to g(rank-k reconstruction of its
+  Hamming-nearest row of X⁽¹⁾), a choice the paper leaves open (``boolean_svd_transfer_costs``).
+- OP-CV, Owen & Perry's bi-cross-validation as the paper runs it (Sec. 4.2): per random row and
   column permutation, ‖A − B Dₖ⁺ C‖²_F with A the held-out top-left p x q block; every k from one SVD of D
   (``opcv_errors``); the rank of the lowest per-k median over permutations (``opcv_rank``).
 
@@ -77,7 +77,7 @@ class LowRank:
 
 
 def fit_low_rank(X: ArrayLike) -> LowRank:
-    """One thin SVD of ``X`` (n_samples, n_features), uncentred (spec §2.4 [A])."""
+    """One thin SVD of ``X`` (n_samples, n_features), uncentred (a choice the paper leaves open)."""
     X = _matrix(X, "X")
     U, singular, Vt = np.linalg.svd(X, full_matrices=False)
     return LowRank(U=U, singular=singular, Vt=Vt)
@@ -136,7 +136,7 @@ def untile(patches: ArrayLike, shape: tuple[int, int], size: int) -> NDArray[np.
 
 def random_patches(image: ArrayLike, size: int, count: int,
                    rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """``count`` overlapping patches at uniformly random top-left corners (spec §2.4's sensitivity variant).
+    """``count`` overlapping patches at uniformly random top-left corners (a sensitivity check; the paper tiles).
 
     Returns
     -------
@@ -166,7 +166,7 @@ def psnr(image: ArrayLike, clean: ArrayLike, peak: float = 255.0) -> float:
 
 def denoise_psnrs(noisy_patches: ArrayLike, clean_patches: ArrayLike, ks: Sequence[int] | ArrayLike,
                   peak: float = 255.0) -> NDArray[np.float64]:
-    """The oracle of spec §2.4: PSNR of the rank-k SVD reconstruction of the whole noisy patch matrix, per k.
+    """The oracle (Frank et al. 2011, Fig. 2): PSNR of the rank-k SVD reconstruction of the whole noisy patch matrix, per k.
 
     Parameters
     ----------
@@ -299,7 +299,7 @@ def boolean_denoise(X: ArrayLike, lowrank: LowRank | None, k: int) -> NDArray[np
 
 
 def boolean_svd_transfer_costs(X1: ArrayLike, X2: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.float64]:
-    """MTC for Boolean SVD (l. 115, spec §2.1 [A]): the mean Hamming distance of x′ to g(rank-k of ψ(x′)).
+    """MTC for Boolean SVD (Sec. 4.2; our reading of the cost): the mean Hamming distance of x′ to g(rank-k of ψ(x′)).
 
     Parameters
     ----------
@@ -327,7 +327,7 @@ def boolean_svd_transfer_costs(X1: ArrayLike, X2: ArrayLike, ks: Sequence[int] |
 
 
 def denoise_errors(X_noisy: ArrayLike, X_star: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.int64]:
-    """``‖g(rank-k SVD of X_noisy) − X*‖₁`` per k (spec §2.5; the oracle is k* = argmin), shape (len(ks),)."""
+    """``‖g(rank-k SVD of X_noisy) − X*‖₁`` per k (Sec. 4.2; the oracle is k* = argmin), shape (len(ks),)."""
     X_noisy, X_star = _boolean(X_noisy, "X_noisy"), _boolean(X_star, "X_star")
     if X_noisy.shape != X_star.shape:
         raise ValueError(f"denoise_errors: X_noisy is {X_noisy.shape}, X_star is {X_star.shape}; they must match")
@@ -339,7 +339,7 @@ def denoise_errors(X_noisy: ArrayLike, X_star: ArrayLike, ks: Sequence[int] | Ar
 
 
 def coverage_shares(X: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.float64]:
-    """The share of the 1-entries of X that g(rank-k of X) keeps at 1 (Molloy's rule (i), spec §2.5 [A])."""
+    """The share of the 1-entries of X that g(rank-k of X) keeps at 1 (Molloy's rule (i), Frank et al. 2011, Sec. 4.2)."""
     X = _boolean(X, "X", ones=True)
     ks = _ranks(ks)
     lowrank = fit_low_rank(X)
@@ -374,7 +374,7 @@ def increment_rank(X: ArrayLike, ks: Sequence[int] | ArrayLike, threshold: float
 
 
 def flip_noise(X_star: ArrayLike, nu: float, rng: np.random.Generator) -> NDArray[np.uint8]:
-    """Spec §2.5's noise: m = round(ν ‖X*‖₁) random 1s set to 0 and m random 0s set to 1 (without replacement).
+    """A flip noise of ours: m = round(ν ‖X*‖₁) random 1s set to 0 and m random 0s set to 1 (without replacement).
 
     Returns
     -------
@@ -410,7 +410,7 @@ def _thresholded(coefficients: NDArray[np.float64], Vt: NDArray[np.float64],
 
 def opcv_errors(X: ArrayLike, ks: Sequence[int] | ArrayLike, rng: np.random.Generator, *,
                 permutations: int = 20, fraction: float = 0.5) -> NDArray[np.float64]:
-    """Owen-Perry bi-cross-validation as seed 004 runs it (l. 107-113): one held-out block per random permutation.
+    """Owen-Perry bi-cross-validation as Frank et al. (2011, Sec. 4.2) run it: one held-out block per random permutation.
 
     Per permutation (rows ``rng.permutation(n)``, then columns ``rng.permutation(d)``), with p = ⌊n·fraction⌋ and
     q = ⌊d·fraction⌋, A = the top-left p x q block, B = top-right, C = bottom-left, D = bottom-right:
@@ -428,7 +428,7 @@ def opcv_errors(X: ArrayLike, ks: Sequence[int] | ArrayLike, rng: np.random.Gene
     permutations : int
         The paper's 20.
     fraction : float
-        Share of the rows and of the columns held out: 1/2 (Owen-Perry's 2 x 2, spec's "large") or 1/5 ("small").
+        Share of the rows and of the columns held out: 1/2 (Owen-Perry's 2 x 2, "large") or 1/5 ("small").
 
     Returns
     -------
@@ -466,7 +466,7 @@ def _holdout_errors(A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[n
 
 
 def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
-    """The paper's decision: the k of the lowest median error over permutations (Frank et al. l. 107-113).
+    """The paper's decision: the k of the lowest median error over permutations (Frank et al. 2011, Sec. 4.2).
 
     A k that is NaN in any permutation has no median and is not chosen; a permutation without any value is left
     out; medians equal within ``tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a

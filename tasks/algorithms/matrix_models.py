@@ -1,4 +1,4 @@
-"""Matrix models whose order is a rank (seed 004 §2.4-2.6): every criterion for every k of a trial at once.
+"""Matrix models whose order is a rank (Frank et al. 2011, Secs. 4-5): every criterion for every k of a trial at once.
 
 Each function is ``f(trial, ranks, rng) -> values of shape (len(ranks),)``: one criterion of one model for every
 rank of a trial, registered by the criterion (``Criterion.computations``, :mod:`tasks.criteria.matrix`): one SVD
@@ -8,13 +8,13 @@ of the training rows gives every rank, one GreConD run gives every number of fac
                  reconstruction of its nearest training row (Euclidean); ``psnr`` is the oracle (the whole
                  noisy tiling's rank-k reconstruction against the clean image); ``opcv_half``/``opcv_fifth``.
   boolean_svd    Boolean matrices, Molloy's denoiser g(U_k S_k V_kᵀ), g = 1{> 0.5}: ``mtc_matrix`` maps by
-                 Hamming distance and pays the Hamming distance to g(reconstruction) (l. 115, spec §2.1 [A]);
+                 Hamming distance and pays the Hamming distance to g(reconstruction) (Sec. 4.2; our reading of the cost);
                  ``coverage_rule`` and ``increment_rule`` are Molloy's two rules on the trial's whole noisy
                  matrix; ``denoise_error`` is the oracle ‖g_k − X*‖₁; ``opcv_half``/``opcv_fifth``.
   boolean_mf     Boolean OR factorisation by GreConD (deviation: the paper fits MAC, which has no public
-                 code); ``mtc_matrix`` is the per-user bit cost of l. 119 with the Hamming nearest neighbour.
+                 code); ``mtc_matrix`` is the per-user bit cost of Sec. 5 with the Hamming nearest neighbour.
 
-Owen-Perry's bi-cross-validation (l. 107-113) scores one random row and column permutation of the whole
+Owen-Perry's bi-cross-validation (Sec. 4.2) scores one random row and column permutation of the whole
 noisy matrix per trial (the paper's 20 permutations are 20 trials; its decision, the argmin of the per-k
 medians, is the reducer's ``aggregate: median``).
 """

@@ -1,6 +1,6 @@
 """Gaussian mixtures fitted by EM (scikit-learn), labelled by their Bayes posterior.
 
-Seed 000 section 3: for a mixture model the natural predictor is the Bayes rule of the fitted model;
+Lange et al. (2002), Sec. 3: for a mixture model the natural predictor is the Bayes rule of the fitted model;
 ``tasks.predictors.gaussian_posterior`` re-estimates that model from the labelled training half.
 """
 
@@ -38,7 +38,7 @@ def fit_gaussian_mixture(
 
 def gaussian_mixture_fit(X: NDArray[np.float64], k: int, rng: np.random.Generator,
                          **params: Any) -> tuple[NDArray[np.int64], GaussianMixture]:
-    """The labels of :func:`gaussian_mixture` with the fitted mixture (its likelihood: seed 004's eq. 6)."""
+    """The labels of :func:`gaussian_mixture` with the fitted mixture (its likelihood: Frank et al. 2011, eq. 6)."""
     model = fit_gaussian_mixture(X, k, rng, **params)
     return model.predict(X).astype(np.int64), model
 

@@ -78,7 +78,7 @@ class MixtureFit:
     n_iter: int
     labels: NDArray[np.int64]
 
-    # scikit-learn's names, so that a criterion reads either mixture the same way (seed 004's eq. 6, BIC, AIC)
+    # scikit-learn's names, so that a criterion reads either mixture the same way (Frank et al. 2011, eq. 6, BIC, AIC)
     def score_samples(self, X: NDArray[np.float64]) -> NDArray[np.float64]:
         return score_samples(self, X)
 

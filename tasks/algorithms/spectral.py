@@ -1,6 +1,6 @@
 """Spectral clustering (Ng, Jordan & Weiss) on a k-nearest-neighbour graph, for several k at once.
 
-Seed 001 uses it for the ring data of its Figure 2, where k-means is the wrong model; its natural
+Shamir & Tishby (2007) use it for the ring data of their Figure 2, where k-means is the wrong model; its natural
 predictor is the nearest neighbour (a solution defined by a graph extends to a new point through
 the closest fitted point). The graph is scikit-learn's ``SpectralClustering(affinity=
 "nearest_neighbors")`` graph (the symmetrised connectivity of each point's ``n_neighbors`` nearest

@@ -1,6 +1,6 @@
 """Empirical-risk minimisers over unions of intervals on [0, 1], and their error rates for every k at once.
 
-The model class of seed 003's Kearns example (Daudin & Mary-Huard, l. 92-94; spec §1.2): C_k holds the
+The model class of Daudin & Mary-Huard's (2008) Kearns example (Sec. 3.2): C_k holds the
 functions on [0, 1] that are piecewise constant with at most k intervals (at most k - 1 switch points) and
 labels in {0, 1}; phi_k is the empirical-risk minimiser (ERM) in C_k. On the points sorted by x a member of
 C_k is a labelling with at most k - 1 label changes, so one dynamic programme over the sorted points gives
@@ -10,7 +10,7 @@ one labelled c, obeys ``F[t, j, c] = 1{y_(t) != c} + min(F[t-1, j, c], F[t-1, j-
 the first interval extends to 0 and the last to 1. A point lying exactly on a switch takes the label of
 the interval to its right (intervals are closed on the left; this has probability 0 for continuous X).
 
-Ties (spec §1.2: "prefer continuing the current interval, then fewer intervals, then label 0"), settled so:
+Ties (the paper leaves them open; we prefer continuing the current interval, then fewer intervals, then label 0), settled so:
 the end state is, among the states of minimal cost with j <= k, the one with the fewest intervals j, then
 label 0; stepping back from a state, "continue" is taken whenever it costs no more than "switch". So among
 equal-cost labellings with the chosen (j, label) the last interval starts as early as possible, then the
@@ -18,7 +18,7 @@ one before it, and so on: every switch sits as far left as the cost allows. Poin
 stably by (x, input index) and treated as consecutive points (never happens with continuous X); a switch
 between two of them sits at their common value.
 
-The swapping penalty (eq. 5, l. 78-80) needs, for every i, the ERM refitted with y_i flipped, and leave-one-
+The swapping penalty (eq. 5, Sec. 3.1) needs, for every i, the ERM refitted with y_i flipped, and leave-one-
 out needs the ERM refitted without point i: 2n refits, each O(nK) for every k at once. A refit shares the
 rows t <= i of the original table, so it resumes there and carries forward, along each state's chosen
 predecessor (the same comparisons as the backtracking, hence the same tie rule), the labels at the one or
@@ -235,9 +235,9 @@ def interval_erm_fit(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequence[
 
 
 def _run_posteriors(labels: NDArray[np.int64], ys: NDArray[np.int64], n0: float) -> NDArray[np.float64]:
-    """Eq. (4), l. 60, at every sorted point: (n_x p_x + n0/2) / (n_x + n0), with n_x p_x the number of
+    """Eq. (4), at every sorted point: (n_x p_x + n0/2) / (n_x + n0), with n_x p_x the number of
     label-1 points and n_x the number of points in the maximal constant-label run of phi_k holding the
-    point (spec §1.2 [A]). ``labels`` is of shape (K', n); so is the result."""
+    point (a choice the paper leaves open). ``labels`` is of shape (K', n); so is the result."""
     rows, n = labels.shape
     run = np.concatenate([np.zeros((rows, 1), dtype=np.int64),
                           np.cumsum(labels[:, 1:] != labels[:, :-1], axis=1)], axis=1)
@@ -269,7 +269,7 @@ def _disagreement_measure(xs: NDArray[np.float64], labels: NDArray[np.int64], d:
 
 def interval_erm_scores(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequence[int], *, n0: float = 10.0,
                         target: tuple[int, float] | None = None) -> dict[str, NDArray[np.float64]]:
-    """Error rates and penalties of the interval ERM phi_k for every k in ``ks`` (seed 003, Kearns' example).
+    """Error rates and penalties of the interval ERM phi_k for every k in ``ks`` (Daudin & Mary-Huard 2008, Sec. 3.2).
 
     Parameters
     ----------
@@ -280,22 +280,22 @@ def interval_erm_scores(x: NDArray[np.float64], y: NDArray[np.int64], ks: Sequen
     ks : sequence of int
         Numbers of intervals, each >= 1; the results follow this order.
     n0 : float
-        Prior weight of the robust plug-in, eq. (4) l. 60 ("n0 is fixed to 10", l. 64).
+        Prior weight of the robust plug-in, eq. (4) ("n0 is fixed to 10", Sec. 2).
     target : (d, eta) or None
         Kearns' f* (:func:`kearns_target`) and the label noise; adds the exact error rates.
 
     Returns
     -------
     dict of str to ndarray of shape (len(ks),), float64
-        ``resubstitution``: L_n(phi_k), the empirical error rate (l. 19). ``swap_penalty``: eq. (5)'s
-        (2/n) sum_i p_i (1 - p_i) [phi_k(x_i|Y_i=1) - phi_k(x_i|Y_i=0)] (l. 80), with phi_k(.|Y_i=c) the ERM
-        refitted with y_i set to c by the same DP and tie rule, and p_i the plug-in of eq. (4) (l. 60) on
-        phi_k's constant-label run holding x_i (spec §1.2 [A]). The bracket is 0 or 1 for any ERM (a
+        ``resubstitution``: L_n(phi_k), the empirical error rate (Sec. 1). ``swap_penalty``: eq. (5)'s
+        (2/n) sum_i p_i (1 - p_i) [phi_k(x_i|Y_i=1) - phi_k(x_i|Y_i=0)] (Sec. 3.1), with phi_k(.|Y_i=c) the ERM
+        refitted with y_i set to c by the same DP and tie rule, and p_i the plug-in of eq. (4) on
+        phi_k's constant-label run holding x_i (a choice the paper leaves open). The bracket is 0 or 1 for any ERM (a
         minimiser cannot move away from a label it is given), so the penalty is >= 0. ``swapping``: their
-        sum, criterion (5). ``loo_cv``: leave-one-out error ("(n-1,1) cross validation", l. 104), predicting
+        sum, criterion (5). ``loo_cv``: leave-one-out error ("(n-1,1) cross validation", Sec. 3.3), predicting
         x_i from the refit's labels at its sorted neighbours, which switch at their midpoint.
         With ``target``: ``true_error`` = eta + (1 - 2 eta) lambda{phi_k != f*} and ``conditional_error`` =
-        eta + (1 - 2 eta) (1/n) sum_i 1{phi_k(x_i) != f*(x_i)} (the TER, l. 32, and CER, l. 15-17), both exact.
+        eta + (1 - 2 eta) (1/n) sum_i 1{phi_k(x_i) != f*(x_i)} (the TER and the CER, Sec. 1), both exact.
     """
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y)
     _check_inputs(x, y, ks, n0)

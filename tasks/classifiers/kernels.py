@@ -19,7 +19,7 @@ Scores = dict[str, NDArray[np.float64]]
 def knn_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: NDArray[np.float64],
               y_test: NDArray[np.int64], ks: Sequence[int], target: tuple[Any, ...] | None, *, genes: int = 0,
               odd_only: bool = False, n0: float = 10.0, swap_rule: str = "exact") -> Scores:
-    """k nearest neighbours (seed 003 §4.1) on the learning set's top ``genes`` columns by |t|, chosen on
+    """k nearest neighbours (Daudin & Mary-Huard 2008, Sec. 4.1) on the learning set's top ``genes`` columns by |t|, chosen on
     the learning set only (0: every column); ``odd_only`` is checked when the config is read."""
     from tasks.classifiers.knn import knn_scores
     from tasks.classifiers.selection import top_by_t
@@ -35,7 +35,7 @@ def knn_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: 
 def interval_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: NDArray[np.float64],
                    y_test: NDArray[np.int64], ks: Sequence[int], target: tuple[Any, ...] | None, *,
                    n0: float = 10.0, swap_rule: str = "exact") -> Scores:
-    """The empirical-risk minimiser with at most k intervals on [0, 1] (seed 003 §3); exact true and
+    """The empirical-risk minimiser with at most k intervals on [0, 1] (Daudin & Mary-Huard 2008, Sec. 3.2); exact true and
     conditional error rates when the generator's target (Kearns' d, eta) is known. The swap rule has no
     literal variant here (the paper states it for kNN only)."""
     from tasks.classifiers.intervals import interval_erm_scores

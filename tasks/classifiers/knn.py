@@ -1,18 +1,17 @@
-"""k-nearest-neighbour error rates for every k of a trial from one neighbour sort (seed 003, §4).
+"""k-nearest-neighbour error rates for every k of a trial from one neighbour sort (Daudin & Mary-Huard 2008, Sec. 4).
 
-Daudin & Mary-Huard, "Model selection in classification: the swapping method" (seed 003,
-``papers/003_19774191411ff746.txt``; "l." below are line numbers of that file) select k by minimising
-the penalised empirical error of eq. (5) (l. 78-80)::
+Daudin & Mary-Huard (2008), "Model Selection in Classification: the Swapping Method", select k by minimising the
+penalised empirical error of eq. (5)::
 
     C(phi_k) = L_n(phi_k) + (2/n) sum_i p_i (1 - p_i) [phi_k(x_i | Y_i = 1) - phi_k(x_i | Y_i = 0)]
 
-where ``L_n`` is the empirical error rate (EER, l. 19), ``phi(x_i | Y_i = y)`` the rule refitted with
-``Y_i`` set to ``y`` (Theorem 1, eq. (3), l. 44-48) and ``p_i`` the robust plug-in of eq. (4) (l. 60), which
-for kNN is eq. (6) (l. 131): ``p_i = (m_i + n0/2) / (k + n0)``, ``m_i`` the number of 1s among the k
-neighbours of ``x_i``; ``n0 = 10`` (l. 64).
+where ``L_n`` is the empirical error rate (EER, Sec. 1), ``phi(x_i | Y_i = y)`` the rule refitted with
+``Y_i`` set to ``y`` (Theorem 1, eq. (3), Sec. 2) and ``p_i`` the robust plug-in of eq. (4), which
+for kNN is eq. (6): ``p_i = (m_i + n0/2) / (k + n0)``, ``m_i`` the number of 1s among the k
+neighbours of ``x_i``; ``n0 = 10`` (Sec. 2).
 
 A learning point is its own first neighbour (resubstitution): otherwise swapping ``Y_i`` could never change
-``phi(x_i)`` and the penalty would vanish (implied by l. 137). Sorting each point's neighbours once serves
+``phi(x_i)`` and the penalty would vanish (implied by Sec. 4.1). Sorting each point's neighbours once serves
 every k: with cumulative sums of the sorted labels, the vote of any k is one subtraction.
 """
 
@@ -59,14 +58,14 @@ def knn_scores(
     y_test : ndarray of shape (n_test,), optional
         Given together with ``X_test``; labels in {0, 1}.
     n0 : float, default 10.0
-        Prior weight of the robust plug-in, eq. (4) (l. 60) and eq. (6) (l. 131).
+        Prior weight of the robust plug-in, eq. (4) and eq. (6).
     swap_rule : {"exact", "literal"}, default "exact"
         How ``phi(x_i | 1) - phi(x_i | 0)`` is read from the neighbours, see :func:`_swap_difference`.
 
     Returns
     -------
     dict of str to ndarray of shape (len(ks),)
-        In the order of ``ks``: ``resubstitution`` (the EER ``L_n``, l. 19, self counted among the k),
+        In the order of ``ks``: ``resubstitution`` (the EER ``L_n``, Sec. 1, self counted among the k),
         ``swap_penalty`` (the sum in eq. (5) with ``p_i`` from eq. (6)), ``swapping`` (their sum, the
         criterion of eq. (5)), ``loo_cv`` (each point voted on by its k nearest other points) and, when a
         test set is given, ``test_error``.
@@ -84,7 +83,7 @@ def knn_scores(
     m = ones[:, k]
     observed = y[:, None]
     resubstitution = (_vote(m, k) != observed).mean(axis=0)
-    # m_i counts x_i's own label, the one the fitted rule was built with (eq. (6), l. 131)
+    # m_i counts x_i's own label, the one the fitted rule was built with (eq. (6), Sec. 4.1)
     p_hat = (m + n0 / 2.0) / (k + n0)
     difference = _swap_difference(m, observed, k, rule)
     swap_penalty = 2.0 * (p_hat * (1.0 - p_hat) * difference).mean(axis=0)
@@ -115,13 +114,13 @@ def _swap_difference(m: NDArray[np.int64], observed: NDArray[np.int64], k: NDArr
 
     Swapping ``Y_i`` moves only x_i's own vote (it is its own first neighbour), so with ``m'_i = m_i - Y_i``
     the 1s among the other k - 1 neighbours the difference is ``vote(m'_i + 1) - vote(m'_i)``: for odd k,
-    1 iff ``m'_i = (k - 1)/2``, i.e. x_i belongs to a majority that is "short" (l. 137); for even k, 1 iff
+    1 iff ``m'_i = (k - 1)/2``, i.e. x_i belongs to a majority that is "short" (Sec. 4.1); for even k, 1 iff
     ``m'_i = k/2`` under the tie-to-0 vote.
 
-    ``rule="literal"`` reads the paper's next sentence as written (l. 137): 1 iff ``m_i = (k - 1)/2`` or
+    ``rule="literal"`` reads the paper's next sentence as written (Sec. 4.1): 1 iff ``m_i = (k - 1)/2`` or
     ``m_i = (k + 1)/2``. That also counts a point in the *minority* next to a short majority
     (``Y_i = 0, m_i = (k + 1)/2`` or ``Y_i = 1, m_i = (k - 1)/2``), whose swap changes nothing, so it
-    overstates the penalty. It is defined for odd k only (l. 129).
+    overstates the penalty. It is defined for odd k only (Sec. 4.1).
 
     Parameters
     ----------
@@ -227,7 +226,7 @@ def _validated(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], ks: Seq
     if swap_rule not in SWAP_RULES:
         raise ValueError(f"swap_rule = {swap_rule!r} is not one of {list(SWAP_RULES)}")
     if swap_rule == "literal" and np.any(k % 2 == 0):
-        raise ValueError(f"swap_rule = 'literal' is defined for odd k only (paper l. 129), got k = "
+        raise ValueError(f"swap_rule = 'literal' is defined for odd k only (Daudin & Mary-Huard, Sec. 4.1), got k = "
                          f"{int(k[k % 2 == 0][0])}; use odd ks or swap_rule = 'exact'")
     if not n0 >= 0:
         raise ValueError(f"n0: expected a prior weight >= 0, got {n0}")

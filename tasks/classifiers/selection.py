@@ -1,4 +1,4 @@
-"""Gene (column) selection by the two-sample t statistic, for kNN on microarray data (seed 003, §4.2).
+"""Gene (column) selection by the two-sample t statistic, for kNN on microarray data (Daudin & Mary-Huard 2008, Sec. 4.2).
 
 For two classes, ranking columns by |t| with pooled variance gives the same order as the BSS/WSS ratio of
 Dudoit, Fridlyand & Speed (2002) and plsgenomics' ``variable.selection``: with class sizes n0, n1 and

@@ -1,9 +1,9 @@
-"""Agreement with known classes: a diagnostic, not a model-order criterion (seed 000 section 4, seed 002).
+"""Agreement with known classes: a diagnostic, not a model-order criterion (Lange et al. 2002, Sec. 4; Roth et al. 2002, Sec. 3).
 
 The trial's solution is the first half's clustering extended to the second half by the method's
 predictor; over the trial's whole sample it is matched to the known classes with the Hungarian method
 (k clusters to c classes, the unmatched of the larger side count as errors) and the share of points
-whose matched label equals their class is reported — seed 000's "91.6% of the samples are correctly
+whose matched label equals their class is reported — Lange et al. (2002), Sec. 4: "91.6% of the samples are correctly
 classified (the Hungarian method is used to map the clusters to the ground-truth)". NaN when the
 dataset has no labels.
 """

@@ -43,7 +43,7 @@ class TrialFits:
         sampler's restarts). ``model_kind`` names the kind.
     paired : bool
         Row i of ``second`` was drawn from the same component as row i of ``first`` (a synthetic dataset
-        with ``paired: true``; seed 004's generative mapping).
+        with ``paired: true``; Frank et al. 2011's generative mapping, eq. 5).
     """
 
     first: NDArray[np.float64]
@@ -206,7 +206,7 @@ class Criterion:
     description : str
     normalised_by_random_labels : bool
         Whether its score divides the raw value by the same statistic for random labelings of n/2
-        points with k labels (seed 002 eq. 5); the driver then estimates that baseline per (n, k).
+        points with k labels (Roth et al. 2002, eq. 5); the driver then estimates that baseline per (n, k).
     decision : Decision
         Its default decision rule; the reducers can re-decide a stored cube with other parameters.
     outputs : tuple of str
@@ -242,7 +242,7 @@ class Criterion:
         ``"mixture"``, ``"centroids"``); None when it reads labels only. A method whose algorithm fits no such
         model is refused when the config is read.
     needs_paired_halves : bool
-        It maps row i of the second half to row i of the first (seed 004's generative mapping): only for a
+        It maps row i of the second half to row i of the first (Frank et al. 2011, eq. 5): only for a
         synthetic dataset that draws paired halves.
     oracle : bool
         It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
@@ -250,7 +250,7 @@ class Criterion:
     label : str
         The y axis of its figures: what the value is and where it is defined (default: its name).
     sqrt_n_scaling : bool
-        An instability that shrinks like 1/sqrt(n) at a stable k (seed 001, Thm. 3): the report draws
+        An instability that shrinks like 1/sqrt(n) at a stable k (Shamir & Tishby 2007, Thm. 3): the report draws
         sqrt(n) x its mean against n, flat where that holds.
     needs_coordinates : bool
         It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes

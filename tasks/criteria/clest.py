@@ -1,6 +1,6 @@
-"""Clest (Dudoit & Fridlyand 2002), as configured in seed 000 section 2.
+"""Clest (Dudoit & Fridlyand 2002), as configured in Lange et al. (2002), Sec. 4.
 
-Seed 000: "a linear discriminant analysis classifier, the Fowlkes-Mallows index for solution
+Lange et al. (2002), Sec. 2: "a linear discriminant analysis classifier, the Fowlkes-Mallows index for solution
 comparison and the baseline distribution of the Gap Statistic"; B = 20 splits and B0 = 20 reference
 sets. On the cube's shared resamples:
 
@@ -16,7 +16,7 @@ sets. On the cube's shared resamples:
   (p_max = d_min = 0.05 as in their paper).
 
 Difference from Dudoit & Fridlyand: their learning and test sets hold 2/3 and 1/3 of the points; the
-cube's splits are the stability's halves (the same splits for every criterion), as in seed 000.
+cube's splits are the stability's halves (the same splits for every criterion), as in Lange et al. (2002).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BIC and AIC of the Gaussian mixture, on each trial's whole sample (seed 004 compares MTC with both).
+"""BIC and AIC of the Gaussian mixture, on each trial's whole sample (Frank et al. 2011, Sec. 3, compare MTC with both).
 
 For a mixture with k components fitted by EM to the trial's n points, with maximised log-likelihood
 log L and p free parameters (scikit-learn's count for the covariance type):

@@ -23,14 +23,14 @@ MTC_MATRIX = Criterion(
     computations={"truncated_svd": _kernel("svd_transfer_costs"), "boolean_svd": _kernel("boolean_svd_transfer_costs"),
                   "boolean_mf": _kernel("greconD_transfer_costs")},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
-    description="minimum transfer cost of a matrix model (Frank et al., eq. 7 and l. 115-119): each test row against "
+    description="minimum transfer cost of a matrix model (Frank et al., eq. 7 and Sec. 4.2): each test row against "
                 "the rank-k model of its nearest training row (Euclidean; Hamming for Boolean data), mean per test row; "
                 "k̂ the median of the trials' argmins, as the paper")
 OPCV_HALF = Criterion(
     name="opcv_half", min_k=1, reads=READS,
     computations={"truncated_svd": OPCV_HALF_ERRORS, "boolean_svd": OPCV_HALF_ERRORS},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median"),
-    description="Owen-Perry bi-cross-validation as Frank et al. run it (l. 107-113): ‖A - B D_k⁺ C‖²_F of one random "
+    description="Owen-Perry bi-cross-validation as Frank et al. run it (Sec. 4.2): ‖A - B D_k⁺ C‖²_F of one random "
                 "permutation per trial, the top-left ⌊n/2⌋ x ⌊d/2⌋ block held out; k̂ the argmin of the per-k medians; "
                 "NaN above the rank of D")
 OPCV_FIFTH = Criterion(
@@ -58,6 +58,6 @@ DENOISE_ERROR = Criterion(
     name="denoise_error", min_k=1, reads=READS, oracle=True, computations={"boolean_svd": _kernel("denoise_errors")},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
     description="oracle: ‖g(rank-k SVD of the noisy matrix) - X*‖₁, the bits the denoiser gets wrong (Frank et al. "
-                "l. 105-111); k* its argmin")
+                "Sec. 4.2); k* its argmin")
 
 MATRIX_CRITERIA = (MTC_MATRIX, OPCV_HALF, OPCV_FIFTH, COVERAGE_RULE, INCREMENT_RULE, PSNR, DENOISE_ERROR)

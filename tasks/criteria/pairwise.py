@@ -1,4 +1,4 @@
-"""Shamir & Tishby's pairwise co-membership instability (seed 001, Theorem 3)."""
+"""Shamir & Tishby's pairwise co-membership instability (Shamir & Tishby 2007, Theorem 3)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from tasks.criteria.base import Criterion, TrialFits
 
 
 def pairwise_instability(fits: TrialFits) -> float:
-    """Seed 001, Theorem 3: the estimate theta_{k,4m} of ``stab(A_k, D, m)``.
+    """Shamir & Tishby (2007), Theorem 3: the estimate theta_{k,4m} of ``stab(A_k, D, m)``.
 
     ``S1`` and ``S2`` are the two halves of m points, ``S3`` the independent evaluation sample of
     2m points. With ``(x_1, ..., x_2m)`` a random permutation of ``S3``,

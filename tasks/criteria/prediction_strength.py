@@ -1,8 +1,8 @@
-"""Prediction Strength (Tibshirani & Walther 2005), as configured in seed 000 section 4.
+"""Prediction Strength (Tibshirani & Walther 2005), as configured in Lange et al. (2002), Sec. 4.
 
 The test half is clustered (``labels_second``) and also labelled by the training half's solution
 through the nearest-centroid rule, whatever the method's own predictor (Tibshirani & Walther's
-definition; seed 000: "based on using nearest centroid predictors", which is why it cannot follow
+definition; Lange et al. 2002, Sec. 2: "based on using nearest centroid predictors", which is why it cannot follow
 non-convex clusters such as the rings). For each test cluster A_j of size n_j,
 the share of its pairs that the training solution also puts together:
 
@@ -10,7 +10,7 @@ the share of its pairs that the training solution also puts together:
 
 and ps(k) = min_j ps_j. With m_jc points of A_j predicted into cluster c, the pair count is
 sum_c m_jc (m_jc - 1), read off the contingency table. Decision: the largest k with ps(k) at least
-the threshold (0.9 in seed 000; Tibshirani & Walther suggest 0.8-0.9). ps(1) = 1, so k = 1 qualifies
+the threshold (0.9 in Lange et al. 2002; Tibshirani & Walther suggest 0.8-0.9). ps(1) = 1, so k = 1 qualifies
 when the cube holds it.
 """
 

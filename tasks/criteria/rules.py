@@ -13,7 +13,7 @@ the minimiser of the penalised criterion). Thresholds are compared with the same
 Strength mean that is 0.9 up to rounding reaches the threshold 0.9.
 
 **Missing values.** ``curve`` NaN means "no value at this k" (not computed, failed, or undefined there) and
-is never chosen. The per-k median (Owen & Perry 2009 as Frank et al. run it, l. 107-113: the argmin of the
+is never chosen. The per-k median (Owen & Perry 2009 as Frank et al. run it, Sec. 4.2: the argmin of the
 per-k medians over the permutations) is taken over the trials that hold a value at some k; a k missing in any
 of them has no median (the missing error could be any) and is never chosen.
 """
@@ -88,7 +88,7 @@ def choose_along(curves: NDArray[np.float64], rule: str, *, ties: str = "smalles
     ``smallest`` / ``largest``: the argmin / argmax, ties by ``ties``. ``largest_above``: the largest k whose
     value reaches ``threshold`` (Prediction Strength, Tibshirani & Walther 2005). ``first_above`` /
     ``first_below``: the smallest k whose value reaches / falls below ``threshold`` (Molloy's coverage and
-    increment rules, as Frank et al. quote them, l. 105: "the minimal rank", "the smallest rank").
+    increment rules, as Frank et al. quote them, Sec. 4.2: "the minimal rank", "the smallest rank").
     """
     curves = np.asarray(curves, dtype=np.float64)
     if rule in ARGMIN_RULES or rule in ARGMAX_RULES:

@@ -1,4 +1,4 @@
-"""Lange, Braun, Roth & Buhmann's stability (seed 000 eqs. 5-6; seed 002 eqs. 2-5)."""
+"""Lange, Braun, Roth & Buhmann's stability (2002, eqs. 5-6; Roth et al. 2002, eqs. 2-5)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tasks.matching import matched_disagreement
 
 
 def lange_disagreement(fits: TrialFits) -> float:
-    """Seed 000 eq. (5) for one split: ``min_pi (1/m) sum_i 1{pi(h(X'_i)) != alpha_X'(X'_i)}``.
+    """Lange et al. (2002), eq. (5), for one split: ``min_pi (1/m) sum_i 1{pi(h(X'_i)) != alpha_X'(X'_i)}``.
 
     ``h`` is the first half's solution extended to the second half by the predictor, and
     ``alpha_X'`` the second half's own clustering. The expectation of eq. (5) is the mean over trials,
@@ -19,11 +19,11 @@ def lange_disagreement(fits: TrialFits) -> float:
 
 
 def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator, *, draws: int) -> float:
-    """Seed 002 eq. (5)'s denominator: the same statistic for the random predictor rho_k.
+    """The denominator of Roth et al. (2002), eq. (5): the same statistic for the random predictor rho_k.
 
     The mean, over ``draws`` pairs of independent uniform labelings of ``n_points`` points with ``k``
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
-    asymptotic ``1 - 1/k`` (seed 002 section 2), which is why it is estimated rather than assumed.
+    asymptotic ``1 - 1/k`` (Roth et al. 2002, Sec. 2), which is why it is estimated rather than assumed.
     """
     from tasks.assignment import matched_weights  # numba: imported by the first baseline only
 
@@ -41,6 +41,6 @@ LANGE = Criterion(
     needs_evaluation_sample=False,
     description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
     normalised_by_random_labels=True,
-    label="normalised instability S / S(random)\n(Lange et al. 2004, eq. 5)",
+    label="normalised instability S / S(random)\n(Roth et al. 2002, eq. 5)",
     sqrt_n_scaling=True,
 )

@@ -1,10 +1,10 @@
-"""Error rates of a classifier of order k (seed 003, Daudin & Mary-Huard, "the swapping method").
+"""Error rates of a classifier of order k (Daudin & Mary-Huard 2008, "the swapping method").
 
 For these criteria the labels are the response: a trial is a labelled sample split into a learning set
 (and a test set), and the method's classifier kernel (:mod:`tasks.classifiers`) computes every rate for
 every k of the trial at once. Each criterion here only declares what is stored and how k̂ follows:
 the smallest value, ties to the smallest k (the rates are multiples of 1/n and tie often; the
-simpler classifier is the parsimonious choice, spec §1.2 [A]; ``--decide NAME.ties=largest`` is the
+simpler classifier is the parsimonious choice, one the paper leaves open; ``--decide NAME.ties=largest`` is the
 sensitivity variant).
 """
 
@@ -31,11 +31,11 @@ def _literal_rule_for_odd_k(options: Mapping[str, Any], ks: tuple[int, ...]) -> 
 SWAPPING = Criterion(
     name="swapping",
     min_k=1,
-    description="swapping method: resubstitution error plus the swapping covariance penalty (seed 003 eq. 5)",
+    description="swapping method: resubstitution error plus the swapping covariance penalty (Daudin & Mary-Huard 2008, eq. 5)",
     decision=ERROR_RATE,
     outputs=("swapping", "swap_penalty"),
-    # n0: the plug-in's prior weight, eq. (4) l. 60 ("n0 is fixed to 10", l. 64); swap_rule: the exact swap
-    # condition of the kNN form, or the paper's literal sentence (l. 137), which also counts minority points
+    # n0: the plug-in's prior weight, eq. (4) ("n0 is fixed to 10", Sec. 2); swap_rule: the exact swap
+    # condition of the kNN form, or the paper's literal sentence (Sec. 4.1), which also counts minority points
     options={"n0": 10.0, "swap_rule": "exact"},
     ranges={"n0": number(0.0), "swap_rule": choice("exact", "literal")},
     check=_literal_rule_for_odd_k,

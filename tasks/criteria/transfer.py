@@ -1,6 +1,6 @@
-"""Minimum transfer cost (seed 004: Frank, Chehreghani & Buhmann): fit on one sample, pay on another.
+"""Minimum transfer cost (Frank, Chehreghani & Buhmann 2011): fit on one sample, pay on another.
 
-The principle (l. 52-56): fit the model of order k on X⁽¹⁾, map every object of X⁽²⁾ to an object or a
+The principle (Sec. 2.2): fit the model of order k on X⁽¹⁾, map every object of X⁽²⁾ to an object or a
 structure of that solution (the mapping ψ), and choose the k of lowest transfer cost, eq. (3):
 
     Rᵀ(s⁽¹⁾, X⁽²⁾, k) = (1/N₂) Σ_{i'} Σ_i R_{i'}(s⁽¹⁾(i), x⁽²⁾_{i'}, k) 𝕀{ψ(i') = i}.
@@ -8,14 +8,14 @@ structure of that solution (the mapping ψ), and choose the k of lowest transfer
 Every cost here is that mean over the second half's N₂ objects, read from the first half's fitted
 model (``TrialFits.model_first``; nothing is fitted again):
 
-- Gaussian mixture, eq. (6) (l. 76-78): the mean negative log-likelihood of X⁽²⁾ under the mixture fitted on
+- Gaussian mixture, eq. (6): the mean negative log-likelihood of X⁽²⁾ under the mixture fitted on
   X⁽¹⁾; no mapping is needed, each new point's likelihood is computed directly.
-- Correlation clustering, eq. (8) (l. 140-148): the test graph's disagreeing edges (negative within a cluster,
+- Correlation clustering, eq. (8): the test graph's disagreeing edges (negative within a cluster,
   positive between) under the labels the first half's partition gives its nodes by eqs. (9)-(10).
-- k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, spec §2.1 [A]), eq. (11) (l. 158-167), with four
+- k-means, R = Σ_i ‖x_i − μ_{c(i)}‖² (squared Euclidean, our choice), eq. (11), with four
   mappings: to the nearest object of X⁽¹⁾ (``mtc_nn_object``), to the nearest centroid (ψˢ,
   ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
-  halves only), and the soft mapping of eq. (14) (l. 185-187, ``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
+  halves only), and the soft mapping of eq. (14) (``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
 
 All are decided by the smallest value with ties to the smallest k (:mod:`tasks.criteria.rules`): a transfer cost is flat
 where extra clusters stay empty, and the parsimonious order is then the meaningful one.
@@ -82,7 +82,7 @@ def nn_centroid_cost(fits: TrialFits) -> float:
 
 
 def generative_cost(fits: TrialFits) -> float:
-    """The generative mapping ψᴳ (eq. 5, l. 64-66): row i' of X⁽²⁾ was drawn from the component of row i = i'
+    """The generative mapping ψᴳ (eq. 5, Sec. 2.2): row i' of X⁽²⁾ was drawn from the component of row i = i'
     of X⁽¹⁾, so it pays ‖x⁽²⁾_{i'} − μ_{c(i')}‖² (paired halves only: the config checks the dataset)."""
     if not fits.paired:
         raise ValueError("mtc_generative needs paired halves (a synthetic dataset with paired: true)")
@@ -90,10 +90,10 @@ def generative_cost(fits: TrialFits) -> float:
 
 
 def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_object") -> float:
-    """Eq. (14) (l. 185): ``(1/N₂) Σ_{i'} Σ_t d_t · exp(−β d_t) / Σ_{t'} exp(−β d_{t'})``, d_t = ‖μ⁽¹⁾_t − x⁽²⁾_{i'}‖².
+    """Eq. (14): ``(1/N₂) Σ_{i'} Σ_t d_t · exp(−β d_t) / Σ_{t'} exp(−β d_{t'})``, d_t = ‖μ⁽¹⁾_t − x⁽²⁾_{i'}‖².
 
-    β = ``beta_factor`` / R1 (l. 187: "β = 0.75 * R(s⁽¹⁾, X⁽¹⁾, 1)⁻¹"), R1 the cost of the one-cluster solution
-    on X⁽¹⁾: per object (``r1 = "per_object"``, mean ‖x − x̄‖², the reading that reproduces the paper: spec §2.1)
+    β = ``beta_factor`` / R1 (Sec. 7: "β = 0.75 * R(s⁽¹⁾, X⁽¹⁾, 1)⁻¹"), R1 the cost of the one-cluster solution
+    on X⁽¹⁾: per object (``r1 = "per_object"``, mean ‖x − x̄‖², the reading that reproduces the paper)
     or the literal sum of eq. (2) (``r1 = "sum"``, which makes the mapping nearly uniform).
     """
     spread = ((fits.first - fits.first.mean(axis=0)) ** 2).sum(axis=1)
@@ -139,8 +139,8 @@ MTC_SOFT = Criterion(
 
 
 def effective_clusters(fits: TrialFits) -> float:
-    """The number of non-empty clusters of the first half's solution: an algorithm may leave clusters empty (seed 004
-    l. 150: the Gibbs sampler "always selects the correct number of clusters on its own. The extra clusters are
+    """The number of non-empty clusters of the first half's solution: an algorithm may leave clusters empty (Frank et al. 2011,
+    Sec. 6: the Gibbs sampler "always selects the correct number of clusters on its own. The extra clusters are
     simply left empty"), and then the transfer cost is flat in k."""
     return float(np.unique(fits.labels_first).size)
 

@@ -1,4 +1,4 @@
-"""Matrix data for matrix models (seed 004 §2.4-2.6): a grey image cut into patches, or a Boolean matrix.
+"""Matrix data for matrix models (Frank et al. 2011, Secs. 4-5): a grey image cut into patches, or a Boolean matrix.
 
 A trial draws its noise from the trial's stream (Gaussian noise of sd ``noise`` on the image's pixels, or
 flip noise of rate ``noise`` on the Boolean matrix: m = round(ν‖X*‖₁) ones to 0 and as many zeros to 1)
@@ -7,7 +7,7 @@ training part and a test part (``train_fraction``: the halves at 1/2, the paper'
 
 Image rows: ``placement: tiling`` takes n of the image's non-overlapping ``patch x patch`` tiles (all of them
 for n = the number of tiles, the paper's 4096 of a 512 x 512 image); ``placement: random`` takes n patches
-at random top-left corners (spec §2.4's sensitivity variant). The oracle always reads the whole noisy image
+at random top-left corners (a sensitivity check of ours; the paper uses the tiling). The oracle always reads the whole noisy image
 through its tiling, whatever the placement.
 """
 

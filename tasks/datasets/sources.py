@@ -41,7 +41,7 @@ class TrialData:
 
 @dataclass(frozen=True)
 class LabelledSample:
-    """A trial's labelled sample for a classifier (seed 003): the labels are the response.
+    """A trial's labelled sample for a classifier (Daudin & Mary-Huard 2008): the labels are the response.
 
     Attributes
     ----------

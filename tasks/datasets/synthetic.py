@@ -101,8 +101,8 @@ def gaussian_mixture(
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Isotropic Gaussian mixture: component ``j`` has mean ``centers[j]`` and sd ``std[j]``.
 
-    With ``paired``, point ``n // 2 + i`` is drawn from the component of point ``i`` (seed 004's generative
-    mapping, eq. 5: "we randomly sample pairs of data items"; spec §2.3): the source then shuffles pairs, so
+    With ``paired``, point ``n // 2 + i`` is drawn from the component of point ``i`` (Frank et al. 2011's generative
+    mapping, eq. 5: "we randomly sample pairs of data items", Sec. 2.2): the source then shuffles pairs, so
     row i of the second half is the pair of row i of the first. An odd n's last point is unpaired.
 
     Parameters
@@ -141,7 +141,7 @@ def lange_gaussians3(
     centers: list[list[float]] | None = None,
     std: float = 0.8,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Seed 000, Fig. 1(d): three 2-D Gaussian clouds holding 1/4, 1/4 and 1/2 of the points.
+    """Lange et al. (2002), Sec. 4, Fig. 1: three 2-D Gaussian clouds holding 1/4, 1/4 and 1/2 of the points.
 
     The counts are exact (25, 25, 50 at n = 100), as in the paper, and the points come out shuffled.
     By default the two small clouds sit at (-2.5, 4) and (2.5, 4) and the large one at the origin:
@@ -163,7 +163,7 @@ def rings3(
     radii: tuple[float, ...] | list[float] = (1.0, 2.5, 4.0),
     noise: float = 0.15,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Seed 000, Fig. 1(e): concentric noisy rings, points shared in proportion to the radius.
+    """Lange et al. (2002), Fig. 1(e): concentric noisy rings, points shared in proportion to the radius.
 
     A point of ring ``j`` is ``(radii[j] + noise * z) * (cos t, sin t)`` with ``t`` uniform, so every
     ring has the same density of points along its length.
@@ -179,15 +179,15 @@ def rings3(
 def shamir_mixture1d(
     n: int, rng: np.random.Generator, *, mu: float = 5.0
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Seed 001, Lemma 1: weight 2/3 at 0 and 1/6 at -mu and +mu, unit variances, in 1-D."""
+    """Shamir & Tishby (2007), Lemma 1: weight 2/3 at 0 and 1/6 at -mu and +mu, unit variances, in 1-D."""
     component = rng.choice(3, size=n, p=[1 / 6, 2 / 3, 1 / 6])
     X = (np.array([-mu, 0.0, mu])[component] + rng.standard_normal(n))[:, None]
     return X, component.astype(np.int64)
 
 
 def kearns_target(x: NDArray[np.float64], d: int) -> NDArray[np.int64]:
-    """Kearns' target f*(x) = floor(d x) mod 2 on [0, 1] (seed 003 l. 92-94: "[0,1] is divided into d equal
-    subintervals, alternatively labelled 0 and 1"; the first is labelled 0, spec §1.2 [A]); x = 1 belongs
+    """Kearns' target f*(x) = floor(d x) mod 2 on [0, 1] (Daudin & Mary-Huard 2008, Sec. 3.2: "[0,1] is divided into d equal
+    subintervals, alternatively labelled 0 and 1"; the first is labelled 0, a choice the paper leaves open); x = 1 belongs
     to the last subinterval."""
     return (np.minimum(np.floor(d * np.asarray(x)), d - 1).astype(np.int64) % 2)
 
@@ -195,7 +195,7 @@ def kearns_target(x: NDArray[np.float64], d: int) -> NDArray[np.int64]:
 def kearns_intervals(
     n: int, rng: np.random.Generator, *, d: int = 10, eta: float = 0.2
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Seed 003, section 3 (l. 92-94): X ~ U[0, 1] and Y = f*(X), flipped with probability ``eta``.
+    """Daudin & Mary-Huard (2008), Sec. 3.2: X ~ U[0, 1] and Y = f*(X), flipped with probability ``eta``.
 
     Returns the points, shape (n, 1), and the noisy labels Y: for a classifier they are the response,
     not the ground truth of a clustering (f* is known exactly, see ``kearns_target``).
@@ -228,7 +228,7 @@ def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
         # a zero weight would leave a center without points while the true k still counts it
         check_numbers("weights", params["weights"], length=count, minimum=0.0, strict=True, example=str([1] * count))
     if not isinstance(params.get("paired", False), bool):
-        raise ParameterError("paired", "true or false", params["paired"], "e.g. paired: true (seed 004's generative mapping)")
+        raise ParameterError("paired", "true or false", params["paired"], "e.g. paired: true (Frank et al. 2011, eq. 5)")
 
 
 def _signed_graph(n: int, rng: np.random.Generator, **params: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
