@@ -320,13 +320,13 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
                          required=("centers",), true_k=lambda params: len(params["centers"]),
                          check=_check_gaussian_mixture,
                          provides=lambda params: ("paired",) if params.get("paired", False) else ()),
-        # seed 004's correlation-clustering graph (l. 134-136): n nodes in equal clusters, +1 within, -1 between,
+        # Frank et al. (2011), Sec. 6's correlation-clustering graph: n nodes in equal clusters, +1 within, -1 between,
         # an inter-cluster edge turned +1 with probability q, then any edge replaced by a random sign with probability p
         SyntheticDataset("signed_graph", _signed_graph, {"clusters": 3, "q": 0.3, "p": 0.7},
                          true_k=lambda params: params["clusters"], check=_check_signed_graph, objects="graph",
                          smallest_n=lambda params: (2 * params["clusters"],
                                                     f"{params['clusters']} planted clusters in each half")),
-        # labels as the response of a classifier (seed 003); its order k has no "true" value to miss
+        # labels as the response of a classifier (Daudin & Mary-Huard 2008); its order k has no "true" value to miss
         SyntheticDataset("kearns_intervals", kearns_intervals, {"d": 10, "eta": 0.2}, true_k=lambda params: -1,
                          check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"]),
                          provides=lambda params: ("labels", "target")),
