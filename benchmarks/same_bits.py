@@ -17,6 +17,9 @@ runs exactly the configs that an earlier ``run`` stored, so the cubes of both si
 input whatever the shrink rule becomes. ``--interrupt NAME`` also leaves ``DIR/NAME.interrupted.zarr``: the
 same run stopped by SIGINT (Ctrl-C) after its first chunks, for ``legacy`` to resume.
 
+Across a change: ``run --out BEFORE --shrink`` on the old code, ``run --out AFTER --like BEFORE`` on the new
+one, then ``compare BEFORE AFTER`` and ``legacy BEFORE``.
+
 ``compare`` opens both cubes of every config with xarray (raw values: no CF decoding, so fill values and
 dtypes are compared as stored) and prints a table config x (variables equal, differing, largest absolute
 difference); it exits 1 on any difference of a variable, a coordinate or an attribute (attributes that
@@ -56,16 +59,32 @@ CONFIGS = REPO / "configs"
 TESTS = REPO / "tests"
 FORMAT2 = TESTS / "data" / "format2"
 
-#: Shipped configs whose full run takes more than a few minutes on two shared cores (estimated from a
-#: one-resample probe of each on 2026-11-25, see the commit): ``--shrink`` reduces these, and only these.
-HEAVY: dict[str, str] = {}
+#: Shipped configs whose full run takes more than three minutes on two shared cores, with the estimate:
+#: (seconds of a one-resample run - 5 s of start-up) x resamples, measured on 2026-11-25 at a load of ~10 (the
+#: code of commit d66b8e9; numba's first compilation included, so an upper bound). ``--shrink`` reduces these
+#: and only these; the others run as shipped (then: frank_kmeans 8 s, quickstart 11 s, yeast_cdc28 130 s).
+#: Shrunk, all fourteen took 12.5 minutes, 9 of them lange2002_table1 (path-based clustering of 400 points
+#: for Gap's and Clest's references at every k).
+HEAVY: dict[str, str] = {
+    "daudin_colon": "12.2 s for one resample of 500: ~1 h",
+    "daudin_kearns": "21.9 s for one of 100: ~28 min",
+    "frank_bmf": "42.5 s for one of 20: ~12 min",
+    "frank_correlation": "30.1 s for one of 20: ~8 min",
+    "frank_gmm": "58.3 s for one of 100 (numba compilation included): over 10 min",
+    "frank_rbac": "15.7 s for one of 20: ~3.5 min",
+    "frank_svd_image": "18.1 s for one of 20: ~4.5 min",
+    "lange2002_table1": "169.4 s for one of 20: ~55 min",
+    "lange_gene_expression": "20.9 s for one of 20: ~5 min",
+    "shamir_tishby2007_fig1": "16.7 s for one of 1000: ~3 h",
+    "shamir_tishby2007_fig2": "38.8 s for one of 100: ~55 min",
+}
 
 #: The caps of :func:`shrink`: at most this many resamples, sample sizes, values of k, values of each swept
 #: parameter, and random-labelling draws.
-CAPS = {"resamples": 5, "n": 2, "k": 4, "sweep": 2, "baseline_draws": 50}
+CAPS = {"resamples": 3, "n": 2, "k": 4, "sweep": 2, "baseline_draws": 50}
 
 #: Attributes that record the software or the moment rather than the computation: never compared.
-IGNORED_ATTRS = frozenset({"ordercube_versions", "ordercube_created", "ordercube_updated", "date_created",
+IGNORED_ATTRS = frozenset({"ordercube_versions", "source", "ordercube_created", "ordercube_updated", "date_created",
                            "date_modified", "history"})
 SKIPPED_VARIABLES = frozenset({"seconds"})
 TIMEOUT = 3600.0
@@ -423,6 +442,11 @@ def command_compare(args: argparse.Namespace) -> int:
     print_table(results)
     bad = [r.name for r in results if not r.equal]
     print(f"{len(results) - len(bad)} of {len(results)} configs identical" + (f"; differing: {', '.join(bad)}" if bad else ""))
+    keys = sorted({line.split(":", 1)[0].rsplit(".", 1)[-1] for r in results for line in r.attributes})
+    if keys and not any(r.differing or r.missing for r in results):
+        print(f"only attributes differ ({', '.join(keys)}): where the change is meant (a reworded description), "
+              f"say so with --ignore-attr {' '.join(keys)}; ordercube_fingerprint and ordercube_identity decide "
+              "whether an old cube resumes, so a change there is never cosmetic")
     return 1 if bad else 0
 
 
@@ -496,7 +520,7 @@ def _check_interrupted(ordercube: str, partial: Path, complete: Path, config: Pa
         check.outcome["resume"] = f"exit {run.returncode}: {(run.stderr or run.stdout).strip()[-300:]}"
     else:
         result = compare_cubes(complete, copy)
-        differing = [d.name for d in result.differing]
+        differing = [d.name for d in result.differing] + [f"attribute {line}" for line in result.attributes]
         check.outcome["resume"] = "ok finished, equal to the complete cube" if not differing else \
             f"finished, differs from the complete cube in {', '.join(differing)}"
     report = _cli(ordercube, "report", str(copy), "--out", str(work / f"{label}-report"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -43,15 +42,20 @@ def _run(configs: Path, out: Path, *extra: str) -> None:
 
 def test_the_same_code_gives_the_same_bits_and_another_seed_does_not(tmp_path, capsys):
     configs = _configs(tmp_path / "configs")
-    _run(configs, tmp_path / "one")
+    _run(configs, tmp_path / "one", "--shrink", "--shrink-all")  # under every cap: run as written
     _run(configs, tmp_path / "two")
     assert same_bits.main(["compare", str(tmp_path / "one"), str(tmp_path / "two")]) == 0
     assert "1 of 1 configs identical" in capsys.readouterr().out
     timings = json.loads((tmp_path / "one" / "timings.json").read_text())
     assert timings["tiny"]["exit"] == 0 and timings["tiny"]["shrunk"] is False
 
-    (configs / "tiny.yaml").write_text(yaml.safe_dump({**TINY, "seed": 4}, sort_keys=False))
-    _run(configs, tmp_path / "seeded")
+    # --like runs the config an earlier run stored (here given another seed), not the configs folder's
+    stored = yaml.safe_load((tmp_path / "one" / "configs" / "tiny.yaml").read_text())
+    assert stored == TINY
+    (tmp_path / "other" / "configs").mkdir(parents=True)
+    (tmp_path / "other" / "configs" / "tiny.yaml").write_text(yaml.safe_dump({**stored, "seed": 4}, sort_keys=False))
+    _run(configs, tmp_path / "seeded", "--like", str(tmp_path / "other"))
+    assert same_bits.open_raw(tmp_path / "seeded" / "tiny.zarr").attrs["ordercube_seed"] == 4
     assert same_bits.main(["compare", str(tmp_path / "one"), str(tmp_path / "seeded")]) == 1
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("tiny "))
@@ -80,7 +84,7 @@ def test_the_shrink_rule_keeps_the_ends_of_k_and_the_smallest_n():
            "resamples": 1000, "datasets": [{"name": "a", "kind": "x", "n": [100, "all", 50], "sweep": {"p": [1, 2, 3]}}],
            "methods": [{"name": "m"}], "published": {"a/m": {"c": 3}}}
     small, notes = same_bits.shrink(raw)
-    assert small["resamples"] == 5 and small["baseline_draws"] == 50
+    assert small["resamples"] == 3 and small["baseline_draws"] == 50
     assert small["n"] == [64, 128] and small["datasets"][0]["n"] == [50, 100]
     assert small["k"] == [1, 14, 27, 40]
     assert small["datasets"][0]["sweep"] == {"p": [1, 3]}
@@ -89,17 +93,3 @@ def test_the_shrink_rule_keeps_the_ends_of_k_and_the_smallest_n():
     assert same_bits.shrink(small) == (small, [])  # a shrunk config is already small: the rule is idempotent
     small_already = {"n": ["all"], "k": [2, 3], "baseline_draws": 20}
     assert same_bits.shrink(small_already) == (small_already, [])
-
-
-def test_like_reruns_the_configs_an_earlier_run_stored(tmp_path, capsys):
-    configs = _configs(tmp_path / "configs")
-    _run(configs, tmp_path / "one", "--shrink", "--shrink-all")
-    stored = yaml.safe_load((tmp_path / "one" / "configs" / "tiny.yaml").read_text())
-    assert stored["k"] == [2, 3] and stored["resamples"] == 2  # under every cap: as written
-    shutil.rmtree(tmp_path / "one" / "tiny.zarr")
-    (configs / "tiny.yaml").write_text(yaml.safe_dump({**TINY, "seed": 4}, sort_keys=False))
-    stored["resamples"] = 1
-    (tmp_path / "one" / "configs" / "tiny.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))
-    _run(configs, tmp_path / "again", "--like", str(tmp_path / "one"))
-    cube = same_bits.open_raw(tmp_path / "again" / "tiny.zarr")
-    assert cube.sizes["trial"] == 1 and cube.attrs["ordercube_seed"] == 3  # the stored config, not the folder's
