@@ -216,7 +216,21 @@ class Placed:
         self.path.unlink(missing_ok=True)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _place(original: Path, raw: Mapping[str, Any]) -> Placed:
+    for stale in original.parent.glob(".same_bits.*.yml"):  # left by a run that was killed
+        pid = stale.suffixes[-2].lstrip(".") if len(stale.suffixes) >= 2 else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
     path = original.with_name(f".same_bits.{original.stem}.{os.getpid()}.yml")  # not matched by configs/*.yaml
     path.write_text(f"# written by benchmarks/same_bits.py from {original.name}; removed after the run\n"
                     + yaml.safe_dump(dict(raw), sort_keys=False, allow_unicode=True))
