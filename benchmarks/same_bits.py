@@ -455,7 +455,8 @@ def command_compare(args: argparse.Namespace) -> int:
     results = [compare_cubes(before / f"{n}.zarr", after / f"{n}.zarr", args.ignore_attr) for n in names]
     print_table(results)
     bad = [r.name for r in results if not r.equal]
-    print(f"{len(results) - len(bad)} of {len(results)} configs identical" + (f"; differing: {', '.join(bad)}" if bad else ""))
+    summary = f"{len(results) - len(bad)} of {len(results)} configs identical"
+    print(summary + (f"; not identical: {', '.join(bad)}" if bad else ""))
     keys = sorted({line.split(":", 1)[0].rsplit(".", 1)[-1] for r in results for line in r.attributes})
     if keys and not any(r.differing or r.missing for r in results):
         print(f"only attributes differ ({', '.join(keys)}): where the change is meant (a reworded description), "
