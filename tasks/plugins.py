@@ -187,8 +187,8 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
                 owner = _owners.get((kind, name))
                 _restore(before)
                 holder = f"{owner}, loaded before it" if owner is not None else "ordercube itself (built in)"
-                raise PluginError(f"{plugin} registers {kind} {name!r}, a name {holder} already registered; rename "
-                                  f"it in the plug-in {owner.fix if owner is not None else plugin.fix}")
+                raise PluginError(f"{plugin} registers {kind} {name!r}, a name already taken by {holder}; rename it "
+                                  f"in the plug-in {plugin.fix}")
             problem = _invalid(kind, name, record)
             if problem:
                 _restore(before)
