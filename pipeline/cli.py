@@ -515,8 +515,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     for method in config.methods:
         model = get_algorithm(method.algorithm)
-        how = ("classifier" if model.classify is not None else "matrix model" if model.orders is not None
-               else f"+ {method.predictor}")
+        how = model.summary(method.predictor)
         print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}, "
               f"method digest {data_digest(method.identity)}")
         if method.name in config.adaptive:

@@ -19,13 +19,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError
+from pipeline.familychecks import run_family_checks
 from pipeline.limits import check_size
 from pipeline.yamlload import read_yaml
 from tasks.algorithms import ALGORITHMS, get_algorithm
+from tasks.algorithms.kinds import BaseAlgorithm
 from tasks.algorithms.estimators import is_import_path
 from pipeline.adaptive import AdaptiveSpec, parse_adaptive
+from tasks.capabilities import OBJECTS, DataObjects, why_not
 from tasks.criteria import CRITERIA, get_criterion
-from tasks.predictors import DISSIMILARITY_PREDICTORS, GRAPH_PREDICTORS, PREDICTORS, get_predictor
+from tasks.predictors import PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
 from tasks.preprocess import STEP_NAMES, STEPS
 
@@ -102,11 +105,11 @@ class DatasetSpec:
     labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
     classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
-    # A classifier's learning set in each trial (seed 003): tasks.supervised.LEARN_HALF (0), LEARN_ALL (-1),
-    # a number of points shared among the classes in proportion, or explicit counts per class code.
-    learning: int = 0
-    learning_per_class: tuple[int, ...] = ()
-    objects: str = "points"  # or "graph": rows are nodes (a signed graph's weights)
+    # (name, value) pairs a family reads from the entry and its blocks receive (tasks.trial.BlockSpec): a
+    # classifier's learning set (pipeline.supervision)
+    family_options: tuple[tuple[str, Any], ...] = ()
+    objects: str = "points"  # what its rows are (tasks.capabilities): points, graph, dissimilarity, matrix, ...
+    provides: tuple[str, ...] = field(default=(), compare=False)  # what else it offers (tasks.capabilities)
     row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
 
 
@@ -320,24 +323,21 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
                           _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{key}.params", str(error)) from None
-    if resolved_algorithm.classify is not None or resolved_algorithm.orders is not None:  # nothing to extend
+    if not resolved_algorithm.needs_predictor:  # its criteria read no labels a predictor would extend
         if "predictor" in entry:
-            what = "a classifier fitted with the labels" if resolved_algorithm.classify else "a matrix model"
-            raise ConfigError(f"{key}.predictor", f"{algorithm} is {what}; it has no predictor", "remove 'predictor'")
-        criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
-        if params.get("odd_only") and any(k % 2 == 0 for k in ks):
-            raise ConfigError("k", f"{key} ({name}) sets odd_only, but k holds even values "
-                              f"{[k for k in ks if k % 2 == 0][:5]}", "use odd k only, e.g. k: {from: 1, to: 39, step: 2}")
-        return MethodSpec(name=name, algorithm=algorithm, params=params, predictor="none", criteria=criteria,
-                          criterion_options=options)
-    predictor = _require(entry, "predictor", f"{key}.")
-    if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
-        raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of {sorted(PREDICTORS)} "
-                          "or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
-    try:
-        get_predictor(predictor)
-    except ValueError as error:
-        raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
+            misfit = why_not(None, resolved_algorithm, predictor=str(entry["predictor"]))
+            assert misfit is not None
+            raise ConfigError(f"{key}.predictor", misfit.reason, misfit.fix)
+        predictor = "none"
+    else:
+        predictor = _require(entry, "predictor", f"{key}.")
+        if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
+            raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of "
+                              f"{sorted(PREDICTORS)} or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
+        try:
+            get_predictor(predictor)
+        except ValueError as error:
+            raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
     criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
@@ -357,7 +357,6 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
     names: list[str] = []
     options: dict[str, dict[str, Any]] = {}
     resolved_algorithm = get_algorithm(algorithm)
-    classifier, fitted = resolved_algorithm.classify is not None, resolved_algorithm.model
     for j, item in enumerate(value):
         given: Any = {}
         if isinstance(item, Mapping) and len(item) == 1:
@@ -375,27 +374,9 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None
-        if criterion.supervised != classifier:
-            what = "an error rate of a classifier" if criterion.supervised else "a clustering criterion"
-            allowed = sorted(name for name, other in CRITERIA.items() if other.supervised == classifier)
-            raise ConfigError(f"{key}[{j}]", f"{item} is {what}, and {algorithm!r} is "
-                              f"{'a classifier' if classifier else 'a clustering algorithm'}", f"use one of {allowed}")
-        if criterion.matrix != (resolved_algorithm.orders is not None):
-            model = resolved_algorithm.orders is not None
-            allowed = sorted(name for name, other in CRITERIA.items() if other.matrix == model and (
-                other.algorithms is None or algorithm in other.algorithms))
-            raise ConfigError(f"{key}[{j}]", f"{item} is {'a matrix model' if criterion.matrix else 'a clustering'} "
-                              f"criterion, and {algorithm!r} is {'a matrix model' if model else 'not a matrix model'}",
-                              f"use one of {allowed}")
-        if criterion.algorithms is not None and algorithm not in criterion.algorithms:
-            raise ConfigError(f"{key}[{j}]", f"{item} is defined for the algorithm(s) {list(criterion.algorithms)} only, "
-                              f"not {algorithm!r}", f"compute {item} in a method with algorithm {criterion.algorithms[0]}")
-        if criterion.models is not None and fitted not in criterion.models:
-            offers = f"fits a model of kind {fitted!r}" if fitted else "gives labels only, no fitted model"
-            makers = sorted(name for name, other in ALGORITHMS.items() if other.model in criterion.models)
-            raise ConfigError(f"{key}[{j}]", f"{item} reads the fitted model ({' or '.join(criterion.models)}) of the "
-                              f"first half, and {algorithm!r} {offers}",
-                              f"compute {item} in a method with algorithm {' or '.join(makers)}")
+        misfit = why_not(None, resolved_algorithm, criterion)
+        if misfit is not None:
+            raise ConfigError(f"{key}[{j}]", misfit.reason, misfit.fix)
         if item in names:
             raise ConfigError(key, f"repeated criteria in {show(value)}", "list each criterion once")
         names.append(item)
@@ -454,25 +435,8 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
-    _check_paired(datasets, methods)
-    from pipeline.matrixfiles import check_matrices
-
-    check_matrices(datasets, methods, ks)
-    _check_objects(datasets, methods)
-    largest_n = max(n for dataset in datasets for n in dataset.n)
-    from pipeline.supervision import check_supervised
-
-    check_supervised(datasets, methods, ks)
-    for method in methods:
-        algorithm = get_algorithm(method.algorithm)
-        if algorithm.classify is not None or algorithm.orders is not None:  # check_supervised, check_matrices
-            continue
-        if not algorithm.feasible(max(ks), largest_n // 2):  # no dataset and n could ever hold this k
-            most = largest_n // 2 // algorithm.min_points_per_cluster
-            raise ConfigError("k", f"k = {max(ks)} cannot be fitted at any sample size: the largest n ({largest_n}) "
-                              f"gives halves of {largest_n // 2} points and {method.algorithm} needs "
-                              f"{algorithm.min_points_per_cluster} points per cluster",
-                              f"use k <= {most}, or larger n")
+    _check_fit(datasets, methods)
+    run_family_checks(datasets, methods, ks)
     for i, method in enumerate(methods):
         limit = get_algorithm(method.algorithm).max_features
         for dataset in datasets:
@@ -495,60 +459,34 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
     return config
 
 
-def _check_paired(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
-    """A criterion of the generative mapping needs every dataset's halves paired (each method runs on every dataset)."""
-    for i, method in enumerate(methods):
-        for j, name in enumerate(method.criteria):
-            if not get_criterion(name).needs_paired_halves:
-                continue
-            for dataset in datasets:
-                if not dataset.params.get("paired", False):
-                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} maps row i of the second half to row i "
-                                      f"of the first, drawn from the same component, but dataset {dataset.name!r} has "
-                                      "no paired halves", "use a gaussian_mixture dataset with params: {paired: true} "
-                                      f"(every method runs on every dataset: put {name} in a config of paired data)")
-
-
-def _check_objects(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
-    """Points go to point algorithms and graphs to graph algorithms, with a predictor and criteria that read them."""
-    if any(dataset.objects == "dissimilarity" for dataset in datasets):
-        from pipeline.dissimilarity import check_methods
-
-        check_methods(datasets, methods)
-        return
+def _check_fit(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
+    """Every method runs on every dataset: its algorithm takes the dataset's objects, its predictor and criteria read
+    them (:func:`tasks.capabilities.why_not`), and a variant of the algorithm for them accepts its parameters."""
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
-        for dataset in datasets:
-            if dataset.objects != algorithm.objects:
-                graph = " or ".join(sorted(name for name, other in ALGORITHMS.items() if other.objects == "graph"))
-                raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} is "
-                                  f"{'a graph (its objects are nodes)' if dataset.objects == 'graph' else 'points'}, and "
-                                  f"{method.algorithm!r} clusters {'graphs' if algorithm.objects == 'graph' else 'points'}",
-                                  f"use algorithm {graph} for graph datasets and a point algorithm (kmeans, ...) for points; "
-                                  "every method runs on every dataset: a config per kind")
-        graph_predictor = method.predictor in GRAPH_PREDICTORS
-        if graph_predictor != (algorithm.objects == "graph"):
-            raise ConfigError(f"methods[{i}].predictor", f"{method.predictor!r} transfers "
-                              f"{'nodes of a graph' if graph_predictor else 'points'}, and {method.algorithm!r} clusters "
-                              f"{'graphs' if algorithm.objects == 'graph' else 'points'}",
-                              "use predictor graph_transfer with correlation_gibbs, a point predictor otherwise")
-        if method.predictor in DISSIMILARITY_PREDICTORS:
-            raise ConfigError(f"methods[{i}].predictor", f"{method.predictor!r} reads dissimilarities, and the datasets "
-                              "give points", "use nearest_neighbor (or another point predictor); nearest_object is for "
-                              "kind: distances")
-        if algorithm.objects == "graph":
-            for j, name in enumerate(method.criteria):
-                if not get_criterion(name).reads_halves_only(algorithm.model):
-                    readers = sorted(other for other, criterion in CRITERIA.items()
-                                     if criterion.reads_halves_only(algorithm.model))
-                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (their coordinates, a whole "
-                                      "sample, reference sets or an evaluation sample), not the nodes of a graph",
-                                      f"use {', '.join(readers)} with {method.algorithm}")
-    for i, dataset in enumerate(datasets):
-        clusters = dataset.params.get("clusters", 0) if dataset.objects == "graph" else 0
-        if clusters and min(dataset.n) < 2 * clusters:
-            raise ConfigError(f"datasets[{i}].n", f"n = {min(dataset.n)} nodes cannot hold {clusters} planted clusters "
-                              "in each half", f"use n >= {2 * clusters}")
+        predictor = method.predictor if algorithm.needs_predictor else None
+        for d, dataset in enumerate(datasets):
+            data = DataObjects(dataset.name, dataset.objects, dataset.provides)
+            for j, name in [(-1, None), *enumerate(method.criteria)]:
+                misfit = why_not(data, algorithm, None if name is None else get_criterion(name), predictor)
+                if misfit is not None:
+                    where = {"algorithm": f"methods[{i}].algorithm", "predictor": f"methods[{i}].predictor",
+                             "criterion": f"methods[{i}].criteria[{j}]", "dataset": f"datasets[{d}].{misfit.field}"}
+                    raise ConfigError(where[misfit.part], misfit.reason, misfit.fix)
+            _check_variant_params(algorithm, method, i, dataset.objects)
+
+
+def _check_variant_params(algorithm: BaseAlgorithm, method: MethodSpec, i: int, objects: str) -> None:
+    """A method's parameters (given, or the defaults) within the ranges of its algorithm's variant for ``objects``
+    (agglomerative clustering of dissimilarities has no Ward linkage)."""
+    variant = algorithm.on(objects)
+    if variant is algorithm:
+        return
+    for parameter, allowed in variant.ranges.items():
+        if parameter in method.params and not allowed.accepts(method.params[parameter]):
+            raise ConfigError(f"methods[{i}].params.{parameter}", f"{method.params[parameter]!r} (given, or the "
+                              f"default) is not defined on {OBJECTS[objects].taken if objects in OBJECTS else objects}",
+                              f"give {parameter}: {allowed.describe()}")
 
 
 DATA_KEY = "data"  # published.data: {DATASET: digest of the data the paper's values belong to}
@@ -575,7 +513,7 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
             continue
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
         _check_keys(entries, set(method.criteria), f"published.{pair}")
-        out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).supervised)
+        out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).counts_clusters)
                      for name, value in entries.items()}
     return out
 
@@ -592,9 +530,9 @@ def _published_digests(value: Any, names: list[str], part: str) -> dict[str, str
     return dict(value)
 
 
-def _published_value(value: Any, key: str, supervised: bool) -> Any:
+def _published_value(value: Any, key: str, counts_clusters: bool) -> Any:
     """A paper's k̂ (an integer); for a classifier's selector, Table 1's mean k̂ and error in % ({N: 9.11, R: 28.6})."""
-    if not supervised:
+    if counts_clusters:
         return _integer(value, key, minimum=1, fix="give the published k̂, e.g. 3")
     _check_keys(value, {"N", "R"}, key)
     for name, given in value.items():

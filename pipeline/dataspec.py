@@ -25,7 +25,7 @@ from pipeline.config import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n
 from pipeline.catalog import resolve_path
 from pipeline.errors import ConfigError
 from tasks.datasets import SYNTHETIC, get_synthetic
-from tasks.datasets.matrices import MATRIX_KINDS
+from tasks.datasets.matrices import MATRIX_KINDS, MATRIX_PROVIDES
 from tasks.datasets.synthetic import ParameterError
 from tasks.params import show
 
@@ -86,12 +86,26 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
             warnings.warn(f"{key}.true_k: {given} is not among the k computed ({list(ks)}): a choice can never equal "
                           "it, so every trial counts as a failure; add it to k", UserWarning, stacklevel=2)
         spec = replace(spec, true_k=given)
+    spec = replace(spec, provides=_provisions(spec))
     if "learning" in entry:
         from pipeline.supervision import with_learning_set
 
         spec = with_learning_set(spec, entry["learning"], f"{key}.learning")
     spec = replace(spec, read=_describe(spec, given="true_k" in entry))
     return _with_distinct_rows(spec, key, ks)
+
+
+def _provisions(spec: DatasetSpec) -> tuple[str, ...]:
+    """What the dataset offers besides its objects (:mod:`tasks.capabilities`): its generator's provisions, labels
+    from a file, a matrix kind's, and a test set (a classifier's learning set is half the sample unless the entry
+    says otherwise, :mod:`pipeline.supervision`)."""
+    provides = list(spec.provides)
+    if spec.kind in SYNTHETIC:
+        provides += get_synthetic(spec.kind).provides(spec.params)
+    elif spec.labels is not None:
+        provides.append("labels")
+    provides += MATRIX_PROVIDES.get(spec.kind, ())
+    return tuple(dict.fromkeys([*provides, "test_set"]))
 
 
 def _with_distinct_rows(spec: DatasetSpec, key: str, ks: tuple[int, ...]) -> DatasetSpec:
@@ -191,6 +205,10 @@ def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any,
     if "all" in n_raw:
         raise ConfigError(f"{key}.n", "'all' is the size of a file dataset; a synthetic one has no size",
                           "give integer sample sizes")
+    if generator.smallest_n is not None:
+        smallest, why = generator.smallest_n(params)
+        if min(int(n) for n in n_raw) < smallest:
+            raise ConfigError(f"{key}.n", f"n = {min(int(n) for n in n_raw)} cannot hold {why}", f"use n >= {smallest}")
     identity = {"kind": kind, "params": params}
     return DatasetSpec(name=name, kind=kind, params=params, n=tuple(int(n) for n in n_raw),
                        true_k=generator.true_k(params), n_features=n_features, identity=identity,

@@ -5,9 +5,10 @@ The file is read as any data file (a header row, row names recognised as usual, 
 refused, naming the cell and the fix, unless it is a dissimilarity matrix: square, no negative entry, zeros on
 the diagonal, symmetric (to 1e-9 of its largest entry). Each trial draws n objects and halves them as object
 sets, each half with its own block and its dissimilarities to the other half
-(:func:`tasks.datasets.sources.node_halves`). Methods: ``agglomerative`` (average, complete or single linkage),
-``path_based`` and ``spectral`` (:mod:`tasks.algorithms.dissimilarity`), with the ``nearest_object``
-predictor, and criteria that read the halves' labels only.
+(:func:`tasks.datasets.sources.node_halves`). Methods: the algorithms with a variant on dissimilarities
+(``agglomerative`` with average, complete or single linkage, ``path_based`` and ``spectral``:
+:mod:`tasks.algorithms.dissimilarity`), with the ``nearest_object`` predictor, and criteria that read the halves'
+labels only (:func:`tasks.capabilities.why_not` says which fit).
 """
 
 from __future__ import annotations
@@ -63,37 +64,3 @@ def check_dissimilarities(D: Any, key: str, source: str) -> None:
         i, j = asymmetric[0]
         raise ConfigError(key, f"{source} is not symmetric: row {i + 1}, column {j + 1} is {D[i, j]:g} but row {j + 1}, "
                           f"column {i + 1} is {D[j, i]:g}", "give a symmetric matrix (e.g. (D + D.T) / 2)")
-
-
-def check_methods(datasets: tuple[Any, ...], methods: tuple[Any, ...]) -> None:
-    """Every method of a config with a distances dataset takes dissimilarities: its algorithm, its predictor, its
-    parameters and its criteria (the halves' labels only)."""
-    from tasks.algorithms import ALGORITHMS, get_algorithm
-    from tasks.criteria import CRITERIA, get_criterion
-    from tasks.predictors import DISSIMILARITY_PREDICTORS
-
-    dataset = next(d for d in datasets if d.objects == OBJECTS)
-    if any(d.objects != OBJECTS for d in datasets):
-        other = next(d for d in datasets if d.objects != OBJECTS)
-        raise ConfigError("datasets", f"{dataset.name!r} is a distance matrix and {other.name!r} is not: every method "
-                          "runs on every dataset, and none runs on both", "put them in separate configs")
-    takers = sorted(name for name, algorithm in ALGORITHMS.items() if algorithm.dissimilarity_many is not None)
-    for i, method in enumerate(methods):
-        algorithm = get_algorithm(method.algorithm)
-        if algorithm.dissimilarity_many is None:
-            raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} gives dissimilarities, and "
-                              f"{method.algorithm!r} clusters coordinates", f"use one of {takers}")
-        if method.predictor not in DISSIMILARITY_PREDICTORS:
-            raise ConfigError(f"methods[{i}].predictor", f"{method.predictor!r} reads coordinates, and dataset "
-                              f"{dataset.name!r} gives dissimilarities", f"use predictor {DISSIMILARITY_PREDICTORS[0]}")
-        params = {**algorithm.defaults, **method.params}
-        for parameter, allowed in algorithm.dissimilarity_ranges.items():
-            if not allowed.accepts(params[parameter]):
-                raise ConfigError(f"methods[{i}].params.{parameter}", f"{params[parameter]!r} (given, or the default) "
-                                  "is not defined on dissimilarities", f"give {parameter}: {allowed.describe()}")
-        for j, name in enumerate(method.criteria):
-            if not get_criterion(name).reads_halves_only():
-                readers = sorted(other for other, criterion in CRITERIA.items() if criterion.reads_halves_only())
-                raise ConfigError(f"methods[{i}].criteria[{j}]", f"{name} reads points (coordinates, a whole sample, "
-                                  "reference sets or an evaluation sample), not dissimilarities", f"use {', '.join(readers)}")
-

@@ -27,7 +27,7 @@ from pipeline.matrixfiles import matrix_source
 from pipeline.progress import SweepProgress
 from pipeline.rounds import Feed
 from pipeline.store import merge_blocks, writable_arrays, write_block
-from tasks.cell import BlockResult, Status, describe
+from tasks.cell import BlockResult, Status, describe, variables_of
 from tasks.datasets import SyntheticSource
 from tasks.datasets.matrices import MATRIX_KINDS, MatrixSource
 
@@ -112,7 +112,7 @@ def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockR
     results = []
     for chunk, spec in task.blocks:
         shape = (len(chunk.k), len(chunk.trial))
-        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in spec.variables},
+        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in variables_of(spec)},
                                            status=np.full(shape, Status.CRASHED if crashed else Status.FAILED,
                                                           dtype=np.int8),
                                            reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))

@@ -52,8 +52,7 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
         trials=tuple(coords.trial[i] for i in chunk.trial),
         criterion_options=tuple((name, tuple(sorted(options.items())))
                                 for name, options in sorted(method.criterion_options.items())),
-        learning=spec.learning,
-        learning_per_class=spec.learning_per_class,
+        family_options=spec.family_options,
     )
 
 
@@ -70,7 +69,7 @@ def isolate(task: Task) -> list[Task]:
     each, or one trial (every k) for an algorithm that fits all k at once (its fit depends on the ks)."""
     pieces = []
     for chunk, spec in task.blocks:
-        joint = get_algorithm(spec.algorithm).cluster_many is not None
+        joint = get_algorithm(spec.algorithm).shares_fit_across_k
         k_groups = [tuple(zip(chunk.k, spec.ks))] if joint else [((i, k),) for i, k in zip(chunk.k, spec.ks)]
         for trial_index, trial in zip(chunk.trial, spec.trials):
             for group in k_groups:

@@ -1,4 +1,5 @@
-"""Matrix datasets for matrix models (seed 004 §2.4-2.6): ``kind: image`` and ``kind: boolean_matrix``.
+"""Matrix datasets for matrix models (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): ``kind: image`` and
+``kind: boolean_matrix``.
 
 ``image``: a grey image (:mod:`pipeline.imagefiles`: a grey PNG or a CSV of grey levels, at most
 ``MAX_IMAGE_PIXELS``). ``params``: ``noise`` (the sd of the Gaussian noise a trial adds to the pixels, on the
@@ -35,7 +36,7 @@ from numpy.typing import NDArray
 from pipeline.errors import ConfigError
 from pipeline.imagefiles import check_image_structure, load_image
 from pipeline.inputfile import InputFile, read_input
-from tasks.datasets.matrices import MATRIX_KINDS, PLACEMENTS, MatrixSource, training_rows
+from tasks.datasets.matrices import PLACEMENTS, MatrixSource, training_rows
 from tasks.params import ParamError, check_params, choice, integer, number, show
 
 IMAGE_PARAMS = {"noise": 0.0, "patch": 8, "placement": "tiling", "train_fraction": 0.5}
@@ -306,38 +307,15 @@ def _boolean_dataset(entry: Mapping[str, Any], key: str, path: str,
     return clean, read, {"sha256": matrix.sha256, **matrix.reading}
 
 
-def check_matrices(datasets: tuple[Any, ...], methods: tuple[Any, ...], ks: tuple[int, ...]) -> None:
-    """Matrix models run on matrix datasets only (Boolean models on 0/1 data), the PSNR on images, and the largest
-    rank fits some dataset (at most its features and the training rows of its largest n); ranks above what one
-    dataset allows are its infeasible cells, recorded as such, as k-means records a k its halves cannot hold."""
-    from tasks.algorithms import ALGORITHMS, get_algorithm
-
-    models = sorted(name for name, algorithm in ALGORITHMS.items() if algorithm.orders is not None)
-    for i, method in enumerate(methods):
-        algorithm = get_algorithm(method.algorithm)
-        for dataset in datasets:
-            matrix_data = dataset.kind in MATRIX_KINDS
-            if (algorithm.orders is not None) != matrix_data:
-                raise ConfigError(f"methods[{i}].algorithm", f"dataset {dataset.name!r} is "
-                                  f"{'a matrix (' + dataset.kind + ')' if matrix_data else 'not a matrix dataset'}, and "
-                                  f"{method.algorithm!r} is {'a matrix model' if algorithm.orders else 'not a matrix model'}",
-                                  f"use a matrix model ({', '.join(models)}) with kind image or boolean_matrix, other "
-                                  "algorithms with other data; every method runs on every dataset: a config per kind")
-            if algorithm.orders is None:
-                continue
-            if algorithm.matrix == "boolean" and dataset.kind != "boolean_matrix":
-                raise ConfigError(f"methods[{i}].algorithm", f"{method.algorithm!r} factorises 0/1 matrices, and dataset "
-                                  f"{dataset.name!r} is an image of grey levels", "use truncated_svd for images, or a "
-                                  "boolean_matrix dataset")
-            if "psnr" in method.criteria and dataset.kind != "image":
-                raise ConfigError(f"methods[{i}].criteria", f"psnr compares with a clean image, and dataset "
-                                  f"{dataset.name!r} is a {dataset.kind}", "use denoise_error for Boolean matrices")
-        if algorithm.orders is None:
-            continue
-        allows = {dataset.name: min(dataset.n_features, training_rows(max(dataset.n), dataset.params["train_fraction"]))
-                  for dataset in datasets}
-        if max(ks) > max(allows.values()):
-            name = max(allows, key=allows.__getitem__)
-            raise ConfigError("k", f"rank k = {max(ks)} exceeds what every dataset allows: the most is {allows[name]}, "
-                              f"for {name!r} (min of its features and the training rows of its largest n)",
-                              f"use k <= {allows[name]}")
+def check_ranks(datasets: tuple[Any, ...], method: Any, i: int, ks: tuple[int, ...]) -> None:
+    """The largest rank fits some dataset (at most its features and the training rows of its largest n); ranks
+    above what one dataset allows are its infeasible cells, recorded as such, as k-means records a k its halves
+    cannot hold. (That a matrix model runs on matrix data, a Boolean one on 0/1 data, the PSNR on images, is
+    :func:`tasks.capabilities.why_not`'s.)"""
+    allows = {dataset.name: min(dataset.n_features, training_rows(max(dataset.n), dataset.params["train_fraction"]))
+              for dataset in datasets}
+    if max(ks) > max(allows.values()):
+        name = max(allows, key=allows.__getitem__)
+        raise ConfigError("k", f"rank k = {max(ks)} exceeds what every dataset allows: the most is {allows[name]}, "
+                          f"for {name!r} (min of its features and the training rows of its largest n)",
+                          f"use k <= {allows[name]}")

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from pipeline.config import Config, DatasetSpec, MethodSpec, load_config, parse_config
 from pipeline.errors import ConfigError, InputError
 from tasks.algorithms import get_algorithm
+from tasks.algorithms.kinds import Clusterer
 from tasks.cluster_stability import clusterwise_jaccard
 from tasks.datasets.sources import SyntheticSource, halves_of_rows
 from tasks.seeding import Purpose, label_id, stream
@@ -210,7 +211,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     if spec.objects != "points":
         raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "
                          "(points only)")
-    if algorithm.objects != "points" or algorithm.classify is not None or algorithm.orders is not None:
+    if not isinstance(algorithm, Clusterer) or algorithm.takes != spec.objects:
         raise InputError(f"--method: {method!r} ({m.algorithm}) does not partition points; partition a method whose "
                          "algorithm clusters points (kmeans, gaussian_mixture, agglomerative, ...)")
     present = cube["status"].sel(dataset=dataset, model=method) == 1

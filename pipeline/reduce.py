@@ -298,7 +298,7 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     out = {}
     for name, rule in deciding_rules(scores, decide).items():
         # a classifier's order has no "true k" to miss (its oracle is the least test or true error): NaN
-        known = xr.full_like(truth, -1) if name in CRITERIA and CRITERIA[name].supervised else truth
+        known = truth if name not in CRITERIA or CRITERIA[name].counts_clusters else xr.full_like(truth, -1)
         values = scores[name]
         valid = values.notnull().any("k")
         if rule.rule == "smallest":

@@ -31,7 +31,7 @@ def oracle_of(scores: xr.Dataset) -> str | None:
 
 
 def supervised_in(scores: xr.Dataset) -> bool:
-    return any(name in CRITERIA and CRITERIA[name].supervised for name in scores.data_vars)
+    return any(name in CRITERIA and not CRITERIA[name].counts_clusters for name in scores.data_vars)
 
 
 def at_choice(values: xr.DataArray, choice: xr.DataArray) -> xr.DataArray:

@@ -127,7 +127,7 @@ class AdaptiveFeed:
                         continue
                     method = methods[coords.model[m]]
                     self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.criteria, planned,
-                                                    joint=get_algorithm(method.algorithm).cluster_many is not None,
+                                                    joint=get_algorithm(method.algorithm).shares_fit_across_k,
                                                     in_play=planned)
         self.total = sum(task.cells for task in fixed) + int(sum(self.todo[index].sum() for index in self.groups))
         self.datasets = {task.dataset for task in fixed} | {coords.dataset[d] for d, _, _ in self.groups}

@@ -1,9 +1,11 @@
-"""Config checks for classifiers whose order is chosen with labels (seed 003): the learning set of a
-trial (``datasets[i].learning``) and what a classifier needs of every dataset it runs on.
+"""Config checks for classifiers whose order is chosen with labels (Daudin & Mary-Huard 2008): the learning set
+of a trial (``datasets[i].learning``, handed to the blocks as the dataset's ``family_options``) and what a
+classifier needs of the sizes of every dataset it runs on.
 
-Everything a trial could only fail at is refused here, naming the key: a dataset without labels or with
-other than two classes, a learning set larger than the sample, k too large for leave-one-out on it, a
-test error without a test set, exact error rates without a known target, more genes than features.
+Everything a trial could only fail at is refused here, naming the key: labels of other than two classes, a
+learning set larger than the sample, k too large for leave-one-out on it, more genes than features. Whether the
+data have labels, a test set or a known target at all is :func:`tasks.capabilities.why_not`'s (the dataset
+declares them in ``provides``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from pipeline.config import DatasetSpec, MethodSpec
 from pipeline.errors import ConfigError
 from tasks.algorithms import get_algorithm
+from tasks.algorithms.kinds import Classifier
 from tasks.datasets import SYNTHETIC
 from tasks.params import show
 from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts
@@ -42,8 +45,23 @@ def with_learning_set(spec: DatasetSpec, value: Any, key: str) -> DatasetSpec:
         raise ConfigError(key, f"expected a number of points, a mapping of class to count, 'half' or 'all', got "
                           f"{show(value)}", FIX)
     given = value if not isinstance(value, Mapping) else {str(name): int(count) for name, count in value.items()}
-    return replace(spec, learning=learning, learning_per_class=per_class,
-                   identity={**spec.identity, "learning": given})
+    options = {**dict(spec.family_options), "learning": learning, "learning_per_class": per_class}
+    spec = replace(spec, family_options=tuple(options.items()), identity={**spec.identity, "learning": given})
+    provides = tuple(item for item in spec.provides if item != "test_set")
+    return replace(spec, provides=provides + (("test_set",) if _has_test_set(spec) else ()))
+
+
+def learning_of(dataset: DatasetSpec) -> tuple[int, tuple[int, ...]]:
+    """The dataset's learning set: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a number of points) and the
+    counts per class code (or ())."""
+    options = dict(dataset.family_options)
+    return int(options.get("learning", LEARN_HALF)), tuple(options.get("learning_per_class", ()))
+
+
+def _has_test_set(dataset: DatasetSpec) -> bool:
+    """Whether every trial leaves points out of its learning set (a test set) at the smallest n."""
+    learning, _ = learning_of(dataset)
+    return learning != LEARN_ALL and learning_size(dataset, min(dataset.n)) < min(dataset.n)
 
 
 def _per_class(spec: DatasetSpec, value: Mapping[Any, Any], key: str) -> tuple[int, ...]:
@@ -71,11 +89,12 @@ def _per_class(spec: DatasetSpec, value: Mapping[Any, Any], key: str) -> tuple[i
 
 def describe_learning(dataset: DatasetSpec) -> str:
     """The learning/test split of a trial, in words (printed by validate and run)."""
-    if dataset.learning_per_class:
-        parts = " + ".join(f"{count} {name}" for name, count in zip(dataset.classes, dataset.learning_per_class))
-        sizes = np.bincount(dataset.labels, minlength=len(dataset.classes)) - np.asarray(dataset.learning_per_class)
+    learning, per_class = learning_of(dataset)
+    if per_class:
+        parts = " + ".join(f"{count} {name}" for name, count in zip(dataset.classes, per_class))
+        sizes = np.bincount(dataset.labels, minlength=len(dataset.classes)) - np.asarray(per_class)
         return f"learning set {parts}, test set the other {int(sizes.sum())} (by class, per trial)"
-    if dataset.learning == LEARN_ALL:
+    if learning == LEARN_ALL:
         return "learning set: the whole sample (no test set)"
     sizes = ", ".join(f"n = {n}: {learning_size(dataset, n)}" for n in dataset.n)
     return f"learning set ({sizes}) by class in proportion, the rest the test set"
@@ -83,60 +102,46 @@ def describe_learning(dataset: DatasetSpec) -> str:
 
 def learning_size(dataset: DatasetSpec, n: int) -> int:
     """The size of a trial's learning set at sample size ``n`` (exact for a file's class sizes at n = all)."""
-    if dataset.learning_per_class:
-        return sum(dataset.learning_per_class)
+    learning, per_class = learning_of(dataset)
+    if per_class:
+        return sum(per_class)
     if dataset.labels is not None and n == dataset.labels.size:
-        return int(learning_counts(np.bincount(dataset.labels), dataset.learning).sum())
-    return n if dataset.learning == LEARN_ALL else n // 2 if dataset.learning == LEARN_HALF else dataset.learning
+        return int(learning_counts(np.bincount(dataset.labels), learning).sum())
+    return n if learning == LEARN_ALL else n // 2 if learning == LEARN_HALF else learning
 
 
-def check_supervised(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSpec], ks: Sequence[int]) -> None:
-    """``ConfigError`` for anything a classifier could only fail at in every trial (see the module)."""
-    for i, method in enumerate(methods):
-        if get_algorithm(method.algorithm).classify is None:
-            continue
-        for j, dataset in enumerate(datasets):
-            _check_labels(dataset, j, method, i)
-            largest = learning_size(dataset, max(dataset.n))
-            algorithm = get_algorithm(method.algorithm)
-            if not algorithm.feasible(max(ks), largest):
-                extra = algorithm.points_beyond_k
-                raise ConfigError("k", f"k = {max(ks)} is too large for {method.algorithm} on the learning set of "
-                                  f"dataset {dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs "
-                                  f"{'k + 1 for leave-one-out' if extra else 'k'})",
-                                  f"use k <= {largest - extra}, or a larger learning set (datasets[{j}].learning)")
-            has_test = dataset.learning != LEARN_ALL and learning_size(dataset, min(dataset.n)) < min(dataset.n)
-            if "test_error" in method.criteria and not (has_test and method.algorithm == "knn"):
-                why = "the learning set is the whole sample" if not has_test else f"{method.algorithm} computes none"
-                raise ConfigError(f"methods[{i}].criteria", f"test_error needs a test set, and for dataset "
-                                  f"{dataset.name!r} {why}", "set datasets[j].learning below n, or drop test_error")
-            exact = [name for name in ("true_error", "conditional_error") if name in method.criteria]
-            if exact and (dataset.kind not in SYNTHETIC or SYNTHETIC[dataset.kind].target is None):
-                raise ConfigError(f"methods[{i}].criteria", f"{exact[0]} needs a generator whose error rates are known "
-                                  f"exactly; dataset {dataset.name!r} is {dataset.kind}",
-                                  "use kind: kearns_intervals, or test_error on held-out data")
-            rule = method.criterion_options.get("swapping", {}).get("swap_rule", "exact")
-            if rule == "literal" and any(k % 2 == 0 for k in ks):  # the paper's sentence is about odd k only
-                raise ConfigError(f"methods[{i}].criteria", "swap_rule: literal is the paper's rule for odd k, and k "
-                                  f"holds even values {[k for k in ks if k % 2 == 0][:5]}",
-                                  "use odd k only, or swap_rule: exact")
-            genes = method.params.get("genes", 0)
-            if genes > dataset.n_features:
-                raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "
-                                  f"{dataset.n_features} features", f"use genes <= {dataset.n_features} (0: all)")
+def check_classifier(datasets: Sequence[DatasetSpec], method: MethodSpec, i: int, ks: Sequence[int]) -> None:
+    """``ConfigError`` for anything a classifier could only fail at in every trial (see the module); what fits
+    what (labels, a test set, a known target) is :func:`tasks.capabilities.why_not`'s."""
+    algorithm = get_algorithm(method.algorithm)
+    assert isinstance(algorithm, Classifier)  # the family's check is registered for its kind
+    if method.params.get("odd_only") and any(k % 2 == 0 for k in ks):
+        raise ConfigError("k", f"methods[{i}] ({method.name}) sets odd_only, but k holds even values "
+                          f"{[k for k in ks if k % 2 == 0][:5]}", "use odd k only, e.g. k: {from: 1, to: 39, step: 2}")
+    for j, dataset in enumerate(datasets):
+        _check_labels(dataset, j, method, i)
+        largest = learning_size(dataset, max(dataset.n))
+        if not algorithm.feasible(max(ks), largest):
+            extra = algorithm.points_beyond_k
+            raise ConfigError("k", f"k = {max(ks)} is too large for {method.algorithm} on the learning set of "
+                              f"dataset {dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs "
+                              f"{'k + 1 for leave-one-out' if extra else 'k'})",
+                              f"use k <= {largest - extra}, or a larger learning set (datasets[{j}].learning)")
+        rule = method.criterion_options.get("swapping", {}).get("swap_rule", "exact")
+        if rule == "literal" and any(k % 2 == 0 for k in ks):  # the paper's sentence is about odd k only
+            raise ConfigError(f"methods[{i}].criteria", "swap_rule: literal is the paper's rule for odd k, and k "
+                              f"holds even values {[k for k in ks if k % 2 == 0][:5]}",
+                              "use odd k only, or swap_rule: exact")
+        genes = method.params.get("genes", 0)
+        if genes > dataset.n_features:
+            raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "
+                              f"{dataset.n_features} features", f"use genes <= {dataset.n_features} (0: all)")
 
 
 def _check_labels(dataset: DatasetSpec, j: int, method: MethodSpec, i: int) -> None:
     """A classifier's dataset has labels of exactly two classes (the swapping method's Y is 0/1)."""
-    if dataset.kind in SYNTHETIC:
-        if SYNTHETIC[dataset.kind].target is None:
-            raise ConfigError(f"datasets[{j}].kind", f"methods[{i}] ({method.name}) is a classifier and needs labels "
-                              f"as its response; the generator {dataset.kind!r} has only cluster memberships",
-                              "use kind: kearns_intervals, or a file with labels")
+    if dataset.kind in SYNTHETIC or dataset.labels is None:  # a generator's labels, or none (why_not said so)
         return
-    if dataset.labels is None:
-        raise ConfigError(f"datasets[{j}].labels", f"methods[{i}] ({method.name}) is a classifier and needs labels; "
-                          f"dataset {dataset.name!r} has none", "give labels: {path: FILE, column: NAME}")
     if len(dataset.classes) != 2:
         count = len(dataset.classes)
         raise ConfigError(f"datasets[{j}].labels", f"{method.algorithm} (the swapping method) needs two classes; the "

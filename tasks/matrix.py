@@ -1,26 +1,34 @@
-"""A block of cells for a matrix model whose order is a rank (seed 004 §2.4-2.6).
+"""The matrix-model family's trial: an order that is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6).
 
 A trial draws its noise and its rows once (:class:`tasks.datasets.matrices.MatrixSource`, from the trial's
-stream, shared by every method and k of the trial: paired comparisons); the method's model then computes
-every criterion for every k of the trial from one fit (:mod:`tasks.algorithms.matrix_models`), with BLAS held
-to one thread (a process runs one task per core).
+stream, shared by every method and k of the trial: paired comparisons); each criterion of the method then
+computes every k of the trial with the computation it registers for the method's model
+(``Criterion.computations``, :mod:`tasks.criteria.matrix`), with BLAS held to one thread (a process runs one task
+per core).
 """
 
 from __future__ import annotations
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.algorithms import get_algorithm
-from tasks.cell import BlockResult, BlockSpec, TrialOutcome, run_joint_block
+from tasks.algorithms.kinds import MatrixModel
+from tasks.criteria import get_criterion
 from tasks.datasets.matrices import MatrixSource
 from tasks.seeding import Purpose, stream
+from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
 
-def run_matrix_block(spec: BlockSpec, source: MatrixSource) -> BlockResult:
-    """Every (k, trial) cell of ``spec``. A rank above min(training rows, features) is infeasible; a failing draw
-    or fit fails the trial's cells, and the block goes on."""
-    algorithm = get_algorithm(spec.algorithm)
-    params = dict(spec.algorithm_params)
+def trial_runner(algorithm: MatrixModel, spec: BlockSpec, source: MatrixSource) -> TrialRunner:
+    """``compute_trial(trial)``: a rank above min(training rows, features) is infeasible; a failing draw or fit
+    raises (the engine fails the trial's cells)."""
+    computations = []
+    for name in spec.criteria:
+        criterion = get_criterion(name)
+        if algorithm.name not in criterion.computations:  # the config check refuses this
+            raise ValueError(f"{name} has no computation for {algorithm.name}; it computes for "
+                             f"{sorted(criterion.computations)}")
+        computations.append((name, criterion.computations[algorithm.name]))
 
     def compute_trial(trial: int) -> TrialOutcome:
         data = source.draw_matrix(spec.n, stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial))
@@ -29,10 +37,12 @@ def run_matrix_block(spec: BlockSpec, source: MatrixSource) -> BlockResult:
         computed = {}
         if feasible:
             rng = stream(spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, 0, 0)
+            ranks = np.asarray(feasible, dtype=np.int64)
             with threadpool_limits(limits=1):
-                computed = algorithm.orders(data, feasible, spec.criteria, rng, **params)
-        return TrialOutcome(feasible, computed, lambda k: f"rank k = {k} exceeds the rank the trial's training rows "
-                                                          f"allow, {most} ({data.first.shape[0]} rows x "
-                                                          f"{data.first.shape[1]} features; {spec.algorithm})")
+                computed = {name: compute(data, ranks, rng) for name, compute in computations}
+        infeasible = {k: f"rank k = {k} exceeds the rank the trial's training rows allow, {most} "
+                         f"({data.first.shape[0]} rows x {data.first.shape[1]} features; {spec.algorithm})"
+                      for k in spec.ks if k not in feasible}
+        return TrialOutcome(values=scattered(spec.ks, feasible, computed), infeasible=infeasible)
 
-    return run_joint_block(spec, compute_trial)
+    return compute_trial

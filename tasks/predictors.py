@@ -128,8 +128,16 @@ PREDICTORS: dict[str, Predictor] = {
     "graph_transfer": graph_transfer,
     "nearest_object": nearest_object,
 }
-GRAPH_PREDICTORS = ("graph_transfer",)  # they read a graph's edges, not points' coordinates
-DISSIMILARITY_PREDICTORS = ("nearest_object",)  # they read dissimilarities between objects
+# The objects each predictor reads, when not points (tasks.capabilities): a graph's edges, dissimilarities.
+PREDICTOR_TAKES: dict[str, str] = {"graph_transfer": "graph", "nearest_object": "dissimilarity"}
+GRAPH_PREDICTORS = tuple(name for name, takes in PREDICTOR_TAKES.items() if takes == "graph")
+DISSIMILARITY_PREDICTORS = tuple(name for name, takes in PREDICTOR_TAKES.items() if takes == "dissimilarity")
+
+
+def predictor_takes(name: str) -> str:
+    """The objects the predictor ``name`` reads (``points`` unless registered otherwise in ``PREDICTOR_TAKES``; a
+    scikit-learn classifier reads points)."""
+    return PREDICTOR_TAKES.get(name, "points")
 
 
 def get_predictor(name: str) -> Predictor:

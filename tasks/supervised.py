@@ -1,4 +1,4 @@
-"""A block of cells for a classifier whose order k is chosen with labels (seed 003).
+"""The classifier family's trial: its order k chosen with labels (Daudin & Mary-Huard 2008).
 
 A trial is one labelled sample of n points (fresh from a generator, or n rows of a file), split by class
 into a learning set and a test set from the trial's stream, so every method and k of the trial sees the
@@ -9,18 +9,19 @@ happens inside the kernel, on the learning set only.
 
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms import get_algorithm
-from tasks.cell import BlockResult, BlockSpec, TrialOutcome, run_joint_block
+from tasks.algorithms.kinds import Classifier
 from tasks.criteria import get_criterion
 from tasks.datasets.sources import Source
 from tasks.seeding import Purpose, stream
+from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
-LEARN_ALL = -1  # BlockSpec.learning: the whole sample is the learning set (no test set)
-LEARN_HALF = 0  # BlockSpec.learning: half of the sample, by class (the default)
+LEARN_ALL = -1  # BlockSpec.family_options' learning: the whole sample is the learning set (no test set)
+LEARN_HALF = 0  # BlockSpec.family_options' learning: half of the sample, by class (the default)
 
 
 def learning_counts(class_sizes: NDArray[np.int64], learning: int, per_class: tuple[int, ...] = ()) -> NDArray[np.int64]:
@@ -52,30 +53,40 @@ def split_by_class(y: NDArray[np.int64], counts: NDArray[np.int64], rng: np.rand
     return chosen, rest
 
 
-def _kernel_options(spec: BlockSpec) -> dict[str, object]:
-    """The swapping criterion's options (its plug-in's n0, the swap rule), which the kernel applies."""
-    options = dict(get_criterion("swapping").options)
-    options.update(dict(dict(spec.criterion_options).get("swapping", ())))
+def kernel_options(spec: BlockSpec) -> dict[str, Any]:
+    """The options of the method's criteria (over their defaults), which the classifier's kernel applies: the
+    swapping criterion's n0 (its plug-in's prior weight) and swap rule."""
+    options: dict[str, Any] = {}
+    for name in spec.criteria:
+        options.update(get_criterion(name).options)
+        options.update(spec.options_of(name))
     return options
 
 
-def run_supervised_block(spec: BlockSpec, source: Source) -> BlockResult:
-    """Every (k, trial) cell of ``spec``: each trial's sample drawn and split once, every k from one call
-    of the classifier kernel. A k the learning set cannot hold (leave-one-out needs k + 1 points) is
-    infeasible; a failing draw or kernel fails the trial's cells, and the block goes on."""
-    algorithm = get_algorithm(spec.algorithm)
-    params = {**dict(spec.algorithm_params), **_kernel_options(spec)}
+def learning_set(spec: BlockSpec) -> tuple[int, tuple[int, ...]]:
+    """The block's learning set from its ``family_options``: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a
+    number of points) and ``learning_per_class`` (counts by class code, or ())."""
+    options = dict(spec.family_options)
+    return int(options.get("learning", LEARN_HALF)), tuple(options.get("learning_per_class", ()))
+
+
+def trial_runner(algorithm: Classifier, spec: BlockSpec, source: Source) -> TrialRunner:
+    """``compute_trial(trial)`` for a classifier: the trial's sample drawn and split once, every k from one call
+    of the classifier kernel. A k the learning set cannot hold (leave-one-out needs k + 1 points) is infeasible;
+    a failing draw or kernel raises (the engine fails the trial's cells)."""
+    params = {**dict(spec.algorithm_params), **kernel_options(spec)}
+    learning, per_class = learning_set(spec)
 
     def compute_trial(trial: int) -> TrialOutcome:
         rng = stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial)
         sample = source.draw_labelled(spec.n, rng)
-        counts = learning_counts(np.bincount(sample.y), spec.learning, spec.learning_per_class)
+        counts = learning_counts(np.bincount(sample.y), learning, per_class)
         learn, test = split_by_class(sample.y, counts, rng)
         feasible = [k for k in spec.ks if algorithm.feasible(k, learn.size)]
         scores = algorithm.classify(sample.X[learn], sample.y[learn], sample.X[test], sample.y[test], feasible,
                                     sample.target, **params) if feasible else {}
-        return TrialOutcome(feasible, scores, lambda k: f"k = {k} needs at least {k + algorithm.points_beyond_k} "
-                                                        f"learning points ({spec.algorithm}); the learning set has "
-                                                        f"{learn.size}")
+        infeasible = {k: f"k = {k} needs at least {k + algorithm.points_beyond_k} learning points ({spec.algorithm}); "
+                         f"the learning set has {learn.size}" for k in spec.ks if k not in feasible}
+        return TrialOutcome(values=scattered(spec.ks, feasible, scores), infeasible=infeasible)
 
-    return run_joint_block(spec, compute_trial)
+    return compute_trial

@@ -14,7 +14,7 @@ from pipeline.config import load_config
 from pipeline.limits import MAX_CELL_BYTES, MAX_CELLS, cell_bytes, human
 from pipeline.yamlload import read_yaml
 from pipeline.errors import ConfigError
-from tasks.algorithms import ALGORITHMS, Algorithm
+from tasks.algorithms import ALGORITHMS, Algorithm, Deferred
 from tasks.algorithms.estimators import REFUSED, check_param
 from tasks.criteria import ADJUSTABLE, CRITERIA, DECISION_RANGES, Criterion
 from tasks.params import INT64_MAX, ParamError, check_params, choice, integer, number
@@ -33,14 +33,17 @@ def test_every_algorithm_parameter_has_a_declared_range_holding_its_default(name
     algorithm = ALGORITHMS[name]
     assert set(algorithm.ranges) == set(algorithm.defaults)
     assert all(algorithm.ranges[p].accepts(value) for p, value in algorithm.defaults.items())
-    for kernel in (algorithm.cluster, algorithm.cluster_many):  # a kernel parameter the registry forgot fails here
-        assert _keywords(kernel) <= set(algorithm.ranges), (name, _keywords(kernel))
+    kernels = [getattr(algorithm, kernel, None) for kernel in ("cluster", "cluster_many", "classify")]
+    for kernel in kernels:  # a kernel parameter the registry forgot fails here
+        if isinstance(kernel, Deferred):
+            kernel = getattr(import_module(kernel.target.partition(":")[0]), kernel.target.partition(":")[2])
+        assert _keywords(kernel) - {"n0", "swap_rule"} <= set(algorithm.ranges), (name, _keywords(kernel))
 
 
 @pytest.mark.parametrize("name", CRITERIA)
 def test_every_criterion_option_has_a_declared_range_holding_its_default(name):
     criterion = CRITERIA[name]
-    if criterion.supervised:  # applied by each classifier's kernel (the swap's n0 and rule)
+    if criterion.reads == "error_rates":  # applied by each classifier's kernel (the swap's n0 and rule)
         for algorithm in criterion.algorithms:
             kernel = ALGORITHMS[algorithm].classify
             assert set(criterion.options) <= _keywords(import_module(kernel.target.partition(":")[0]).__dict__[
@@ -66,9 +69,9 @@ def test_every_adjustable_decision_field_has_a_declared_range():
 
 def test_a_registry_entry_without_a_range_fails_when_it_is_made():
     with pytest.raises(TypeError, match=r"\['n_init'\] lack a declared range"):
-        Algorithm("new", lambda X, k, rng, *, n_init=1: X, {"n_init": 1})
+        Algorithm("new", lambda X, k, rng, *, n_init=1: X, defaults={"n_init": 1})
     with pytest.raises(TypeError, match=r"\['n_init'\] lack a declared range"):  # a default outside its range
-        Algorithm("new", lambda X, k, rng, *, n_init=0: X, {"n_init": 0}, ranges={"n_init": integer(1)})
+        Algorithm("new", lambda X, k, rng, *, n_init=0: X, defaults={"n_init": 0}, ranges={"n_init": integer(1)})
     with pytest.raises(TypeError, match=r"\['splits'\] lack a declared range"):
         Criterion("new", min_k=2, description="", options={"splits": 3})
 

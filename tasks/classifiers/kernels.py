@@ -1,4 +1,4 @@
-"""The registered classifiers' trial kernels: one call per trial computes every k (``Algorithm.classify``).
+"""The registered classifiers' trial kernels: one call per trial computes every k (``Classifier.classify``).
 
 Each takes the trial's learning set and test set (the test set may be empty), the ks, and the
 generator's ``target`` when its error rates are known exactly, and returns the supervised criteria's
@@ -14,11 +14,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 Scores = dict[str, NDArray[np.float64]]
-
-
-def not_a_clusterer(*args: Any, **kwargs: Any) -> NDArray[np.int64]:
-    raise TypeError("a classifier (tasks.supervised) or a matrix model (tasks.matrix) computes its criteria for every k "
-                    "of a trial at once, never as a clusterer")
 
 
 def knn_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: NDArray[np.float64],

@@ -220,10 +220,20 @@ class Criterion:
     extra_fits : callable
         ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (used only to
         size tasks): the Gap statistic's sample and reference sets, Clest's splits.
-    supervised : bool
-        An error rate of a classifier fitted with the labels as the response (seed 003): computed by the
-        method's classifier kernel for every k of a trial at once (neither ``evaluate`` nor
-        ``evaluate_trial``), on a learning/test split of the trial's labelled sample.
+    reads : str
+        What it is computed from, matched against what the method's algorithm gives (``gives`` of
+        :mod:`tasks.algorithms.kinds`): ``"labels"`` (the halves' fits, by ``evaluate`` or ``evaluate_trial``; the
+        default), ``"error_rates"`` (a classifier's kernel computes it with the labels as the response, Daudin &
+        Mary-Huard 2008; its ``options`` are the kernel's keyword arguments), ``"orders"`` (every order of a trial
+        from one fit, by the computation it registers for the method's model in ``computations``), or a
+        plug-in's own tag.
+    computations : mapping
+        Algorithm name → the function that computes it for that algorithm's family (a matrix model's:
+        ``f(trial, ranks, rng)`` → values of shape (len(ranks),)); empty for a criterion computed by ``evaluate``,
+        ``evaluate_trial`` or a classifier's kernel. Its keys are the algorithms it is defined for.
+    needs_data : tuple of str
+        What the dataset must provide (its ``provides``): ``"labels"``, ``"target"`` (exact error rates),
+        ``"paired"`` (paired halves), ``"image"`` (a clean image), ``"test_set"``, ...
     models : tuple of str or None
         The kinds of fitted model it reads from ``TrialFits.model_first`` (an algorithm's ``Algorithm.model``:
         ``"mixture"``, ``"centroids"``); None when it reads labels only. A method whose algorithm fits no such
@@ -231,9 +241,6 @@ class Criterion:
     needs_paired_halves : bool
         It maps row i of the second half to row i of the first (seed 004's generative mapping): only for a
         synthetic dataset that draws paired halves.
-    matrix : bool
-        A criterion of a matrix model's order (seed 004 §2.4-2.6): computed by the method's model for every k of
-        a trial at once (``Algorithm.orders``; neither ``evaluate`` nor ``evaluate_trial``).
     oracle : bool
         It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
         without the clean data could make; the report measures the other criteria's loss against it.
@@ -245,6 +252,8 @@ class Criterion:
     needs_coordinates : bool
         It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes
         do not have.
+    report_sections : tuple of str
+        The report sections it contributes, by name.
     """
 
     name: str
@@ -260,14 +269,16 @@ class Criterion:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
-    supervised: bool = False
     models: tuple[str, ...] | None = None
+    reads: str = "labels"
+    computations: Mapping[str, Callable[..., NDArray[np.float64]]] = field(default_factory=dict)
+    needs_data: tuple[str, ...] = ()
     needs_paired_halves: bool = False
-    matrix: bool = False
     oracle: bool = False
     label: str = ""
     sqrt_n_scaling: bool = False
     needs_coordinates: bool = False
+    report_sections: tuple[str, ...] = ()
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -283,8 +294,31 @@ class Criterion:
         """Whether it is computed from the halves' fits alone (their labels, or a fitted model of kind ``model``),
         as objects known only by their edges or dissimilarities allow: not from coordinates, a whole sample,
         reference sets or an evaluation sample."""
-        return (self.evaluate is not None and not self.needs_evaluation_sample and not self.supervised
+        return (self.evaluate is not None and not self.needs_evaluation_sample and self.reads == "labels"
                 and not self.needs_coordinates and (self.models is None or model in self.models))
+
+    @property
+    def defined_for(self) -> tuple[str, ...] | None:
+        """The only algorithms it is defined for (``algorithms``, else the keys of ``computations``), or None."""
+        if self.algorithms is not None:
+            return self.algorithms
+        return tuple(self.computations) or None
+
+    @property
+    def counts_clusters(self) -> bool:
+        """Whether its k̂ is a number of clusters, comparable with a dataset's true k (a classifier's order is
+        not)."""
+        return self.reads != "error_rates"
+
+    @property
+    def supervised(self) -> bool:
+        """Read as ``reads == "error_rates"`` (kept for the report's readers of the earlier field)."""
+        return self.reads == "error_rates"
+
+    @property
+    def matrix(self) -> bool:
+        """Read as ``reads == "orders"`` (kept for the report's readers of the earlier field)."""
+        return self.reads == "orders"
 
     def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """``options`` over the defaults; ``ParamError`` naming an unknown option or a value out of range."""

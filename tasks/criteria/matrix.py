@@ -1,48 +1,61 @@
-"""Criteria of a matrix model's order (seed 004 §2.4-2.6), each computed for every k of a trial by the method's
-model (:mod:`tasks.algorithms.matrix_models`); here they are declared: what they measure and how k̂ follows."""
+"""Criteria of a matrix model's order (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): what each measures, how
+k̂ follows, and its computation for every rank of a trial per model (``computations``: functions of
+:mod:`tasks.algorithms.matrix_models`, imported on their first call)."""
 
 from __future__ import annotations
 
 import math
 
 from tasks.criteria.base import Criterion, Decision
+from tasks.deferred import Deferred
 
-SVD_MODELS = ("truncated_svd", "boolean_svd")
-MATRIX_MODELS = (*SVD_MODELS, "boolean_mf")
+READS = "orders"  # every rank of a trial at once, by the computation registered for the method's model
+
+
+def _kernel(name: str) -> Deferred:
+    return Deferred(f"tasks.algorithms.matrix_models:{name}")
+
+
+OPCV_HALF_ERRORS, OPCV_FIFTH_ERRORS = _kernel("opcv_half"), _kernel("opcv_fifth")
 
 MTC_MATRIX = Criterion(
-    name="mtc_matrix", min_k=1, matrix=True, algorithms=MATRIX_MODELS,
+    name="mtc_matrix", min_k=1, reads=READS,
+    computations={"truncated_svd": _kernel("svd_transfer_costs"), "boolean_svd": _kernel("boolean_svd_transfer_costs"),
+                  "boolean_mf": _kernel("greconD_transfer_costs")},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
     description="minimum transfer cost of a matrix model (Frank et al., eq. 7 and l. 115-119): each test row against "
                 "the rank-k model of its nearest training row (Euclidean; Hamming for Boolean data), mean per test row; "
                 "k̂ the median of the trials' argmins, as the paper")
 OPCV_HALF = Criterion(
-    name="opcv_half", min_k=1, matrix=True, algorithms=SVD_MODELS,
+    name="opcv_half", min_k=1, reads=READS,
+    computations={"truncated_svd": OPCV_HALF_ERRORS, "boolean_svd": OPCV_HALF_ERRORS},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median"),
     description="Owen-Perry bi-cross-validation as Frank et al. run it (l. 107-113): ‖A - B D_k⁺ C‖²_F of one random "
                 "permutation per trial, the top-left ⌊n/2⌋ x ⌊d/2⌋ block held out; k̂ the argmin of the per-k medians; "
                 "NaN above the rank of D")
 OPCV_FIFTH = Criterion(
-    name="opcv_fifth", min_k=1, matrix=True, algorithms=SVD_MODELS,
+    name="opcv_fifth", min_k=1, reads=READS,
+    computations={"truncated_svd": OPCV_FIFTH_ERRORS, "boolean_svd": OPCV_FIFTH_ERRORS},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median"),
     description="Owen-Perry bi-cross-validation with the small hold-out, the top-left ⌊n/5⌋ x ⌊d/5⌋ block")
 COVERAGE_RULE = Criterion(
-    name="coverage_rule", min_k=1, matrix=True, algorithms=("boolean_svd",),
+    name="coverage_rule", min_k=1, reads=READS, computations={"boolean_svd": _kernel("coverage_shares")},
     decision=Decision(rule="first_above", threshold=0.8, aggregate="median", threshold_range=(0.0, 1.0)),
     description="Molloy's rule (i): the share of the noisy matrix's 1-entries that g(rank-k SVD) keeps at 1; k̂ the "
                 "smallest k covering 80%")
 INCREMENT_RULE = Criterion(
-    name="increment_rule", min_k=1, matrix=True, algorithms=("boolean_svd",),
+    name="increment_rule", min_k=1, reads=READS, computations={"boolean_svd": _kernel("increments")},
     decision=Decision(rule="first_below", threshold=0.001, aggregate="median", threshold_range=(0.0, math.inf)),
     description="Molloy's rule (ii): the approximation increment ‖g_k - g_(k+1)‖₁ / ‖X‖₁ of the noisy matrix; k̂ the "
                 "smallest k below 0.001")
 PSNR = Criterion(
-    name="psnr", min_k=1, matrix=True, oracle=True, algorithms=("truncated_svd",),
+    name="psnr", min_k=1, reads=READS, oracle=True, computations={"truncated_svd": _kernel("svd_psnr")},
+    needs_data=("image",),
     decision=Decision(rule="largest", aggregate="median_of_choices"),
     description="oracle: peak SNR (dB) of the whole noisy image's rank-k reconstruction against the clean image "
                 "(Frank et al. Fig. 2); k* its argmax")
 DENOISE_ERROR = Criterion(
-    name="denoise_error", min_k=1, matrix=True, oracle=True, algorithms=("boolean_svd",),
+    name="denoise_error", min_k=1, reads=READS, oracle=True, computations={"boolean_svd": _kernel("denoise_errors")},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
     description="oracle: ‖g(rank-k SVD of the noisy matrix) - X*‖₁, the bits the denoiser gets wrong (Frank et al. "
                 "l. 105-111); k* its argmin")

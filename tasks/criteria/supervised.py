@@ -14,6 +14,7 @@ from tasks.criteria.base import Criterion, Decision
 from tasks.params import choice, number
 
 ERROR_RATE = Decision(rule="smallest", ties="smallest")
+READS = "error_rates"  # computed by the classifier's kernel (tasks.classifiers.kernels), its options the kernel's
 CLASSIFIERS = ("knn", "interval_erm")
 
 SWAPPING = Criterion(
@@ -27,19 +28,20 @@ SWAPPING = Criterion(
     options={"n0": 10.0, "swap_rule": "exact"},
     ranges={"n0": number(0.0), "swap_rule": choice("exact", "literal")},
     algorithms=CLASSIFIERS,
-    supervised=True,
+    reads=READS,
 )
-LOO_CV = Criterion(name="loo_cv", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, supervised=True,
+LOO_CV = Criterion(name="loo_cv", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, reads=READS,
                    description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')")
 RESUBSTITUTION = Criterion(name="resubstitution", min_k=1, decision=Decision(rule="none"), algorithms=CLASSIFIERS,
-                           supervised=True, description="empirical (resubstitution) error rate on the learning set")
-TEST_ERROR = Criterion(name="test_error", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, supervised=True,
+                           reads=READS, description="empirical (resubstitution) error rate on the learning set")
+TEST_ERROR = Criterion(name="test_error", min_k=1, decision=ERROR_RATE, algorithms=("knn",), reads=READS,
+                       needs_data=("test_set",),
                        description="error rate on the trial's held-out test set: argmin is the oracle (O)")
 TRUE_ERROR = Criterion(name="true_error", min_k=1, decision=ERROR_RATE, algorithms=("interval_erm",),
-                       supervised=True,
+                       reads=READS, needs_data=("target",),
                        description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)")
 CONDITIONAL_ERROR = Criterion(name="conditional_error", min_k=1, decision=Decision(rule="none"),
-                              algorithms=("interval_erm",), supervised=True,
+                              algorithms=("interval_erm",), reads=READS, needs_data=("target",),
                               description="exact conditional error rate: new labels at the learning points")
 
 SUPERVISED_CRITERIA = (SWAPPING, LOO_CV, RESUBSTITUTION, TEST_ERROR, TRUE_ERROR, CONDITIONAL_ERROR)

@@ -284,6 +284,11 @@ class SyntheticDataset:
     # What a supervised criterion needs to compute exact error rates (the target function and the noise),
     # from the parameters; None when the generator's labels are only known classes.
     target: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
+    # What else its data offer, from the parameters (tasks.capabilities): "labels" (a response), "target",
+    # "paired" (paired halves)
+    provides: Callable[[Mapping[str, Any]], tuple[str, ...]] = lambda params: ()
+    # The smallest n its samples can be drawn and halved at, and why, from the parameters (None: any)
+    smallest_n: Callable[[Mapping[str, Any]], tuple[int, str]] | None = None
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults overlaid with ``params``, as given (they are the dataset's identity in the cube).
@@ -313,14 +318,18 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
         SyntheticDataset("shamir_mixture1d", shamir_mixture1d, {"mu": 5.0}, check=_check_shamir_mixture1d),
         SyntheticDataset("gaussian_mixture", gaussian_mixture, {"weights": None, "std": 1.0}, optional=("paired",),
                          required=("centers",), true_k=lambda params: len(params["centers"]),
-                         check=_check_gaussian_mixture),
+                         check=_check_gaussian_mixture,
+                         provides=lambda params: ("paired",) if params.get("paired", False) else ()),
         # seed 004's correlation-clustering graph (l. 134-136): n nodes in equal clusters, +1 within, -1 between,
         # an inter-cluster edge turned +1 with probability q, then any edge replaced by a random sign with probability p
         SyntheticDataset("signed_graph", _signed_graph, {"clusters": 3, "q": 0.3, "p": 0.7},
-                         true_k=lambda params: params["clusters"], check=_check_signed_graph, objects="graph"),
+                         true_k=lambda params: params["clusters"], check=_check_signed_graph, objects="graph",
+                         smallest_n=lambda params: (2 * params["clusters"],
+                                                    f"{params['clusters']} planted clusters in each half")),
         # labels as the response of a classifier (seed 003); its order k has no "true" value to miss
         SyntheticDataset("kearns_intervals", kearns_intervals, {"d": 10, "eta": 0.2}, true_k=lambda params: -1,
-                         check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"])),
+                         check=_check_kearns_intervals, target=lambda params: (params["d"], params["eta"]),
+                         provides=lambda params: ("labels", "target")),
     ]
 }
 

@@ -22,8 +22,8 @@ def failing(X, k, rng):
     return constant(X, k, rng)
 
 
-ALGORITHMS["stub_constant"] = Algorithm("stub_constant", constant, {})
-ALGORITHMS["stub_failing"] = Algorithm("stub_failing", failing, {})
+ALGORITHMS["stub_constant"] = Algorithm("stub_constant", constant)
+ALGORITHMS["stub_failing"] = Algorithm("stub_failing", failing)
 
 
 def crashing(X, k, rng):
@@ -35,7 +35,7 @@ def crashing(X, k, rng):
     return constant(X, k, rng)
 
 
-ALGORITHMS["stub_crashing"] = Algorithm("stub_crashing", crashing, {})
+ALGORITHMS["stub_crashing"] = Algorithm("stub_crashing", crashing)
 
 
 def sleepy(X, k, rng):
@@ -47,4 +47,4 @@ def sleepy(X, k, rng):
     return constant(X, k, rng)
 
 
-ALGORITHMS["stub_sleepy"] = Algorithm("stub_sleepy", sleepy, {})
+ALGORITHMS["stub_sleepy"] = Algorithm("stub_sleepy", sleepy)
