@@ -7,16 +7,16 @@ from typing import Any
 
 def section(context: Any) -> Any:
     """Write ``changepoints.csv`` (one row per dataset, n, method and k: the mean held-out error, k̂, the planted
-    k) and say in one line per block whether k̂ found the planted number of segments."""
+    number of segments) and say in one line per block whether k̂ found the planted number."""
     from pipeline.report_section import SectionResult
 
-    summary, chosen, truth = context.reduced.summary, context.reduced.chosen, context.reduced.truth
-    table = summary["heldout_sse_mean"].to_dataframe().reset_index()
-    table["k_hat"] = [int(chosen["heldout_sse"].sel(dataset=d, n=n, method=m)) for d, n, m in
-                      zip(table["dataset"], table["n"], table["method"])]
-    table["planted"] = [int(truth.sel(dataset=d)) for d in table["dataset"]]
+    blocks = ["dataset", "n", "model"]
+    mean = context.reduced.summary["heldout_sse_mean"].to_dataframe("heldout_sse_mean").reset_index()
+    chosen = context.reduced.chosen["heldout_sse"].to_dataframe("k_hat").reset_index()
+    planted = context.reduced.truth.to_dataframe("planted").reset_index()
+    table = (mean[[*blocks, "k", "heldout_sse_mean"]].merge(chosen[[*blocks, "k_hat"]], on=blocks)
+             .merge(planted[["dataset", "planted"]], on="dataset").rename(columns={"model": "method"}))
     table.to_csv(context.folder / "changepoints.csv", index=False)
-    blocks = table.drop_duplicates(["dataset", "n", "method"])
     lines = [f"{row.dataset}, n = {row.n}, {row.method}: k̂ = {row.k_hat} segments, planted {row.planted}"
-             for row in blocks.itertuples()]
+             for row in table.drop_duplicates(["dataset", "n", "method"]).itertuples()]
     return SectionResult(title="Change points: held-out squared error", text="\n".join(lines))
