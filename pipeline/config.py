@@ -26,7 +26,7 @@ from tasks.algorithms import ALGORITHMS, get_algorithm
 from tasks.algorithms.kinds import BaseAlgorithm
 from tasks.algorithms.estimators import is_import_path
 from pipeline.adaptive import AdaptiveSpec, parse_adaptive
-from tasks.capabilities import OBJECTS, DataObjects, why_not
+from tasks.capabilities import DataObjects, objects_kind, why_not
 from tasks.criteria import CRITERIA, get_criterion
 from tasks.predictors import PREDICTORS, get_predictor
 from tasks.params import Param, ParamError, integer, number, show
@@ -338,7 +338,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
             get_predictor(predictor)
         except ValueError as error:
             raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
-    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm)
+    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm, ks)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
     lowest = min(get_criterion(criterion).min_k for criterion in criteria)
@@ -350,7 +350,8 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
                       criterion_options=options)
 
 
-def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+def _criteria(value: Any, key: str, algorithm: str,
+              ks: tuple[int, ...]) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
     """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
     if not isinstance(value, list) or not value:
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
@@ -371,6 +372,8 @@ def _criteria(value: Any, key: str, algorithm: str) -> tuple[tuple[str, ...], di
                               f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
         try:
             resolved = criterion.resolve(given)
+            if criterion.check is not None:
+                criterion.check(resolved, ks)
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None
@@ -485,7 +488,7 @@ def _check_variant_params(algorithm: BaseAlgorithm, method: MethodSpec, i: int, 
     for parameter, allowed in variant.ranges.items():
         if parameter in method.params and not allowed.accepts(method.params[parameter]):
             raise ConfigError(f"methods[{i}].params.{parameter}", f"{method.params[parameter]!r} (given, or the "
-                              f"default) is not defined on {OBJECTS[objects].taken if objects in OBJECTS else objects}",
+                              f"default) is not defined on {objects_kind(objects).taken}",
                               f"give {parameter}: {allowed.describe()}")
 
 

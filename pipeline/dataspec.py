@@ -24,6 +24,7 @@ import numpy as np
 from pipeline.config import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n_values, _require, _steps
 from pipeline.catalog import resolve_path
 from pipeline.errors import ConfigError
+from tasks.capabilities import objects_kind
 from tasks.datasets import SYNTHETIC, get_synthetic
 from tasks.datasets.matrices import MATRIX_KINDS, MATRIX_PROVIDES
 from tasks.datasets.synthetic import ParameterError
@@ -117,7 +118,7 @@ def _with_distinct_rows(spec: DatasetSpec, key: str, ks: tuple[int, ...]) -> Dat
     distinct = int(np.unique(rows, axis=0).shape[0])
     if distinct == rows.shape[0] or not ks or max(ks) <= distinct:  # no repeats (a k above n is refused elsewhere)
         return spec
-    warnings.warn(f"{key}: {spec.name} holds {distinct} distinct {'rows' if spec.objects == 'points' else 'objects'} "
+    warnings.warn(f"{key}: {spec.name} holds {distinct} distinct {objects_kind(spec.objects).unit} "
                   f"among {rows.shape[0]}: a k above {distinct} (k up to {max(ks)} is computed) splits identical "
                   f"ones arbitrarily; keep k <= {distinct} or check the data", UserWarning, stacklevel=3)
     return replace(spec, read=f"{spec.read}; {distinct} distinct of {rows.shape[0]} rows")
@@ -137,9 +138,7 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
         return f"{spec.read}; {noise} {spec.params['noise']:g} per trial, {spec.n_features} features per row"
     if spec.kind in (*TABLE_KINDS, "edge_list", "distances"):
         return f"{spec.read}; {truth}"
-    if spec.objects == "graph":
-        return f"synthetic {spec.kind}, a fresh signed graph of n nodes per trial, halved as node sets; {truth}"
-    return f"synthetic {spec.kind}, {spec.n_features} features, n fresh points per trial; {truth}"
+    return f"synthetic {spec.kind}, {objects_kind(spec.objects).fresh.format(features=spec.n_features)}; {truth}"
 
 
 def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:

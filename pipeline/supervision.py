@@ -22,7 +22,7 @@ from tasks.algorithms import get_algorithm
 from tasks.algorithms.kinds import Classifier
 from tasks.datasets import SYNTHETIC
 from tasks.params import show
-from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts
+from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, learning_set
 
 FIX = "e.g. learning: 41 (points, shared among the classes in proportion), learning: {tumor: 27, normal: 14}, " \
       "learning: half (the default) or learning: all (no test set)"
@@ -54,8 +54,7 @@ def with_learning_set(spec: DatasetSpec, value: Any, key: str) -> DatasetSpec:
 def learning_of(dataset: DatasetSpec) -> tuple[int, tuple[int, ...]]:
     """The dataset's learning set: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a number of points) and the
     counts per class code (or ())."""
-    options = dict(dataset.family_options)
-    return int(options.get("learning", LEARN_HALF)), tuple(options.get("learning_per_class", ()))
+    return learning_set(dataset.family_options)
 
 
 def _has_test_set(dataset: DatasetSpec) -> bool:
@@ -127,11 +126,6 @@ def check_classifier(datasets: Sequence[DatasetSpec], method: MethodSpec, i: int
                               f"dataset {dataset.name!r} ({largest} points at n = {max(dataset.n)}; k needs "
                               f"{'k + 1 for leave-one-out' if extra else 'k'})",
                               f"use k <= {largest - extra}, or a larger learning set (datasets[{j}].learning)")
-        rule = method.criterion_options.get("swapping", {}).get("swap_rule", "exact")
-        if rule == "literal" and any(k % 2 == 0 for k in ks):  # the paper's sentence is about odd k only
-            raise ConfigError(f"methods[{i}].criteria", "swap_rule: literal is the paper's rule for odd k, and k "
-                              f"holds even values {[k for k in ks if k % 2 == 0][:5]}",
-                              "use odd k only, or swap_rule: exact")
         genes = method.params.get("genes", 0)
         if genes > dataset.n_features:
             raise ConfigError(f"methods[{i}].params.genes", f"{genes} genes, but dataset {dataset.name!r} has "

@@ -34,21 +34,33 @@ class ObjectKind:
     dataset: str
     taken: str
     source: str
+    unit: str = "objects"  # what one of them is called: a row, a node, an object
+    fresh: str = ""  # a generator's trial, in the data line ({features}: the number of features)
 
 
 OBJECTS: dict[str, ObjectKind] = {
-    "points": ObjectKind("points", "points", "kind: file or a generator of points"),
-    "graph": ObjectKind("a graph (its objects are nodes)", "graphs", "kind: signed_graph or edge_list"),
+    "points": ObjectKind("points", "points", "kind: file or a generator of points", "rows",
+                           "{features} features, n fresh points per trial"),
+    "graph": ObjectKind("a graph (its objects are nodes)", "the nodes of a graph", "kind: signed_graph or edge_list",
+                        "nodes",
+                        "a fresh signed graph of n nodes per trial, halved as node sets"),
     "dissimilarity": ObjectKind("a distance matrix (dissimilarities)", "dissimilarities", "kind: distances"),
-    "matrix": ObjectKind("a matrix", "matrices", "kind: image or boolean_matrix"),
+    "matrix": ObjectKind("a matrix", "matrices", "kind: image or boolean_matrix", "rows"),
 }
+
+
+def objects_kind(objects: str) -> ObjectKind:
+    """How ``objects`` read in a message (a plug-in's own kind: by its name)."""
+    return OBJECTS.get(objects, ObjectKind(f"{objects} objects", f"{objects} objects", f"data of {objects} objects",
+                                           "objects", f"n fresh {objects} objects per trial"))
 # What a criterion that reads a method's output is, by what it reads, in a message.
 READS: dict[str, str] = {
     "labels": "a clustering criterion",
     "error_rates": "an error rate of a classifier",
     "orders": "a matrix model criterion",
 }
-# What a dataset provision is, how to get it, and the dataset's key that gives it, in a message.
+# What a dataset provision is, how to get it, and the dataset's key that gives it, in a message ("": an algorithm
+# that needs it is what to change).
 PROVISIONS: dict[str, tuple[str, str, str]] = {
     "labels": ("labels as its response", "give labels: {path: FILE, column: NAME}, or use kind: kearns_intervals",
                "labels"),
@@ -57,7 +69,7 @@ PROVISIONS: dict[str, tuple[str, str, str]] = {
     "paired": ("paired halves (row i of the second half drawn from the same component as row i of the first)",
                "use a gaussian_mixture dataset with params: {paired: true}", "params"),
     "image": ("a clean image to compare with", "use kind: image (denoise_error for Boolean matrices)", "kind"),
-    "boolean": ("a 0/1 matrix", "use kind: boolean_matrix (truncated_svd for images)", "kind"),
+    "boolean": ("a 0/1 matrix", "use truncated_svd for images, or a boolean_matrix dataset", ""),
     "test_set": ("a test set", "set datasets[j].learning below n", "learning"),
 }
 
@@ -85,10 +97,6 @@ class Misfit:
         return f"{self.reason}; {self.fix}"
 
 
-def _objects(objects: str) -> ObjectKind:
-    return OBJECTS.get(objects, ObjectKind(f"{objects} objects", f"{objects} objects", f"data of {objects} objects"))
-
-
 def _provision(need: str) -> tuple[str, str, str]:
     return PROVISIONS.get(need, (need, f"use a dataset that provides {need!r}", "kind"))
 
@@ -110,16 +118,16 @@ def why_not(data: DataObjects | None, algorithm: BaseAlgorithm, criterion: Crite
     objects = algorithm.takes if data is None else data.objects
     if data is not None:
         if not algorithm.accepts(objects):
-            return Misfit("algorithm", f"dataset {data.name!r} is {_objects(objects).dataset}, and {algorithm.name!r} "
-                          f"takes {_objects(algorithm.takes).taken} ({algorithm.kind})",
+            return Misfit("algorithm", f"dataset {data.name!r} is {objects_kind(objects).dataset}, and {algorithm.name!r} "
+                          f"takes {objects_kind(algorithm.takes).taken} ({algorithm.kind})",
                           f"use {' or '.join(fitting_algorithms(data)) or 'a plug-in that takes them'} for this dataset; "
                           "every method runs on every dataset: put them in separate configs")
         algorithm = algorithm.on(objects)
         for need in algorithm.needs:
             if need not in data.provides:
                 what, fix, key = _provision(need)
-                return Misfit("dataset", f"{algorithm.name!r} is {algorithm.kind} and needs {what}; dataset "
-                              f"{data.name!r} has none", fix, field=key)
+                return Misfit("dataset" if key else "algorithm", f"{algorithm.name!r} is {algorithm.kind} and needs "
+                              f"{what}; dataset {data.name!r} has none", fix, field=key)
     if predictor is not None:
         misfit = _predictor_misfit(algorithm, predictor, objects)
         if misfit is not None:
@@ -135,9 +143,9 @@ def _predictor_misfit(algorithm: BaseAlgorithm, predictor: str, objects: str) ->
     takes = predictor_takes(predictor)
     if takes != objects:
         fitting = fitting_predictors(objects)
-        return Misfit("predictor", f"{predictor!r} reads {_objects(takes).taken}, and {algorithm.name!r} here clusters "
-                      f"{_objects(objects).taken}", f"use predictor {' or '.join(fitting) or '(none registered)'}; "
-                      f"{predictor} is for {_objects(takes).source} (every method runs on every dataset: data of "
+        return Misfit("predictor", f"{predictor!r} reads {objects_kind(takes).taken}, and {algorithm.name!r} here clusters "
+                      f"{objects_kind(objects).taken}", f"use predictor {' or '.join(fitting) or '(none registered)'}; "
+                      f"{predictor} is for {objects_kind(takes).source} (every method runs on every dataset: data of "
                       "other objects go in separate configs)")
     return None
 
@@ -168,7 +176,7 @@ def _criterion_misfit(data: DataObjects | None, algorithm: BaseAlgorithm, criter
         model = next((tag.split(":", 1)[1] for tag in gives if tag.startswith("model:")), None)
         if not criterion.reads_halves_only(model):
             return Misfit("criterion", f"{name} reads points (their coordinates, a whole sample, reference sets or an "
-                          f"evaluation sample), not {_objects(objects).taken}",
+                          f"evaluation sample), not {objects_kind(objects).taken}",
                           f"use {', '.join(fitting())} with {algorithm.name}")
     if data is not None:
         for need in _criterion_needs(criterion):

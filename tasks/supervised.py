@@ -63,10 +63,10 @@ def kernel_options(spec: BlockSpec) -> dict[str, Any]:
     return options
 
 
-def learning_set(spec: BlockSpec) -> tuple[int, tuple[int, ...]]:
-    """The block's learning set from its ``family_options``: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a
+def learning_set(family_options: tuple[tuple[str, Any], ...]) -> tuple[int, tuple[int, ...]]:
+    """The learning set a dataset's ``family_options`` give: ``learning`` (``LEARN_HALF``, ``LEARN_ALL`` or a
     number of points) and ``learning_per_class`` (counts by class code, or ())."""
-    options = dict(spec.family_options)
+    options = dict(family_options)
     return int(options.get("learning", LEARN_HALF)), tuple(options.get("learning_per_class", ()))
 
 
@@ -75,7 +75,7 @@ def trial_runner(algorithm: Classifier, spec: BlockSpec, source: Source) -> Tria
     of the classifier kernel. A k the learning set cannot hold (leave-one-out needs k + 1 points) is infeasible;
     a failing draw or kernel raises (the engine fails the trial's cells)."""
     params = {**dict(spec.algorithm_params), **kernel_options(spec)}
-    learning, per_class = learning_set(spec)
+    learning, per_class = learning_set(spec.family_options)
 
     def compute_trial(trial: int) -> TrialOutcome:
         rng = stream(spec.root_seed, Purpose.DRAW, spec.dataset_id, spec.n, trial)

@@ -239,7 +239,7 @@ def test_a_grey_image_is_not_given_to_a_boolean_method(tmp_path):
     Image.fromarray(np.arange(256, dtype=np.uint8).reshape(16, 16)).save(tmp_path / "grey.png")
     config = image_config(tmp_path / "grey.png", patch=4)
     config["methods"] = [{"name": "svd", "algorithm": "boolean_svd", "criteria": ["mtc_matrix"]}]
-    refused(tmp_path, config, "methods[0].algorithm", "0/1 matrices")
+    refused(tmp_path, config, "methods[0].algorithm", "needs a 0/1 matrix")
 
 
 def test_a_matrix_that_is_not_0_1_is_refused_as_a_boolean_matrix(tmp_path):
@@ -262,7 +262,7 @@ def test_matrix_and_clustering_criteria_and_data_do_not_mix(tmp_path):
     config["methods"] = [{"name": "svd", "algorithm": "boolean_svd", "criteria": ["psnr"]}]
     refused(tmp_path, config, "methods[0].criteria[0]", "psnr is defined for the algorithm(s) ['truncated_svd']")
     config["methods"] = [{"name": "km", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]
-    refused(tmp_path, {**config, "k": [2, 3]}, "methods[0].algorithm", "not a matrix model")
+    refused(tmp_path, {**config, "k": [2, 3]}, "methods[0].algorithm", "is a matrix, and 'kmeans' takes points")
 
 
 def test_the_image_reads_the_same_from_its_png_and_its_csv_and_a_16_bit_png_keeps_its_peak(shared, tmp_path):

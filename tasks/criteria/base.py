@@ -234,6 +234,9 @@ class Criterion:
     needs_data : tuple of str
         What the dataset must provide (its ``provides``): ``"labels"``, ``"target"`` (exact error rates),
         ``"paired"`` (paired halves), ``"image"`` (a clean image), ``"test_set"``, ...
+    check : callable or None
+        ``check(options, ks)`` tests its resolved options against the config's ks and raises ``ParamError``
+        (a rule stated for odd k only).
     models : tuple of str or None
         The kinds of fitted model it reads from ``TrialFits.model_first`` (an algorithm's ``Algorithm.model``:
         ``"mixture"``, ``"centroids"``); None when it reads labels only. A method whose algorithm fits no such
@@ -273,6 +276,7 @@ class Criterion:
     reads: str = "labels"
     computations: Mapping[str, Callable[..., NDArray[np.float64]]] = field(default_factory=dict)
     needs_data: tuple[str, ...] = ()
+    check: Callable[[Mapping[str, Any], tuple[int, ...]], None] | None = None
     needs_paired_halves: bool = False
     oracle: bool = False
     label: str = ""

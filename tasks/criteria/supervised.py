@@ -10,12 +10,23 @@ sensitivity variant).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tasks.criteria.base import Criterion, Decision
-from tasks.params import choice, number
+from tasks.params import ParamError, choice, number
 
 ERROR_RATE = Decision(rule="smallest", ties="smallest")
 READS = "error_rates"  # computed by the classifier's kernel (tasks.classifiers.kernels), its options the kernel's
 CLASSIFIERS = ("knn", "interval_erm")
+
+def _literal_rule_for_odd_k(options: Mapping[str, Any], ks: tuple[int, ...]) -> None:
+    """The paper's literal swap condition is stated for odd k only (l. 137)."""
+    even = [k for k in ks if k % 2 == 0]
+    if options.get("swap_rule") == "literal" and even:
+        raise ParamError("swap_rule", f"swap_rule: literal is the paper's rule for odd k, and k holds even values "
+                         f"{even[:5]}", "use odd k only, or swap_rule: exact")
+
 
 SWAPPING = Criterion(
     name="swapping",
@@ -27,6 +38,7 @@ SWAPPING = Criterion(
     # condition of the kNN form, or the paper's literal sentence (l. 137), which also counts minority points
     options={"n0": 10.0, "swap_rule": "exact"},
     ranges={"n0": number(0.0), "swap_rule": choice("exact", "literal")},
+    check=_literal_rule_for_odd_k,
     algorithms=CLASSIFIERS,
     reads=READS,
 )

@@ -1,0 +1,74 @@
+"""Where a plug-in registers what it adds: a dataset kind, an algorithm (of any kind), a predictor, a criterion.
+
+Each function refuses a name already taken (naming the module that registers it, so an error names the plug-in)
+and a record of the wrong type; the registries themselves are ``tasks.datasets.SYNTHETIC``,
+``tasks.algorithms.ALGORITHMS``, ``tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``) and
+``tasks.criteria.CRITERIA`` (with ``VARIABLES``). What fits what is then :func:`tasks.capabilities.why_not`'s.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from tasks.algorithms import ALGORITHMS
+from tasks.algorithms.kinds import BaseAlgorithm
+from tasks.criteria import CRITERIA, VARIABLES
+from tasks.criteria.base import Criterion
+from tasks.datasets import SYNTHETIC, SyntheticDataset
+from tasks.predictors import PREDICTOR_TAKES, PREDICTORS
+
+
+def _caller() -> str:
+    """The module that called the register function (the plug-in), for error messages."""
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    return str(caller.f_globals.get("__name__", "?")) if caller is not None else "?"
+
+
+def _free(registry: dict[str, Any], name: str, what: str, record_type: type | None, record: Any, who: str) -> None:
+    if record_type is not None and not isinstance(record, record_type):
+        raise TypeError(f"{who}: register_{what}({name!r}): expected a {record_type.__module__}."
+                        f"{record_type.__name__}, got {type(record).__name__}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{who}: register_{what}: expected a non-empty name, got {name!r}")
+    if name in registry:
+        raise ValueError(f"{who}: a {what} named {name!r} is registered already; give yours another name")
+
+
+def register_dataset(dataset: SyntheticDataset) -> None:
+    """Add a dataset kind (a generator; its ``objects`` and ``provides`` declare what its data are)."""
+    _free(SYNTHETIC, getattr(dataset, "name", ""), "dataset", SyntheticDataset, dataset, _caller())
+    SYNTHETIC[dataset.name] = dataset
+
+
+def register_algorithm(algorithm: BaseAlgorithm) -> None:
+    """Add an algorithm of any kind (a subclass of :class:`tasks.algorithms.kinds.BaseAlgorithm` that gives its
+    trial runner)."""
+    _free(ALGORITHMS, getattr(algorithm, "name", ""), "algorithm", BaseAlgorithm, algorithm, _caller())
+    ALGORITHMS[algorithm.name] = algorithm
+
+
+def register_predictor(name: str, predictor: Callable[..., Any], *, takes: str = "points") -> None:
+    """Add a predictor ``predictor(X_train, labels, k, X_new) -> labels`` that reads objects ``takes``."""
+    who = _caller()
+    _free(PREDICTORS, name, "predictor", None, predictor, who)
+    if not callable(predictor):
+        raise TypeError(f"{who}: register_predictor({name!r}): expected a function, got {predictor!r}")
+    PREDICTORS[name] = predictor
+    if takes != "points":
+        PREDICTOR_TAKES[name] = takes
+
+
+def register_criterion(criterion: Criterion) -> None:
+    """Add a criterion (its computation, needs, decision rule and report sections are its own fields); every cube
+    variable it stores must be new."""
+    who = _caller()
+    _free(CRITERIA, getattr(criterion, "name", ""), "criterion", Criterion, criterion, who)
+    taken = [variable for variable in criterion.variables if variable in VARIABLES]
+    if taken:
+        raise ValueError(f"{who}: criterion {criterion.name!r} stores {taken}, which "
+                         f"{sorted({VARIABLES[v] for v in taken})} store already; name its outputs otherwise")
+    CRITERIA[criterion.name] = criterion
+    VARIABLES.update(dict.fromkeys(criterion.variables, criterion.name))
