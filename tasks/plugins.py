@@ -192,7 +192,8 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
             problem = _invalid(kind, name, record)
             if problem:
                 _restore(before)
-                raise PluginError(f"{plugin} registers {kind} {name!r}: {problem}")
+                raise PluginError(f"{plugin} registers {kind} {name!r}: {problem[0]}; {problem[1]} in the plug-in "
+                                  f"{plugin.fix}")
             added.append((kind, name))
         for name in set(old) - set(registry):
             _restore(before)
@@ -204,26 +205,24 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
 
 
 def _record_types() -> dict[str, type | None]:
+    from tasks.algorithms.kinds import BaseAlgorithm
     from tasks.criteria import Criterion
     from tasks.datasets.synthetic import SyntheticDataset
 
-    try:
-        from tasks.algorithms.kinds import BaseAlgorithm as algorithm  # noqa: N813
-    except ImportError:  # the records of one flat algorithm type
-        from tasks.algorithms import Algorithm as algorithm  # type: ignore[assignment]  # noqa: N813
-    return {"algorithm": algorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None}
+    return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None}
 
 
-def _invalid(kind: str, name: str, record: Any) -> str:
-    """Why ``record`` cannot be the ``kind`` named ``name`` ('' when it can)."""
+def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:
+    """Why ``record`` cannot be the ``kind`` named ``name``, and the fix (None when it can)."""
     expected = _record_types()[kind]
     if expected is None:
-        return "" if callable(record) else (f"expected a function predict(X_train, labels, k, X_new) -> labels, got "
-                                            f"a {type(record).__name__}; register a function")
+        if callable(record):
+            return None
+        return (f"expected a function predict(X_train, labels, k, X_new) -> labels, got a {type(record).__name__}",
+                "register a function")
     if not isinstance(record, expected):
-        return (f"expected a {expected.__module__}.{expected.__qualname__}, got a {type(record).__name__}; build the "
-                f"record from that class")
+        return (f"expected a {expected.__module__}.{expected.__qualname__}, got a {type(record).__name__}",
+                "build the record from that class")
     if getattr(record, "name", name) != name:
-        return f"the record is named {record.name!r}; register it under its own name"
-    return ""
-
+        return f"the record is named {record.name!r}", "register it under its own name"
+    return None

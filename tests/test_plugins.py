@@ -193,7 +193,15 @@ def _distribution(folder: Path, name: str, module: str, code: str) -> Path:
      "CRITERIA['lange'] = replace(CRITERIA['lange'])\n", "registers criterion 'lange', a name already taken by ordercube itself"),
     ("from dataclasses import replace\nfrom tasks.criteria import CRITERIA\n"
      "CRITERIA['heldout_sse'] = replace(CRITERIA['heldout_sse'])\n", "plug-in 'ordercube-demo'"),
-], ids=["import fails", "a built-in name", "another plug-in's name"])
+    ("from dataclasses import replace\nfrom tasks.criteria import get_criterion\n"
+     "from tasks.registry import register_criterion\nregister_criterion(replace(get_criterion('heldout_sse')))\n",
+     "a criterion named 'heldout_sse' is registered already"),
+    ("from tasks.algorithms import ALGORITHMS\nALGORITHMS['odd'] = 'not a record'\n",
+     "registers algorithm 'odd': expected a tasks.algorithms.kinds.BaseAlgorithm, got a str"),
+    ("from tasks.criteria import Criterion\nfrom tasks.registry import register_criterion\n"
+     "register_criterion(Criterion('odd', 1, 'no range', options={'q': 1}))\n", "lack a declared range"),
+], ids=["import fails", "a built-in name", "another plug-in's name", "registered twice", "not a record",
+        "an invalid record"])
 def test_a_plugin_that_fails_is_named_with_exit_code_2(site, tmp_path, code, says):
     # "zz-" sorts the bad plug-in after the demo: the demo's names are taken when it loads
     extra = _distribution(tmp_path / "bad", "zz-bad-plugin", "zz_bad_plugin", code)
