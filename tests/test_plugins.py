@@ -149,7 +149,8 @@ def test_a_plugin_family_runs_from_a_config_through_the_cli_into_a_cube_and_a_re
                     "is declared but not drawn")
     sections = pd.read_csv(tmp_path / "report" / "changepoints.csv")
     assert sorted(sections["k"]) == [1, 2, 3, 4, 5, 6] and set(sections["k_hat"]) == {SEGMENTS}
-    assert "Change points" in report.stdout
+    assert "Change points: held-out squared error\nsteps, n = 120, dp: k̂ = 4 segments, planted 4" in report.stdout
+    assert "Change points: held-out squared error" in (tmp_path / "report" / "index.html").read_text()
 
 
 def test_a_process_that_loaded_no_plugin_finds_one_on_its_first_lookup_of_an_unknown_name(site, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 
@@ -19,4 +20,5 @@ def section(context: Any) -> Any:
     table.to_csv(context.folder / "changepoints.csv", index=False)
     lines = [f"{row.dataset}, n = {row.n}, {row.method}: k̂ = {row.k_hat} segments, planted {row.planted}"
              for row in table.drop_duplicates(["dataset", "n", "method"]).itertuples()]
-    return SectionResult(title="Change points: held-out squared error", text="\n".join(lines))
+    return SectionResult(title="Change points: held-out squared error", text="\n".join(lines),
+                         html="<p>" + "<br>".join(html.escape(line) for line in lines) + "</p>")
