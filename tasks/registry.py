@@ -1,4 +1,5 @@
-"""Where a plug-in registers what it adds: a dataset kind, an algorithm (of any kind), a predictor, a criterion.
+"""Where a plug-in registers what it adds: a kind of objects, a dataset kind, an algorithm (of any kind), a predictor,
+a criterion.
 
 Each function refuses a name already taken (naming the module that registers it, so an error names the plug-in)
 and a record of the wrong type; the registries themselves are ``tasks.datasets.SYNTHETIC``,
@@ -14,6 +15,7 @@ from typing import Any
 
 from tasks.algorithms import ALGORITHMS
 from tasks.algorithms.kinds import BaseAlgorithm
+from tasks.capabilities import OBJECTS, ObjectKind
 from tasks.criteria import CRITERIA, VARIABLES
 from tasks.criteria.base import Criterion
 from tasks.datasets import SYNTHETIC, SyntheticDataset
@@ -34,7 +36,13 @@ def _free(registry: dict[str, Any], name: str, what: str, record_type: type | No
     if not isinstance(name, str) or not name:
         raise ValueError(f"{who}: register_{what}: expected a non-empty name, got {name!r}")
     if name in registry:
-        raise ValueError(f"{who}: a {what} named {name!r} is registered already; give yours another name")
+        raise ValueError(f"{who}: {what} {name!r} is registered already; give yours another name")
+
+
+def register_objects(name: str, words: ObjectKind) -> None:
+    """Add a kind of objects (what a dataset's rows are) with how messages and data lines say it."""
+    _free(OBJECTS, name, "objects", ObjectKind, words, _caller())
+    OBJECTS[name] = words
 
 
 def register_dataset(dataset: SyntheticDataset) -> None:

@@ -144,11 +144,11 @@ def test_a_new_family_runs_through_the_one_block_loop(counting_family):
 
 
 def test_the_registry_refuses_a_taken_name_naming_the_plug_in(counting_family):
-    with pytest.raises(ValueError, match=r"^test_capabilities: a criterion named 'count_gap' is registered already"):
+    with pytest.raises(ValueError, match=r"^test_capabilities: criterion 'count_gap' is registered already"):
         register_criterion(Criterion(name="count_gap", min_k=1, description=""))
     with pytest.raises(ValueError, match=r"stores \['gap'\], which \['gap'\] store already"):
         register_criterion(Criterion(name="other", min_k=1, description="", outputs=("gap",)))
     with pytest.raises(TypeError, match="expected a tasks.algorithms.kinds.BaseAlgorithm"):
         register_algorithm("kmeans")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="a predictor named 'nearest_centroid'"):
+    with pytest.raises(ValueError, match="predictor 'nearest_centroid' is registered already"):
         register_predictor("nearest_centroid", lambda X, labels, k, Y: labels)
