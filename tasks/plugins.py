@@ -1,4 +1,4 @@
-"""Plug-ins: installed packages that add datasets, algorithms, predictors or criteria to the registries.
+"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria or kinds of objects.
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
 import registers what it adds, or a callable ``module:register`` called with no argument. They are loaded
@@ -77,11 +77,13 @@ _owners: dict[tuple[str, str], Plugin] = {}
 def registries() -> dict[str, dict[str, Any]]:
     """The registries a plug-in adds to, by the kind of record they hold."""
     from tasks.algorithms import ALGORITHMS
+    from tasks.capabilities import OBJECTS
     from tasks.criteria import CRITERIA
     from tasks.datasets.synthetic import SYNTHETIC
     from tasks.predictors import PREDICTORS
 
-    return {"algorithm": ALGORITHMS, "criterion": CRITERIA, "dataset": SYNTHETIC, "predictor": PREDICTORS}
+    return {"algorithm": ALGORITHMS, "criterion": CRITERIA, "dataset": SYNTHETIC, "predictor": PREDICTORS,
+            "objects": OBJECTS}
 
 
 def declared() -> list[Plugin]:
@@ -206,10 +208,12 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
 
 def _record_types() -> dict[str, type | None]:
     from tasks.algorithms.kinds import BaseAlgorithm
+    from tasks.capabilities import ObjectKind
     from tasks.criteria import Criterion
     from tasks.datasets.synthetic import SyntheticDataset
 
-    return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None}
+    return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None,
+            "objects": ObjectKind}
 
 
 def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:

@@ -196,7 +196,7 @@ def _distribution(folder: Path, name: str, module: str, code: str) -> Path:
      "CRITERIA['heldout_sse'] = replace(CRITERIA['heldout_sse'])\n", "plug-in 'ordercube-demo'"),
     ("from dataclasses import replace\nfrom tasks.criteria import get_criterion\n"
      "from tasks.registry import register_criterion\nregister_criterion(replace(get_criterion('heldout_sse')))\n",
-     "a criterion named 'heldout_sse' is registered already"),
+     "criterion 'heldout_sse' is registered already"),
     ("from tasks.algorithms import ALGORITHMS\nALGORITHMS['odd'] = 'not a record'\n",
      "registers algorithm 'odd': expected a tasks.algorithms.kinds.BaseAlgorithm, got a str"),
     ("from tasks.criteria import Criterion\nfrom tasks.registry import register_criterion\n"

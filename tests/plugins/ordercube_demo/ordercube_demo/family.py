@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from ordercube_demo.segmentation import heldout_error, segment_all
 from tasks.algorithms.kinds import BaseAlgorithm
 from tasks.criteria import get_criterion
-from tasks.datasets.synthetic import ParameterError, get_synthetic
+from tasks.datasets import ParameterError, get_synthetic
 from tasks.seeding import Purpose, stream
 from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
