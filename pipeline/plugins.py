@@ -2,8 +2,10 @@
 
 A plug-in is an installed distribution with an entry point in the group ``ordercube.plugins``
 (:mod:`tasks.plugins`, which also loads them in any other process on the first lookup of a name no registry
-holds: the workers of any cluster need nothing more). The workers of the embedded LocalCluster load them when
-they start (Dask's worker preload of this module), so that a plug-in's failure shows in the driver first.
+holds: the workers of any cluster need nothing more). The workers of the embedded LocalCluster also load them as
+they start (Dask's worker preload of this module), so that a plug-in that does more on import than register (a
+test's instrumentation) is in force there from the first task; a failure there is left to the first lookup, which
+fails the cells naming the plug-in.
 """
 
 from __future__ import annotations
