@@ -1,8 +1,12 @@
-"""Criteria, registered by name.
+"""Criteria, registered by name: one registry for every family.
 
-A criterion never fits the halves itself: the cell fits both halves once per (trial, k) and hands
-every per-k criterion of the method the same :class:`~tasks.criteria.base.TrialFits`; criteria on the
-whole sample (Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSample` once per trial.
+A criterion carries its own computation and its decision rule. A clustering criterion never fits the halves
+itself: the clusterer's trial (:mod:`tasks.clustering`) fits both halves once per (trial, k) and hands every
+per-k criterion of the method the same :class:`~tasks.criteria.base.TrialFits`; criteria on the whole sample
+(Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSample` once per trial. A matrix model's criterion
+registers its computation per model (``computations``); a classifier's error rates come from its kernel
+(``reads="error_rates"``, its options the kernel's). What a criterion reads and needs is matched against the
+method and the data by :func:`tasks.capabilities.why_not`.
 """
 
 from __future__ import annotations
