@@ -1,12 +1,13 @@
 """Plug-ins: installed packages that add datasets, algorithms, predictors, criteria or kinds of objects.
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
-import registers what it adds, or a callable ``module:register`` called with no argument. They are loaded
+import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
 once per process: by the driver before a config is read (:func:`pipeline.plugins.load_plugins`), and
 elsewhere (a worker of any cluster) on the first lookup of a name no registry holds (``get_algorithm``,
 ``get_criterion``, ``get_predictor``, ``get_synthetic`` call :func:`load_on_miss`), so that a worker needs no
 preload. The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
-loaded after them, the same way.
+loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
+the next :func:`load`.
 
 This module is on the ``tasks`` side of the wall: it imports nothing of ``pipeline``, and its errors are
 :class:`PluginError` (a ``ValueError``) naming the distribution, the entry point and the fix; the driver turns
@@ -67,9 +68,10 @@ class Plugin:
 
 
 _lock = threading.RLock()
-_loaded: tuple[Plugin, ...] | None = None
 _loading = False
-_failure: PluginError | None = None
+_done: dict[tuple[str, str, str], Plugin] = {}  # by (distribution, entry point, value), in loading order
+_failed: dict[tuple[str, str, str], PluginError] = {}
+_scanned: str | None = None  # ORDERCUBE_PLUGINS when every declared plug-in was last loaded (None: never)
 # Which plug-in registered each (kind, name), for a message about a name taken twice.
 _owners: dict[tuple[str, str], Plugin] = {}
 
@@ -97,7 +99,8 @@ def declared() -> list[Plugin]:
 
 
 def load() -> tuple[Plugin, ...]:
-    """Load every plug-in once in this process; returns them with what each registered.
+    """Load every declared plug-in that this process has not loaded yet (each once per process); returns those
+    declared now, with what each registered.
 
     Raises
     ------
@@ -105,36 +108,44 @@ def load() -> tuple[Plugin, ...]:
         A plug-in failed to import or register, registered a name another record holds, or registered a record
         that is not of its registry's type; the same error again on every later call in this process.
     """
-    global _loaded, _loading, _failure
+    global _loading, _scanned
     with _lock:
-        if _failure is not None:
-            raise _failure
-        if _loaded is not None or _loading:
-            return _loaded or ()
+        if _loading:  # a plug-in's own lookup while it loads
+            return loaded()
         _loading = True
         try:
-            _loaded = tuple(_load_one(plugin) for plugin in declared())
-        except PluginError as error:
-            _failure = error
-            raise
+            plugins = declared()
+            for plugin in plugins:
+                key = (plugin.distribution, plugin.name, plugin.value)
+                if key in _failed:
+                    raise _failed[key]
+                if key not in _done:
+                    try:
+                        _done[key] = _load_one(plugin)
+                    except PluginError as error:
+                        _failed[key] = error
+                        raise
+            _scanned = os.environ.get(VARIABLE, "")
         finally:
             _loading = False
-        return _loaded
+        return tuple(_done[(plugin.distribution, plugin.name, plugin.value)] for plugin in plugins)
 
 
 def load_on_miss() -> bool:
-    """Called by a registry lookup that found no record of a name: load the plug-ins if this process has not yet;
-    True when they were loaded now (the lookup is worth trying again)."""
+    """Called by a registry lookup that found no record of a name: load the plug-ins unless this process has done
+    so already (with the same ``ORDERCUBE_PLUGINS``); True when a plug-in was loaded now (the lookup is worth
+    trying again)."""
     with _lock:
-        if _loaded is not None or _loading:
+        if _loading or _scanned == os.environ.get(VARIABLE, ""):
             return False
+        before = len(_done)
         load()
-        return True
+        return len(_done) > before
 
 
 def loaded() -> tuple[Plugin, ...]:
-    """The plug-ins loaded in this process so far (empty before :func:`load`)."""
-    return _loaded or ()
+    """The plug-ins loaded in this process so far, in the order they were loaded."""
+    return tuple(_done.values())
 
 
 def _load_one(plugin: Plugin) -> Plugin:
