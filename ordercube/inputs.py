@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 def read_config(config: Any, *, data: Mapping[str, Any] | None = None, out: str | os.PathLike[str] | None = None) -> Config:
     """The validated config; a file's relative paths start from its folder, a dict's from the current one."""
     from pipeline.config import parse_config
+    from pipeline.plugins import load_plugins
     from pipeline.yamlload import read_yaml
 
+    load_plugins()  # the installed plug-ins' names, before the config names them
     if isinstance(config, (str, os.PathLike)):
         path = Path(config)
         raw, base = read_yaml(path, key="config"), path.parent  # a folder, FIFO or device is refused naming it

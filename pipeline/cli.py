@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NoReturn
 from pipeline.errors import InputError
 from pipeline.interrupts import REQUESTED, on_signal
 from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder, write_csv
-from pipeline.plugins import load_plugins
+from pipeline.plugins import describe, load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from pipeline.config import Config
@@ -502,6 +502,7 @@ def _validate(args: argparse.Namespace) -> int:
     place = f"in this process on {workers} thread(s)" if here else f"on {workers} local workers"
     shape = ", ".join(f"{dim}: {size}" for dim, size in zip(plan.coords.as_dict(), plan.coords.shape))
     print(f"config {config.name!r} is valid (fingerprint {config.fingerprint})")
+    print(f"  {describe(load_plugins())}")
     print(f"  cube: {config.out}  ({shape}); chunks {plan.chunk_shape}")
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{len(plan.tasks(workers=workers))} tasks {place} (estimated work {'under' if here else 'over'} "

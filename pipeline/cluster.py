@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipeline.errors import InputError
-from pipeline.plugins import plugin_modules
+from pipeline.plugins import load_plugins, preload
 from pipeline.software import skew, software
 
 if TYPE_CHECKING:  # distributed is imported where a cluster is used: a sweep in this process does without it
@@ -166,8 +166,8 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     # died", "Couldn't gather keys" when a worker dies) are silenced: what happens to a cell is in the cube.
     if dask.config.get("distributed.deploy.lost-worker-timeout") == "15s":
         settings["distributed.deploy.lost-worker-timeout"] = "1h"
-    if plugin_modules():
-        settings["distributed.worker.preload"] = plugin_modules()
+    if preload(load_plugins()):
+        settings["distributed.worker.preload"] = preload(load_plugins())
     with dask.config.set(settings), ExitStack() as stack:
         # The default port taken moves the dashboard to a free one (Dask warns in three lines; we print the link
         # we got). The scheduler binds it while LocalCluster() blocks this thread, so the filter is in force.

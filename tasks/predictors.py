@@ -149,5 +149,9 @@ def get_predictor(name: str) -> Predictor:
     try:
         return PREDICTORS[name]
     except KeyError:
+        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+
+        if load_on_miss():
+            return get_predictor(name)
         raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)} "
                          "or a scikit-learn classifier by import path (sklearn.svm.SVC)") from None

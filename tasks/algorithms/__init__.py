@@ -159,5 +159,9 @@ def get_algorithm(name: str) -> BaseAlgorithm:
     try:
         return ALGORITHMS[name]
     except KeyError:
+        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+
+        if load_on_miss():
+            return get_algorithm(name)
         raise ValueError(f"unknown algorithm {name!r}; expected one of {sorted(ALGORITHMS)} "
                          "or a scikit-learn clusterer by import path (sklearn.cluster.Birch)") from None

@@ -38,6 +38,10 @@ def get_criterion(name: str) -> Criterion:
     try:
         return CRITERIA[name]
     except KeyError:
+        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+
+        if load_on_miss():
+            return get_criterion(name)
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 

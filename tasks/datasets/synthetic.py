@@ -339,4 +339,8 @@ def get_synthetic(name: str) -> SyntheticDataset:
     try:
         return SYNTHETIC[name]
     except KeyError:
+        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+
+        if load_on_miss():
+            return get_synthetic(name)
         raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(SYNTHETIC)}") from None
