@@ -16,6 +16,7 @@ from tasks.params import choice, number
 ERROR_RATE = Decision(rule="smallest", ties="smallest")
 CLASSIFIERS = ("knn", "interval_erm")
 
+SUPERVISED_REPORT = ("pipeline.report_supervised:section",)  # Daudin & Mary-Huard's Table 1 and Figs. 1-3
 SWAPPING = Criterion(
     name="swapping",
     min_k=1,
@@ -28,18 +29,24 @@ SWAPPING = Criterion(
     ranges={"n0": number(0.0), "swap_rule": choice("exact", "literal")},
     algorithms=CLASSIFIERS,
     supervised=True,
+    report_sections=SUPERVISED_REPORT,
 )
 LOO_CV = Criterion(name="loo_cv", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, supervised=True,
-                   description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')")
+                   description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')",
+                   report_sections=SUPERVISED_REPORT)
 RESUBSTITUTION = Criterion(name="resubstitution", min_k=1, decision=Decision(rule="none"), algorithms=CLASSIFIERS,
-                           supervised=True, description="empirical (resubstitution) error rate on the learning set")
+                           supervised=True, description="empirical (resubstitution) error rate on the learning set",
+                           report_sections=SUPERVISED_REPORT)
 TEST_ERROR = Criterion(name="test_error", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, supervised=True,
-                       description="error rate on the trial's held-out test set: argmin is the oracle (O)")
+                       description="error rate on the trial's held-out test set: argmin is the oracle (O)",
+                       report_sections=SUPERVISED_REPORT)
 TRUE_ERROR = Criterion(name="true_error", min_k=1, decision=ERROR_RATE, algorithms=("interval_erm",),
                        supervised=True,
-                       description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)")
+                       description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)",
+                       report_sections=SUPERVISED_REPORT)
 CONDITIONAL_ERROR = Criterion(name="conditional_error", min_k=1, decision=Decision(rule="none"),
                               algorithms=("interval_erm",), supervised=True,
-                              description="exact conditional error rate: new labels at the learning points")
+                              description="exact conditional error rate: new labels at the learning points",
+                              report_sections=SUPERVISED_REPORT)
 
 SUPERVISED_CRITERIA = (SWAPPING, LOO_CV, RESUBSTITUTION, TEST_ERROR, TRUE_ERROR, CONDITIONAL_ERROR)
