@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
+from pipeline.errors import InputError
 from pipeline.figures import Figures
 from pipeline.reduce import (
     choice_per_trial, criterion_scores, decisions, failure_rate, select_k, selection_frequency, summarise, true_k,
@@ -148,21 +149,22 @@ HOW = "name a function section(context) -> SectionResult as 'package.module:func
 
 
 def load_section(path: str, owner: str) -> Section:
-    """The section at the import path ``path`` (``"package.module:function"``), declared by ``owner`` (named in
-    the errors: ``"criterion 'mtc_matrix'"``)."""
+    """The section at the import path ``path`` (``"package.module:function"``: a function or a :class:`Section`),
+    declared by ``owner``; :class:`~pipeline.errors.InputError` naming ``owner`` (``"criterion 'mtc_matrix'"``), the
+    path and what is wrong with it when it names none."""
     module_name, colon, attribute = path.partition(":") if isinstance(path, str) else ("", "", "")
     if not (module_name and colon and attribute):
-        raise ValueError(f"{owner}: report section {path!r} is not an import path; {HOW}")
+        raise InputError(f"{owner}: report section {path!r} is not an import path; {HOW}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"{owner}: report section {path!r}: module {module_name!r} cannot be imported ({error}); "
+        raise InputError(f"{owner}: report section {path!r}: module {module_name!r} cannot be imported ({error}); "
                          f"{HOW}, of an installed package") from None
     function = getattr(module, attribute, None)
     if isinstance(function, Section):
         return function
     if not callable(function):
-        raise ValueError(f"{owner}: report section {path!r}: module {module_name!r} has no function {attribute!r}; {HOW}")
+        raise InputError(f"{owner}: report section {path!r}: module {module_name!r} has no function {attribute!r}; {HOW}")
     return Section(function)
 
 

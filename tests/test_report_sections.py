@@ -148,6 +148,9 @@ def test_a_bad_section_path_is_refused_naming_the_criterion_and_the_path(cube, d
     message = str(error.value)
     assert message.startswith("criterion 'pairwise' (report_sections): report section ") and repr(path) in message
     assert says in message and "'package.module:function'" in message
+    if path == "no_colon":  # the command says it in one line, no traceback
+        result = cli_in_process("report", str(cube), "--out", str(tmp_path / "cli"))
+        assert result.returncode == 2 and result.stderr == f"error: {message}\n"
 
 
 def test_an_error_in_a_section_names_the_section_and_its_criteria(cube, declared, tmp_path):
