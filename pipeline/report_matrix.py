@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.errors import InputError
 from pipeline.figures import Figures
 from pipeline.outputs import write_csv
-from pipeline.report_section import SectionContext, SectionResult
+from pipeline.report_section import SectionContext, SectionResult, load_section
 from pipeline.sweeps import Swept
 from tasks.criteria import CRITERIA
 
@@ -48,8 +49,14 @@ def with_values(scores: xr.Dataset, criteria: Sequence[str]) -> list[str]:
 
 
 def declaring() -> list[str]:
-    """The registered criteria that declare this module's section, in registry order."""
-    return [name for name, criterion in CRITERIA.items() if f"{__name__}:section" in criterion.report_sections]
+    """The registered criteria that declare this module's section (by the function their paths name, wherever this
+    module is imported from), in registry order."""
+    def names_this(path: str) -> bool:
+        try:
+            return load_section(path, "report_matrix").render is section
+        except InputError:  # another criterion's path that names nothing: not this section
+            return False
+    return [name for name, criterion in CRITERIA.items() if any(map(names_this, criterion.report_sections))]
 
 
 def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset,
