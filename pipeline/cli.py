@@ -348,20 +348,10 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
         print(comparison_matrix(table, published).to_string())
     for line in table.attrs.get("published_hidden", []):
         print(line)
-    crossings = table.attrs.get("sweep_crossings")
-    if crossings is not None and not crossings.empty:
-        print("\nswept parameter: the first value at which a criterion's modal choice falls below the true k (sweep.csv)")
-        print(crossings.to_string(index=False))
-    ranks = table.attrs.get("matrix_ranks")
-    if ranks is not None and not ranks.empty:
-        print("\nmatrix models: each criterion's k̂ (the trials' range) against the oracle's k*, and the loss at k̂ "
-              "(matrix_ranks.csv)")
-        print(ranks.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    one = table.attrs.get("table_one")
-    if one is not None and not one.empty:
-        print("\nclassifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's k̂ (R, %); "
-              "this cube / published")
-        print(one.to_string())
+    for section in table.attrs.get("sections", []):  # what the report's sections print
+        if section.text:
+            print(f"\n{section.title}")
+            print(section.text)
     for name, reason in table.attrs.get("figures_failed", []):
         print(f"figure {name} could not be drawn ({reason}); the rest of the report is written", file=sys.stderr)
     drawn, kept = table.attrs["figures"]

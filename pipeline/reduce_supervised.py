@@ -18,7 +18,6 @@ import pandas as pd
 import xarray as xr
 
 from pipeline.reduce import choice_per_trial
-from tasks.criteria import CRITERIA
 
 ORACLES = ("test_error", "true_error")  # the error the oracle minimises and every selector is judged by
 SELECTORS = ("swapping", "loo_cv")
@@ -28,10 +27,6 @@ BOOTSTRAP_DRAWS = 2000
 def oracle_of(scores: xr.Dataset) -> str | None:
     """The variable that judges the choices: the held-out test error, else the exact true error."""
     return next((name for name in ORACLES if name in scores), None)
-
-
-def supervised_in(scores: xr.Dataset) -> bool:
-    return any(name in CRITERIA and not CRITERIA[name].counts_clusters for name in scores.data_vars)
 
 
 def at_choice(values: xr.DataArray, choice: xr.DataArray) -> xr.DataArray:

@@ -5,13 +5,15 @@ Figures per criterion (only those that mean something for it): ``*_vs_k`` (mean 
 starred, Prediction Strength's threshold, Gap's s_k bars), ``*_scaling`` (with two sample sizes or more:
 the mean per k against n; sqrt(n) x the mean for the instabilities that shrink like 1/sqrt(n); the failure
 rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k).
+Then the sections the cube's criteria declare (:mod:`pipeline.report_section`: their own tables, figures and
+text), and those of any model family (the choices against a swept generator parameter).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +24,10 @@ import xarray as xr
 from pipeline.figures import COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title
 from pipeline.outputs import write_csv
 from pipeline.grid import DIMS, Coords, planned_mask
-from pipeline.reduce import (
-    DECISION_DIMS, choice_per_trial, criteria_of, criterion_scores, decisions, failure_rate, select_k,
-    selection_frequency, sqrt_n_scaled, summarise, true_k,
-)
-from pipeline.reduce_supervised import supervised_in
-from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL, decision_uncertainty
+from pipeline.reduce import DECISION_DIMS, criteria_of, sqrt_n_scaled
+from pipeline.reduce_uncertainty import FIELDS, FLAGS, LEVEL
 from pipeline.report_published import PUBLISHED_CSV, published_in, published_rows
+from pipeline.report_section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from pipeline.cube import count_planned
 from pipeline.sweeps import swept
 from tasks.criteria import CRITERIA, Decision
@@ -101,31 +100,6 @@ def adaptive_groups(cube: xr.Dataset) -> pd.DataFrame:
             for record in records.values() for name, race in record["criteria"].items()]
     table = pd.DataFrame(rows, columns=ADAPTIVE_COLUMNS)
     return table.sort_values(["dataset", "n", "method", "criterion"], ignore_index=True)
-
-
-@dataclass
-class Reduced:
-    """Every reducer a report reads, computed once from the cube and the decision rules."""
-
-    scores: xr.Dataset
-    decide: Mapping[str, Mapping[str, Any]] | None
-    summary: xr.Dataset
-    chosen: xr.Dataset
-    choices: xr.Dataset
-    frequency: xr.Dataset
-    failures: xr.Dataset
-    uncertainty: xr.Dataset
-    truth: xr.DataArray
-    rules: dict[str, Decision]  # every criterion's decision rule, ``decide`` applied
-
-    @classmethod
-    def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> Reduced:
-        scores = criterion_scores(cube)
-        chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
-        return cls(scores=scores, decide=decide, summary=summarise(scores), chosen=chosen, choices=choices,
-                   frequency=selection_frequency(choices, scores["k"]), failures=failure_rate(scores, decide),
-                   uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices),
-                   truth=true_k(scores), rules=decisions(scores, decide))
 
 
 # selection.csv's columns after (dataset, n, method, criterion, k_hat): reduce_uncertainty's fields renamed
@@ -352,7 +326,7 @@ def plot_selection_frequency(frequency: xr.DataArray, chosen: xr.DataArray, trut
     return figure
 
 
-def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> None:
+def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, against_n: Collection[str] = ()) -> None:
     summary, scores = reduced.summary, reduced.scores
     deciding = criterion in reduced.chosen
     decision = reduced.rules[criterion] if deciding else None
@@ -362,10 +336,10 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> No
     figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision)
     if not deciding:  # a diagnostic (agreement): its curves only
         return
-    # the curves against n need a (dataset, method) computed at two sample sizes at least; a classifier
-    # has no true k to fail: its per-trial choices are in the supervised tables
+    # the curves against n need a (dataset, method) computed at two sample sizes at least, and are drawn
+    # here unless a section of the criterion draws its values against n itself (the classifiers' selectors)
     several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
-    if several_n and not (criterion in CRITERIA and CRITERIA[criterion].supervised):
+    if several_n and criterion not in against_n:
         failures = reduced.failures[criterion]
         trials = scores[criterion].notnull().any("k").sum("trial")
         errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))
@@ -378,15 +352,33 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str) -> No
                  reduced.chosen[criterion], reduced.truth)
 
 
+# Sections of any model family, called after those the cube's criteria declare.
+GENERAL_SECTIONS = ("pipeline.report_sweep:section",)
+
+
+def sections_for(scores: xr.Dataset) -> list[tuple[str, Section, tuple[str, ...]]]:
+    """The sections a report of ``scores`` calls, in order, each as (import path, section, the criteria that declared
+    it): those declared by the criteria present (``Criterion.report_sections``) in the registry order of the criteria,
+    then :data:`GENERAL_SECTIONS`. An import path that names no function is refused, naming the criterion."""
+    declared = declared_sections(criteria_of(scores), CRITERIA)
+    out = [(path, load_section(path, f"criterion {names[0]!r} (report_sections)"), names) for path, names in declared.items()]
+    return out + [(path, load_section(path, "the report's general sections"), ()) for path in GENERAL_SECTIONS
+                  if path not in declared]
+
+
 def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
                  fmt: str = "png", helper: Helper | None = None) -> pd.DataFrame:
-    """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion and ``index.html`` (the whole
-    report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns the
-    table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
+    """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion, the files of the report's sections
+    and ``index.html`` (the whole report in one self-contained page: :mod:`pipeline.report_html`) in ``out``; returns
+    the table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
     ``["without_values"]`` (criteria with no value anywhere), ``["missing_cells"]`` (:func:`missing_cells`,
     also written as ``missing_cells.csv`` when there are any), ``["published"]`` (the paper's values beside the
-    cube's, also ``published.csv``, when the config quotes any: :mod:`pipeline.report_published`) and
-    ``["published_hidden"]`` (why some are not shown).
+    cube's, also ``published.csv``, when the config quotes any: :mod:`pipeline.report_published`),
+    ``["published_hidden"]`` (why some are not shown), ``["sections"]`` (what each section returned, in order:
+    :class:`pipeline.report_section.SectionResult`) and each section's own ``attrs``.
+
+    Sections (:func:`sections_for`): each criterion of the cube contributes those it declares, then come the
+    sections of any model family (the choices against a swept generator parameter).
 
     ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
     (:class:`pipeline.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
@@ -396,11 +388,13 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     reduced = Reduced.of(cube, decide)
     table = table_of(reduced)
     write_csv(table, out / "selection.csv")
+    sections = sections_for(reduced.scores)
+    against_n = {name for _, section, names in sections if section.draws_against_n for name in names}
     figures = Figures(out, fmt, helper)
     without_values = []
     for criterion in criteria_of(reduced.scores):
         if bool(reduced.scores[criterion].notnull().any()):
-            _criterion_figures(figures, reduced, criterion)
+            _criterion_figures(figures, reduced, criterion, against_n)
         else:  # added to the cube but not computed yet, or every one of its cells failed: no row, no figure
             without_values.append(criterion)
     table.attrs["without_values"] = without_values
@@ -413,9 +407,16 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
         write_csv(adaptive, out / "adaptive.csv")
     table.attrs["adaptive"] = adaptive
     published = published_in(cube)
-    selectors = _seed_specific(cube, reduced, table, figures, published.values)
+    context = SectionContext(cube=cube, reduced=reduced, table=table, figures=figures, published=published.values,
+                             sweeps=swept(json.loads(cube.attrs.get("ordercube_config", "{}"))))
+    results = _run_sections(sections, context)
+    for result in results:
+        table.attrs.update(result.attrs)
+    table.attrs["sections"] = results
     quoted = published.values or published.hidden
-    table.attrs["published"] = published_rows(table, selectors, published.values) if quoted else None
+    table.attrs["published"] = (published_rows(table, published.values, [row for result in results
+                                                                          for row in result.published_rows])
+                                if quoted else None)
     table.attrs["published_hidden"] = list(published.hidden)
     if quoted:
         write_csv(table.attrs["published"], out / PUBLISHED_CSV)
@@ -428,33 +429,21 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
                flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
                figures=figures.names, published=published, published_table=table.attrs["published"],
-               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube))
+               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results)
     return table
 
 
-def _seed_specific(cube: xr.Dataset, reduced: Reduced, table: pd.DataFrame, figures: Figures,
-                   published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame | None:
-    """The sections of transfer costs, swept parameters, matrix orders and classifiers; returns the classifiers'
-    per-selector rows (:func:`pipeline.reduce_supervised.selection_rows`), None without classifiers."""
-    from pipeline.report_transfer import plot_transfer_costs, transfer_criteria
-
-    scores = reduced.scores
-    if transfer_criteria(reduced.summary):  # Frank et al. 2011: every mapping's cost curve, median and quartiles (Fig. 6)
-        plot_transfer_costs(reduced.summary, figures)
-    sweeps = swept(json.loads(cube.attrs.get("ordercube_config", "{}")))
-    if sweeps:  # a generator parameter as an axis: the choices against it, and where each criterion stops finding k
-        from pipeline.report_sweep import write_sweeps
-
-        table.attrs["sweep_crossings"] = write_sweeps(reduced.frequency, reduced.truth, sweeps, figures)
-    from pipeline.report_matrix import matrix_criteria
-
-    if matrix_criteria(scores):  # Frank et al.'s matrix models: each criterion's rank against the oracle's, the PSNR crest
-        from pipeline.report_matrix import write_matrix_report
-
-        table.attrs["matrix_ranks"] = write_matrix_report(scores, reduced.chosen, reduced.choices, sweeps, figures)
-    if supervised_in(scores):
-        from pipeline.report_supervised import write_supervised
-
-        table.attrs["table_one"], selectors = write_supervised(scores, figures, published, reduced.decide)
-        return selectors
-    return None
+def _run_sections(sections: list[tuple[str, Section, tuple[str, ...]]], context: SectionContext) -> list[SectionResult]:
+    """Call each section once with ``context`` (its ``criteria``: those that declared it); what they returned, in order.
+    An error raised by a section carries a note naming it and the criteria that declared it."""
+    results = []
+    for path, section, names in sections:
+        try:
+            result = section(replace(context, criteria=names))
+        except Exception as error:
+            error.add_note(f"raised by the report section {path}"
+                           + (f", declared by the criteria {', '.join(names)}" if names else ""))
+            raise
+        if result is not None:
+            results.append(result)
+    return results

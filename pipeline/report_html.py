@@ -3,7 +3,8 @@ network (figures embedded as data URIs, styles inline, no external script).
 
 Sections: the k̂ table with its intervals and flags (the published k̂ beside ours where the config quotes
 one for the same data), what each raised flag means, the paper's values beside the cube's (and why any are
-not shown), the cells without a value, every figure, a drill-down per (dataset,
+not shown), the cells without a value, what the report's sections show (:mod:`pipeline.report_section`: a
+title and an HTML fragment each), every figure, a drill-down per (dataset,
 method) with each n's per-k means ± SE and the share of trials choosing each k, and the config with the
 cube's provenance. A figure that fails to load says so in the page (the script that checks it also marks
 each image ``data-loaded``, which the browser test reads).
@@ -25,6 +26,7 @@ import xarray as xr
 from pipeline.outputs import write_output
 from pipeline.reduce_uncertainty import FLAGS, LEVEL
 from pipeline.report_published import Published
+from pipeline.report_section import SectionResult
 
 PAGE = "index.html"
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
@@ -140,9 +142,10 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
                flag_notes: Sequence[str], missing: pd.DataFrame, figures: Sequence[str], summary: xr.Dataset,
                adaptive: pd.DataFrame | None = None, published: Published | None = None,
                published_table: pd.DataFrame | None = None,
-               frequency: xr.Dataset, counts: Mapping[str, int]) -> Path:
+               frequency: xr.Dataset, counts: Mapping[str, int], contributed: Sequence[SectionResult] = ()) -> Path:
     """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order;
-    ``published``: the paper's values shown (:mod:`pipeline.report_published`) and ``published_table`` their rows."""
+    ``published``: the paper's values shown (:mod:`pipeline.report_published`) and ``published_table`` their rows;
+    ``contributed``: what the report's sections returned, each shown under its title when it has an HTML fragment."""
     config = json.loads(cube_attrs.get("ordercube_config", "{}"))
     name = cube_attrs.get("ordercube_name", "cube")
     sections = [f"<h1>ordercube report: {html.escape(str(name))}</h1>",
@@ -166,6 +169,7 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
                      "Per-trial figures use the trials in which every k was computed.</p>",
                      _table(adaptive, table_id="adaptive", text_columns=("dataset", "method", "criterion", "reason",
                                                                          "in_play", "mode"))]
+    sections += [f"<h2>{html.escape(result.title)}</h2>{result.html}" for result in contributed if result.html]
     sections.append("<h2>Figures</h2>")
     sections += [_figure(out / figure) for figure in figures]
     criteria = list(dict.fromkeys(table["criterion"])) if not table.empty else []

@@ -11,14 +11,17 @@ choices and the oracle's k* (Fig. 2).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pipeline.errors import InputError
 from pipeline.figures import Figures
 from pipeline.outputs import write_csv
+from pipeline.report_section import SectionContext, SectionResult, load_section
 from pipeline.sweeps import Swept
 from tasks.criteria import CRITERIA
 
@@ -28,15 +31,39 @@ if TYPE_CHECKING:
 ORACLES = tuple(name for name, criterion in CRITERIA.items() if criterion.oracle)  # psnr, denoise_error
 
 
-def matrix_criteria(scores: xr.Dataset) -> list[str]:
-    """The matrix-model criteria with values in ``scores``, in registry order."""
-    return [name for name, criterion in CRITERIA.items()
-            if criterion.matrix and name in scores and bool(scores[name].notnull().any())]
+def section(context: SectionContext) -> SectionResult | None:
+    """``matrix_ranks.csv`` and its figures, when a criterion that declared this section has values."""
+    reduced = context.reduced
+    names = with_values(reduced.scores, context.criteria)
+    if not names:
+        return None
+    ranks = write_matrix_report(reduced.scores, reduced.chosen, reduced.choices, context.sweeps, context.figures, names)
+    shown = "" if ranks.empty else ranks.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    return SectionResult(title="matrix models: each criterion's k̂ (the trials' range) against the oracle's k*, and the "
+                               "loss at k̂ (matrix_ranks.csv)", text=shown, attrs={"matrix_ranks": ranks})
 
 
-def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset) -> pd.DataFrame:
-    """One row per (dataset, n, method, criterion) with a value: k̂, the trials' range, k* and the loss at k̂."""
-    names = [name for name in matrix_criteria(scores) if name in chosen]
+def with_values(scores: xr.Dataset, criteria: Sequence[str]) -> list[str]:
+    """Those of ``criteria`` with a value in ``scores``, in their order."""
+    return [name for name in criteria if name in scores and bool(scores[name].notnull().any())]
+
+
+def declaring() -> list[str]:
+    """The registered criteria that declare this module's section (by the function their paths name, wherever this
+    module is imported from), in registry order."""
+    def names_this(path: str) -> bool:
+        try:
+            return load_section(path, "report_matrix").render is section
+        except InputError:  # another criterion's path that names nothing: not this section
+            return False
+    return [name for name, criterion in CRITERIA.items() if any(map(names_this, criterion.report_sections))]
+
+
+def rank_table(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset,
+               criteria: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per (dataset, n, method, criterion) with a value, for ``criteria`` (default: every criterion that
+    declares this section, in registry order): k̂, the trials' range, k* and the loss at k̂."""
+    names = [name for name in with_values(scores, declaring() if criteria is None else criteria) if name in chosen]
     medians = {name: scores[name].median("trial") for name in ORACLES if name in names}
     rows = []
     for dataset in scores["dataset"].values:
@@ -99,7 +126,7 @@ def plot_ranks(table: pd.DataFrame) -> Figure:
     return figure
 
 
-def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept], base: str,
+def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str, Swept], base: str,
                     model: str) -> Figure | None:
     """Fig. 2: noise x k, each noise level's median PSNR minus its best, with MTC's k̂ ± 3 sd and the oracle's k*."""
     from matplotlib.figure import Figure
@@ -139,10 +166,11 @@ def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, S
     return figure
 
 
-def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset, sweeps: dict[str, Swept],
-                        figures: Figures) -> pd.DataFrame:
-    """``matrix_ranks.csv``, ``matrix_ranks.png`` and a PSNR crest per swept image entry; returns the table."""
-    table = rank_table(scores, chosen, choices)
+def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str, Swept],
+                        figures: Figures, criteria: Sequence[str]) -> pd.DataFrame:
+    """``matrix_ranks.csv``, ``matrix_ranks.png`` and a PSNR crest per swept image entry, for ``criteria``; returns
+    the table."""
+    table = rank_table(scores, chosen, choices, criteria)
     write_csv(table, figures.folder / "matrix_ranks.csv")
     if not table.empty:
         figures.draw("matrix_ranks", plot_ranks, table)

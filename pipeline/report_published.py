@@ -15,7 +15,7 @@ published one, and whether they agree (k̂: equal; a classifier's N and R: not j
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,20 +89,15 @@ def comparison_matrix(table: pd.DataFrame, published: Mapping[str, Mapping[str, 
     return pd.DataFrame([[cells[key].get(c, "") for c in criteria] for key in cells], index=index, columns=criteria)
 
 
-def published_rows(table: pd.DataFrame, selectors: pd.DataFrame | None,
-                   published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """``published.csv``'s rows: every published k̂ beside ``table``'s (selection_table) k̂, and every published
-    N and R (R in %) beside ``selectors``' (pipeline.reduce_supervised.selection_rows)."""
-    rows = []
+def published_rows(table: pd.DataFrame, published: Mapping[str, Mapping[str, Any]],
+                   extra: Sequence[Sequence[Any]] = ()) -> pd.DataFrame:
+    """``published.csv``'s rows: every published k̂ beside ``table``'s (selection_table) k̂, then ``extra`` (rows in
+    :data:`COLUMNS` order: the paper's other values beside the cube's, from the report's sections)."""
+    rows: list[Sequence[Any]] = []
     for row in table.itertuples():
         paper = published.get(f"{row.dataset}/{row.method}", {}).get(row.criterion)
         if isinstance(paper, int):
             rows.append([row.dataset, int(row.n), row.method, row.criterion, "k_hat", int(row.k_hat), paper,
                          bool(row.k_hat == paper)])
-    for row in (selectors if selectors is not None else pd.DataFrame()).itertuples():
-        paper = published.get(f"{row.dataset}/{row.method}", {}).get(row.selector)
-        for quantity, value in (("N", row.N), ("R", 100 * row.R)):
-            if isinstance(paper, Mapping) and quantity in paper:
-                rows.append([row.dataset, int(row.n), row.method, row.selector, quantity, float(value),
-                             float(paper[quantity]), None])
+    rows += extra
     return pd.DataFrame(rows, columns=COLUMNS)

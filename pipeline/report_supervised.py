@@ -20,12 +20,40 @@ from pipeline.figures import Figures, panels
 from pipeline.outputs import write_csv
 from pipeline.reduce import summarise
 from pipeline.reduce_supervised import gain_rows, selection_rows, settings_with_values
+from pipeline.report_section import Section, SectionContext, SectionResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 NAMES = {"test_error": "Oracle", "true_error": "Oracle", "swapping": "Swapping", "loo_cv": "Cross-Valid."}
 CURVES = ("resubstitution", "conditional_error", "true_error", "test_error", "swapping", "loo_cv")
+
+
+def _section(context: SectionContext) -> SectionResult:
+    """The tables and figures of the classifiers; Table 1's layout printed, and the paper's N and R beside the
+    cube's in ``published.csv``."""
+    one, rows = write_supervised(context.reduced.scores, context.figures, context.published, context.reduced.decide)
+    return SectionResult(title="classifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's "
+                               "k̂ (R, %); this cube / published", text="" if one.empty else one.to_string(),
+                         attrs={"table_one": one}, published_rows=published_rows(rows, context.published))
+
+
+# Its figures against n (the selectors per n) stand for the criteria's own *_scaling figures.
+section = Section(_section, draws_against_n=True)
+
+
+def published_rows(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
+    """``published.csv``'s rows of the classifiers: every published N and R (R in %) beside ``rows``' (the
+    per-selector rows of :func:`pipeline.reduce_supervised.selection_rows`); agreement is not judged (both are
+    means)."""
+    out = []
+    for row in rows.itertuples():
+        paper = published.get(f"{row.dataset}/{row.method}", {}).get(row.selector)
+        for quantity, value in (("N", row.N), ("R", 100 * row.R)):
+            if isinstance(paper, Mapping) and quantity in paper:
+                out.append([row.dataset, int(row.n), row.method, row.selector, quantity, float(value),
+                            float(paper[quantity]), None])
+    return out
 
 
 def table_one(rows: pd.DataFrame, published: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:

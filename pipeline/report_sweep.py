@@ -20,6 +20,7 @@ import xarray as xr
 
 from pipeline.figures import Figures
 from pipeline.outputs import write_csv
+from pipeline.report_section import SectionContext, SectionResult
 from pipeline.sweeps import Swept
 
 if TYPE_CHECKING:
@@ -119,3 +120,14 @@ def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[s
     for (base, n, method), _ in table.groupby(["sweep", "n", "method"], sort=False):
         figures.draw(f"sweep_{base}_{method}_n{n}", plot_sweep, frequency, table, crossings, base=base, n=int(n), method=method)
     return crossings
+
+
+def section(context: SectionContext) -> SectionResult | None:
+    """A general section (any model family): the choices against each swept parameter, and the crossing points."""
+    if not context.sweeps:
+        return None
+    reduced = context.reduced
+    crossings = write_sweeps(reduced.frequency, reduced.truth, context.sweeps, context.figures)
+    shown = "" if crossings.empty else crossings.to_string(index=False)
+    return SectionResult(title="swept parameter: the first value at which a criterion's modal choice falls below the "
+                               "true k (sweep.csv)", text=shown, attrs={"sweep_crossings": crossings})

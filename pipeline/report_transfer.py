@@ -7,34 +7,48 @@ lowest median (ties to the smallest k, as the criteria decide).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import xarray as xr
 
 from pipeline.figures import Figures
+from pipeline.report_section import SectionContext
+from tasks.criteria import CRITERIA
 from tasks.criteria.rules import best_index
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-TRANSFER_COSTS = ("train_cost", "mtc", "mtc_nn_object", "mtc_nn_centroid", "mtc_generative", "mtc_soft", "mtc_matrix")
+
+def section(context: SectionContext) -> None:
+    """The transfer-cost figures of the criteria that declared this section (nothing printed or tabulated)."""
+    plot_transfer_costs(context.reduced.summary, context.figures, transfer_criteria(context.reduced.summary,
+                                                                                    context.criteria))
 
 
-def transfer_criteria(summary: xr.Dataset) -> list[str]:
-    """The transfer-cost criteria (and k_effective) with medians in ``summary``, in the paper's order."""
-    return [name for name in (*TRANSFER_COSTS, "k_effective") if f"{name}_median" in summary]
+def transfer_criteria(summary: xr.Dataset, criteria: Sequence[str]) -> list[str]:
+    """Those of ``criteria`` with medians in ``summary``: the costs in registry order, then the diagnostics that
+    stand beside them (``k_effective``: a decision rule of ``none``)."""
+    present = [name for name in criteria if f"{name}_median" in summary]
+    beside = [name for name in present if _diagnostic(name)]
+    return [*(name for name in present if name not in beside), *beside]
 
 
-def plot_transfer_costs(summary: xr.Dataset, figures: Figures) -> None:
-    """One figure per (method, n) that has transfer costs: median (solid) and quartiles (dashed) against k."""
-    names = transfer_criteria(summary)
+def _diagnostic(name: str) -> bool:
+    return CRITERIA[name].decision.rule == "none"
+
+
+def plot_transfer_costs(summary: xr.Dataset, figures: Figures, names: Sequence[str]) -> None:
+    """One figure per (method, n) that has transfer costs (``names``, a diagnostic such as ``k_effective`` drawn
+    beside them): median (solid) and quartiles (dashed) against k."""
     for model in summary["model"].values:
         for n in summary["n"].values:
             at = {"model": model, "n": n}
             present = [name for name in names if bool(summary[f"{name}_median"].sel(at).notnull().any())]
             datasets = [str(d) for d in summary["dataset"].values
                         if any(bool(summary[f"{name}_median"].sel({**at, "dataset": d}).notnull().any()) for name in present)]
-            if [name for name in present if name != "k_effective"] and datasets:
+            if [name for name in present if not _diagnostic(name)] and datasets:
                 own = summary[[f"{name}_{stat}" for name in present for stat in ("median", "q25", "q75")]].sel(at)
                 figures.draw(f"transfer_costs_{model}_n{n}", plot_costs, own, present, datasets, f"{model}, n = {n}")
 
@@ -52,11 +66,11 @@ def plot_costs(summary: xr.Dataset, present: list[str], datasets: list[str], tit
             line, = ax.plot(ks, median, marker="o", ms=3, label="median")
             for quartile in ("q25", "q75"):
                 ax.plot(ks, summary[f"{name}_{quartile}"].sel(dataset=dataset), ls="--", lw=0.8, color=line.get_color())
-            if name != "k_effective" and bool(median.notnull().any()):
+            if not _diagnostic(name) and bool(median.notnull().any()):
                 best = best_index(median.values, lower_is_better=True)  # ties within the tolerance: the smallest k
                 ax.plot(ks[best], median.values[best], "x", color="red", ms=9, mew=2, label=f"k = {ks[best]}")
                 ax.legend(fontsize=7)
-            ax.set(title=f"{dataset}: {name}", xlabel="k", ylabel="transfer cost" if name != "k_effective"
+            ax.set(title=f"{dataset}: {name}", xlabel="k", ylabel="transfer cost" if not _diagnostic(name)
                    else "non-empty clusters")
     figure.suptitle(f"{title}: median (solid) and quartiles (dashed) over trials", fontsize=10)
     figure.tight_layout()

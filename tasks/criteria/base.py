@@ -256,7 +256,10 @@ class Criterion:
         It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes
         do not have.
     report_sections : tuple of str
-        The report sections it contributes, by name.
+        The report sections it contributes beyond its k̂ row and its figures, as import paths
+        ``"package.module:function"`` of functions ``section(context) -> SectionResult``
+        (:mod:`pipeline.report_section`; a path, so that this package never imports the report). A report calls
+        each section declared by the criteria of its cube once, in the order of the criteria's registry.
     """
 
     name: str

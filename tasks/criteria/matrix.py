@@ -18,6 +18,7 @@ def _kernel(name: str) -> Deferred:
 
 OPCV_HALF_ERRORS, OPCV_FIFTH_ERRORS = _kernel("opcv_half"), _kernel("opcv_fifth")
 
+MATRIX_REPORT = ("pipeline.report_matrix:section",)  # each criterion's rank against the oracle's, the PSNR crest
 MTC_MATRIX = Criterion(
     name="mtc_matrix", min_k=1, reads=READS,
     computations={"truncated_svd": _kernel("svd_transfer_costs"), "boolean_svd": _kernel("boolean_svd_transfer_costs"),
@@ -25,39 +26,46 @@ MTC_MATRIX = Criterion(
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
     description="minimum transfer cost of a matrix model (Frank et al., eq. 7 and Sec. 4.2): each test row against "
                 "the rank-k model of its nearest training row (Euclidean; Hamming for Boolean data), mean per test row; "
-                "k̂ the median of the trials' argmins, as the paper")
+                "k̂ the median of the trials' argmins, as the paper",
+    report_sections=("pipeline.report_transfer:section", "pipeline.report_matrix:section"))
 OPCV_HALF = Criterion(
     name="opcv_half", min_k=1, reads=READS,
     computations={"truncated_svd": OPCV_HALF_ERRORS, "boolean_svd": OPCV_HALF_ERRORS},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median"),
     description="Owen-Perry bi-cross-validation as Frank et al. run it (Sec. 4.2): ‖A - B D_k⁺ C‖²_F of one random "
                 "permutation per trial, the top-left ⌊n/2⌋ x ⌊d/2⌋ block held out; k̂ the argmin of the per-k medians; "
-                "NaN above the rank of D")
+                "NaN above the rank of D",
+    report_sections=MATRIX_REPORT)
 OPCV_FIFTH = Criterion(
     name="opcv_fifth", min_k=1, reads=READS,
     computations={"truncated_svd": OPCV_FIFTH_ERRORS, "boolean_svd": OPCV_FIFTH_ERRORS},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median"),
-    description="Owen-Perry bi-cross-validation with the small hold-out, the top-left ⌊n/5⌋ x ⌊d/5⌋ block")
+    description="Owen-Perry bi-cross-validation with the small hold-out, the top-left ⌊n/5⌋ x ⌊d/5⌋ block",
+    report_sections=MATRIX_REPORT)
 COVERAGE_RULE = Criterion(
     name="coverage_rule", min_k=1, reads=READS, computations={"boolean_svd": _kernel("coverage_shares")},
     decision=Decision(rule="first_above", threshold=0.8, aggregate="median", threshold_range=(0.0, 1.0)),
     description="Molloy's rule (i): the share of the noisy matrix's 1-entries that g(rank-k SVD) keeps at 1; k̂ the "
-                "smallest k covering 80%")
+                "smallest k covering 80%",
+    report_sections=MATRIX_REPORT)
 INCREMENT_RULE = Criterion(
     name="increment_rule", min_k=1, reads=READS, computations={"boolean_svd": _kernel("increments")},
     decision=Decision(rule="first_below", threshold=0.001, aggregate="median", threshold_range=(0.0, math.inf)),
     description="Molloy's rule (ii): the approximation increment ‖g_k - g_(k+1)‖₁ / ‖X‖₁ of the noisy matrix; k̂ the "
-                "smallest k below 0.001")
+                "smallest k below 0.001",
+    report_sections=MATRIX_REPORT)
 PSNR = Criterion(
     name="psnr", min_k=1, reads=READS, oracle=True, computations={"truncated_svd": _kernel("svd_psnr")},
     needs_data=("image",),
     decision=Decision(rule="largest", aggregate="median_of_choices"),
     description="oracle: peak SNR (dB) of the whole noisy image's rank-k reconstruction against the clean image "
-                "(Frank et al. Fig. 2); k* its argmax")
+                "(Frank et al. Fig. 2); k* its argmax",
+    report_sections=MATRIX_REPORT)
 DENOISE_ERROR = Criterion(
     name="denoise_error", min_k=1, reads=READS, oracle=True, computations={"boolean_svd": _kernel("denoise_errors")},
     decision=Decision(rule="smallest", ties="smallest", aggregate="median_of_choices"),
     description="oracle: ‖g(rank-k SVD of the noisy matrix) - X*‖₁, the bits the denoiser gets wrong (Frank et al. "
-                "Sec. 4.2); k* its argmin")
+                "Sec. 4.2); k* its argmin",
+    report_sections=MATRIX_REPORT)
 
 MATRIX_CRITERIA = (MTC_MATRIX, OPCV_HALF, OPCV_FIFTH, COVERAGE_RULE, INCREMENT_RULE, PSNR, DENOISE_ERROR)

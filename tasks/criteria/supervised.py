@@ -20,14 +20,16 @@ ERROR_RATE = Decision(rule="smallest", ties="smallest")
 READS = "error_rates"  # computed by the classifier's kernel (tasks.classifiers.kernels), its options the kernel's
 CLASSIFIERS = ("knn", "interval_erm")
 
+
 def _literal_rule_for_odd_k(options: Mapping[str, Any], ks: tuple[int, ...]) -> None:
-    """The paper's literal swap condition is stated for odd k only (l. 137)."""
+    """The paper's literal swap condition is stated for odd k only (Sec. 4.1)."""
     even = [k for k in ks if k % 2 == 0]
     if options.get("swap_rule") == "literal" and even:
         raise ParamError("swap_rule", f"swap_rule: literal is the paper's rule for odd k, and k holds even values "
                          f"{even[:5]}", "use odd k only, or swap_rule: exact")
 
 
+SUPERVISED_REPORT = ("pipeline.report_supervised:section",)  # Daudin & Mary-Huard's Table 1 and Figs. 1-3
 SWAPPING = Criterion(
     name="swapping",
     min_k=1,
@@ -41,19 +43,25 @@ SWAPPING = Criterion(
     check=_literal_rule_for_odd_k,
     algorithms=CLASSIFIERS,
     reads=READS,
+    report_sections=SUPERVISED_REPORT,
 )
 LOO_CV = Criterion(name="loo_cv", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, reads=READS,
-                   description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')")
+                   description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')",
+                   report_sections=SUPERVISED_REPORT)
 RESUBSTITUTION = Criterion(name="resubstitution", min_k=1, decision=Decision(rule="none"), algorithms=CLASSIFIERS,
-                           reads=READS, description="empirical (resubstitution) error rate on the learning set")
+                           reads=READS, description="empirical (resubstitution) error rate on the learning set",
+                           report_sections=SUPERVISED_REPORT)
 TEST_ERROR = Criterion(name="test_error", min_k=1, decision=ERROR_RATE, algorithms=("knn",), reads=READS,
                        needs_data=("test_set",),
-                       description="error rate on the trial's held-out test set: argmin is the oracle (O)")
+                       description="error rate on the trial's held-out test set: argmin is the oracle (O)",
+                       report_sections=SUPERVISED_REPORT)
 TRUE_ERROR = Criterion(name="true_error", min_k=1, decision=ERROR_RATE, algorithms=("interval_erm",),
                        reads=READS, needs_data=("target",),
-                       description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)")
+                       description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)",
+                       report_sections=SUPERVISED_REPORT)
 CONDITIONAL_ERROR = Criterion(name="conditional_error", min_k=1, decision=Decision(rule="none"),
                               algorithms=("interval_erm",), reads=READS, needs_data=("target",),
-                              description="exact conditional error rate: new labels at the learning points")
+                              description="exact conditional error rate: new labels at the learning points",
+                              report_sections=SUPERVISED_REPORT)
 
 SUPERVISED_CRITERIA = (SWAPPING, LOO_CV, RESUBSTITUTION, TEST_ERROR, TRUE_ERROR, CONDITIONAL_ERROR)
