@@ -185,7 +185,8 @@ def tiny_config(tmp_path) -> dict:
 
 
 @pytest.mark.parametrize("change, fragments", [
-    ({"dataset": {"labels": None, "learning": None}}, ["datasets[0].labels", "knn' is a classifier fitted with the labels and needs labels as its response"]),
+    ({"dataset": {"labels": None, "learning": None}},
+     ["datasets[0].labels", "knn' is a classifier fitted with the labels and needs labels as its response"]),
     ({"dataset": {"labels": None}}, ["datasets[0].learning", "counts per class need the dataset's labels"]),
     ({"dataset": {"learning": 70}}, ["datasets[0].learning", "70 learning points", "n = 40"]),
     ({"dataset": {"learning": {"tumor": 17}}}, ["datasets[0].learning", "['normal', 'tumor']"]),

@@ -317,16 +317,6 @@ class Criterion:
         not)."""
         return self.reads != "error_rates"
 
-    @property
-    def supervised(self) -> bool:
-        """Read as ``reads == "error_rates"`` (kept for the report's readers of the earlier field)."""
-        return self.reads == "error_rates"
-
-    @property
-    def matrix(self) -> bool:
-        """Read as ``reads == "orders"`` (kept for the report's readers of the earlier field)."""
-        return self.reads == "orders"
-
     def resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """``options`` over the defaults; ``ParamError`` naming an unknown option or a value out of range."""
         check_params(options, self.ranges)
