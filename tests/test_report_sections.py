@@ -13,7 +13,7 @@ from conftest import cli_in_process, small_config, write_config
 from pipeline.report import GENERAL_SECTIONS, sections_for, write_report
 from pipeline.report_published import COLUMNS
 from pipeline.report_section import Section, SectionContext, SectionResult, load_section
-from pipeline.store import open_cube
+from pipeline.cube import open_cube
 from tasks.criteria import CRITERIA
 
 HERE = "test_report_sections"
