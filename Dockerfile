@@ -13,6 +13,7 @@ WORKDIR /opt/ordercube
 COPY pyproject.toml README.md /tmp/build/
 COPY pipeline/ /tmp/build/pipeline/
 COPY tasks/ /tmp/build/tasks/
+COPY ordercube/ /tmp/build/ordercube/
 COPY setup.py /tmp/build/
 # gcc builds the Cython kernels (k-means, the Hungarian method) and is removed with the sources.
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
@@ -20,7 +21,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && pip install --no-cache-dir "dask==2026.8.0" "distributed==2026.8.0" . \
     && cd / && rm -rf /tmp/build \
     && apt-get purge -y --auto-remove gcc libc6-dev && rm -rf /var/lib/apt/lists/* \
-    && python -c "import pipeline, dask, distributed; print(pipeline.__file__, dask.__version__, distributed.__version__)"
+    && python -c "import ordercube.pipeline as pipeline, dask, distributed; print(pipeline.__file__, dask.__version__, distributed.__version__)"
 COPY configs/ configs/
 
 # Dask config of every process in the image: the nanny does not set MALLOC_TRIM_THRESHOLD_.

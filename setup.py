@@ -3,8 +3,8 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-KERNELS = [Extension("tasks.algorithms._lloyd", ["tasks/algorithms/_lloyd.pyx"]),
-           Extension("tasks.algorithms._annealing", ["tasks/algorithms/_annealing.pyx"]),
-           Extension("tasks._hungarian", ["tasks/_hungarian.pyx"])]
+KERNELS = [Extension("ordercube.tasks.algorithms._lloyd", ["tasks/algorithms/_lloyd.pyx"]),
+           Extension("ordercube.tasks.algorithms._annealing", ["tasks/algorithms/_annealing.pyx"]),
+           Extension("ordercube.tasks._hungarian", ["tasks/_hungarian.pyx"])]
 
 setup(ext_modules=cythonize(KERNELS, compiler_directives={"language_level": 3}))

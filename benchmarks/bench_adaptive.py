@@ -90,10 +90,10 @@ def replay_targets(cube_path: Path, live_path: Path) -> None:
     the replay predicts (mean over groups weighted by their compute) against the live run's."""
     import json
 
-    from pipeline.reduce import criterion_scores
-    from pipeline.replay import Setting, replay
-    from pipeline.rounds import ADAPTIVE_ATTRIBUTE
-    from pipeline.cube import load_cube
+    from ordercube.pipeline.reduce.select import criterion_scores
+    from ordercube.pipeline.report.replay import Setting, replay
+    from ordercube.pipeline.run.rounds import ADAPTIVE_ATTRIBUTE
+    from ordercube.pipeline.cube.owner import load_cube
 
     cube = load_cube(cube_path)
     table = replay(criterion_scores(cube), Setting(), seed=int(json.loads(cube.attrs["ordercube_config"])["seed"]),

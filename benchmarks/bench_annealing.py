@@ -18,9 +18,9 @@ import argparse
 
 import numpy as np
 
-from tasks.algorithms.annealing import deterministic_annealing
-from tasks.algorithms.kmeans import kmeans
-from tasks.algorithms.kmeans1d import kmeans_1d_exact
+from ordercube.tasks.algorithms.annealing import deterministic_annealing
+from ordercube.tasks.algorithms.kmeans import kmeans
+from ordercube.tasks.algorithms.kmeans1d import kmeans_1d_exact
 from timing import best_seconds
 
 FAMILIES = ("3 gaussians", "8 gaussians", "uniform")

@@ -1,4 +1,4 @@
-"""GreConD and Frank et al.'s (2011) Boolean transfer costs, compiled (``tasks.algorithms.boolean_mf``) against numpy.
+"""GreConD and Frank et al.'s (2011) Boolean transfer costs, compiled (``ordercube.tasks.algorithms.boolean_mf``) against numpy.
 
   fit       GreConD up to k = 400 on 2,400 training users x 500 permissions (density ~0.05: 60 planted roles
             of 5-15 permissions, 1-3 roles per user, 1 % of the zeros set and 2 % of the ones cleared).
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.algorithms.boolean_mf import bmf_transfer_costs, bmf_transfer_costs_numpy, greconD, greconD_numpy
+from ordercube.tasks.algorithms.boolean_mf import bmf_transfer_costs, bmf_transfer_costs_numpy, greconD, greconD_numpy
 from timing import best_seconds
 
 KS = np.array([1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 400])

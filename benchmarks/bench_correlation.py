@@ -1,4 +1,4 @@
-"""The compiled Gibbs sampler of correlation clustering (``tasks.algorithms.correlation``) against its plain
+"""The compiled Gibbs sampler of correlation clustering (``ordercube.tasks.algorithms.correlation``) against its plain
 reference, on what experiment 004-e asks of one half of one trial: a signed graph of 450 nodes (3 clusters of
 150, q = 0.3, p = 0.8), k = 1..10, 10 restarts each.
 
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tasks.algorithms.correlation import correlation_gibbs_restarts, gibbs_reference, signed_graph
+from ordercube.tasks.algorithms.correlation import correlation_gibbs_restarts, gibbs_reference, signed_graph
 
 SIZES = (150, 150, 150)
 Q, P = 0.3, 0.8

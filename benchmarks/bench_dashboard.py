@@ -27,9 +27,9 @@ TINY = {"name": "tiny", "seed": 1, "n": [40], "k": [2, 3], "resamples": 2,
         "methods": [{"name": "km", "algorithm": "kmeans", "params": {"n_init": 1}, "predictor": "nearest_centroid",
                      "criteria": ["lange"]}]}
 REPO = Path(__file__).resolve().parents[1]
-# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+# the installed command, as a user runs it (``python -m ordercube.pipeline.cli`` where the project is not installed)
 ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
-             else [sys.executable, "-m", "pipeline.cli"])
+             else [sys.executable, "-m", "ordercube.pipeline.cli"])
 
 
 def one_run(config: Path, out: Path, extra: list[str]) -> tuple[float, float]:

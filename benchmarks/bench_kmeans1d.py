@@ -2,7 +2,7 @@
 
 The work of Shamir & Tishby's estimator (2007, Theorem 3): optimal k-means solutions of m points of
 the 1-D mixture of Lemma 1 (mu = 5) for k = 2, 3, 4. ``kmeans1d.cluster`` is called once per k (it sorts
-and builds its prefix sums every time); ``tasks.algorithms.kmeans1d.kmeans_1d_exact`` sorts once and
+and builds its prefix sums every time); ``ordercube.tasks.algorithms.kmeans1d.kmeans_1d_exact`` sorts once and
 reads every k from one table. Both are single-threaded. The two must agree (same objective to 1e-9
 relative); that is asserted before any time is printed. Figures: best of ``--repeats`` runs, nanoseconds
 per point per fit (one fit = one k), and the ratio kmeans1d / ordercube (> 1: ordercube is faster).
@@ -17,8 +17,8 @@ import argparse
 import kmeans1d
 import numpy as np
 
-from tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
-from tasks.datasets.synthetic import shamir_mixture1d
+from ordercube.tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
+from ordercube.tasks.datasets.synthetic import shamir_mixture1d
 from timing import best_seconds
 
 KS = (2, 3, 4)

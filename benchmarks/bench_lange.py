@@ -8,7 +8,7 @@ Measured, in the same run:
   (w) the same sweep on a running cluster (a LocalCluster started once, warmed up by one sweep):
       ``load_config`` + ``run_sweep`` in this process, from reading the YAML to the last cube write.
       This is the cost of a sweep where sweeps are run at scale: against a cluster that is up;
-  (b) a serial loop in this process calling the same kernels (``tasks.cell.run_block``);
+  (b) a serial loop in this process calling the same kernels (``ordercube.tasks.cell.run_block``);
   (c) a serial loop of scikit-learn ``KMeans(n_init=10)`` + nearest centroid + scipy's Hungarian.
 Every variant computes the random-labeling baselines too. Threads are pinned to 1 for the serial
 loops (as Dask's nanny does for workers). Figures are printed as seconds and as ratios against the
@@ -37,19 +37,19 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 
-from pipeline.config import load_config  # noqa: E402
-from pipeline.cluster import connect  # noqa: E402
-from pipeline.run import run_sweep  # noqa: E402
-from tasks.cell import BlockSpec, run_block  # noqa: E402
-from tasks.criteria.stability import random_labeling_disagreement  # noqa: E402
-from tasks.datasets import SyntheticSource  # noqa: E402
+from ordercube.pipeline.config.study import load_config  # noqa: E402
+from ordercube.pipeline.run.cluster import connect  # noqa: E402
+from ordercube.pipeline.run.sweep import run_sweep  # noqa: E402
+from ordercube.tasks.cell import BlockSpec, run_block  # noqa: E402
+from ordercube.tasks.criteria.stability import random_labeling_disagreement  # noqa: E402
+from ordercube.tasks.datasets import SyntheticSource  # noqa: E402
 
-# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+# the installed command, as a user runs it (``python -m ordercube.pipeline.cli`` where the project is not installed)
 ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
-             else [sys.executable, "-m", "pipeline.cli"])
-from tasks.matching import matched_disagreement  # noqa: E402
-from tasks.predictors import nearest_centroid  # noqa: E402
-from tasks.seeding import Purpose, label_id, stream  # noqa: E402
+             else [sys.executable, "-m", "ordercube.pipeline.cli"])
+from ordercube.tasks.matching import matched_disagreement  # noqa: E402
+from ordercube.tasks.predictors import nearest_centroid  # noqa: E402
+from ordercube.tasks.seeding import Purpose, label_id, stream  # noqa: E402
 
 KS = tuple(range(2, 11))
 SEED = 12345

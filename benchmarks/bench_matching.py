@@ -1,4 +1,4 @@
-"""The compiled Hungarian (``tasks.assignment``) against ``scipy.optimize.linear_sum_assignment``.
+"""The compiled Hungarian (``ordercube.tasks.assignment``) against ``scipy.optimize.linear_sum_assignment``.
 
 What a sweep pays for label matching, each measured in a fresh process (``python -c``), best of 3:
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SWEEP_STARTED = ("import time, numpy as np; from tasks.algorithms.kmeans import kmeans; "
+SWEEP_STARTED = ("import time, numpy as np; from ordercube.tasks.algorithms.kmeans import kmeans; "
                  "kmeans(np.eye(4), 2, np.random.default_rng(0), n_init=1); t = time.perf_counter(); ")
 IMPORT_SCIPY = SWEEP_STARTED + "import scipy.optimize; print(time.perf_counter() - t)"
-LOAD_OURS = SWEEP_STARTED + ("from tasks.assignment import matched_weight; matched_weight(np.eye(3, dtype=np.int64)); "
+LOAD_OURS = SWEEP_STARTED + ("from ordercube.tasks.assignment import matched_weight; matched_weight(np.eye(3, dtype=np.int64)); "
                              "print(time.perf_counter() - t)")
 
 
@@ -38,7 +38,7 @@ def per_table(k: int, tables: int = 2000) -> tuple[float, float, float]:
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
-    from tasks.assignment import matched_weight, matched_weights
+    from ordercube.tasks.assignment import matched_weight, matched_weights
 
     rng = np.random.default_rng(k)
     a, b = rng.integers(k, size=(tables, 200)), rng.integers(k, size=(tables, 200))

@@ -3,7 +3,7 @@
 The fits of Frank et al.'s (2011) Sec. 3 experiment (``configs/frank_gmm.yaml``): 2-D
 points from three equal-weight isotropic Gaussians at the corners of an equilateral triangle of side 1, sd
 ``r`` times the circumradius (``--r``: 0.3, easy; 0.6, where BIC starts to choose k < 3; 1.5, one blob),
-n = 250 (the MTC half) and 500 (the whole trial), ``n_init=5``. ``tasks.algorithms.mixture_em.fit_mixture`` against
+n = 250 (the MTC half) and 500 (the whole trial), ``n_init=5``. ``ordercube.tasks.algorithms.mixture_em.fit_mixture`` against
 ``sklearn.mixture.GaussianMixture(n_components=k, n_init=5, covariance_type='full')``, both with every
 thread pool (BLAS and OpenMP) held to one thread. Figures: best of ``--repeats`` runs, milliseconds per fit
 (all ``n_init`` restarts, k-means initialisations included), and the ratio scikit-learn / ordercube
@@ -23,8 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
-from tasks.algorithms.mixture_em import fit_mixture
-from tasks.datasets.synthetic import gaussian_mixture
+from ordercube.tasks.algorithms.mixture_em import fit_mixture
+from ordercube.tasks.datasets.synthetic import gaussian_mixture
 from timing import best_seconds
 
 NS = (250, 500)

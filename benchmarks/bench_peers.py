@@ -36,9 +36,9 @@ from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+# the installed command, as a user runs it (``python -m ordercube.pipeline.cli`` where the project is not installed)
 ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
-             else [sys.executable, "-m", "pipeline.cli"])
+             else [sys.executable, "-m", "ordercube.pipeline.cli"])
 KS = list(range(2, 11))
 RESAMPLES = 20
 SEED = 12345
@@ -80,8 +80,8 @@ def steady_run(n: int) -> float:
 
 
 def steady_compute(n: int) -> float:
-    from pipeline.config import parse_config
-    from pipeline.run import run_sweep
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.run.sweep import run_sweep
 
     if hasattr(os, "sched_setaffinity"):  # one core: in this process ordercube would use a thread per core
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

@@ -84,10 +84,10 @@ def main() -> None:
     parser.add_argument("--csv", help="also write every group's row under every setting to this CSV")
     args = parser.parse_args()
 
-    from pipeline.cube_attrs import BASELINE
-    from pipeline.reduce import criterion_scores
-    from pipeline.replay import Setting, replay
-    from pipeline.cube import load_cube
+    from ordercube.pipeline.cube.attrs import BASELINE
+    from ordercube.pipeline.reduce.select import criterion_scores
+    from ordercube.pipeline.report.replay import Setting, replay
+    from ordercube.pipeline.cube.owner import load_cube
 
     folder = Path(args.cubes)
     rows, groups = [], []

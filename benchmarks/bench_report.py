@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ORDERCUBE = [str(Path(sys.executable).with_name("ordercube"))]
-IN_CHECKOUT = [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main(sys.argv[1:]))"]
+IN_CHECKOUT = [sys.executable, "-c", "import sys; from ordercube.pipeline.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
 def timed(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
@@ -50,7 +50,7 @@ def baseline_worktree(commit: str, folder: Path) -> Path:
                    capture_output=True)
     for built in [*REPO.glob("tasks/*.so"), *REPO.glob("tasks/algorithms/*.so")]:
         shutil.copy2(built, tree / built.relative_to(REPO))
-    probe = subprocess.run([sys.executable, "-c", "import pipeline; print(pipeline.__file__)"], capture_output=True,
+    probe = subprocess.run([sys.executable, "-c", "import ordercube.pipeline as pipeline; print(pipeline.__file__)"], capture_output=True,
                            text=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True)
     if not probe.stdout.strip().startswith(str(tree)):
         raise RuntimeError(f"the baseline imports {probe.stdout.strip()}, not its worktree {tree}")

@@ -20,14 +20,14 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from pipeline.config import parse_config
-from pipeline.cube import Cube
-from pipeline.cube_checks import check_entries, check_metadata
-from pipeline.cube_io import consolidate
-from pipeline.cube_writes import write_block
-from pipeline.grid import DIMS, Chunk, config_coords, default_chunks
-from pipeline.integrity import corrupt_chunks
-from tasks.cell import BlockResult, Status
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.cube.checks import check_entries, check_metadata
+from ordercube.pipeline.cube.metadata import consolidate
+from ordercube.pipeline.cube.writes import write_block
+from ordercube.pipeline.cube.grid import DIMS, Chunk, config_coords, default_chunks
+from ordercube.pipeline.cube.integrity import corrupt_chunks
+from ordercube.tasks.cell import BlockResult, Status
 
 
 def _config(resamples: int, trials_per_chunk: int, out: Path):

@@ -47,7 +47,7 @@ def plain_loop(resamples: int) -> float:
     from sklearn.model_selection import LeaveOneOut, cross_val_score
     from sklearn.neighbors import KNeighborsClassifier
 
-    from pipeline.config import load_config
+    from ordercube.pipeline.config.study import load_config
 
     config = load_config(REPO / "configs" / "daudin_colon.yaml")
     X, y = config.datasets[0].data, config.datasets[0].labels

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from pipeline import open_cube
+from ordercube.pipeline.cube.owner import open_cube
 
-# the installed command, as a user runs it (``python -m pipeline.cli`` where the project is not installed)
+# the installed command, as a user runs it (``python -m ordercube.pipeline.cli`` where the project is not installed)
 ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.executable).with_name("ordercube").exists()
-             else [sys.executable, "-m", "pipeline.cli"])
+             else [sys.executable, "-m", "ordercube.pipeline.cli"])
 
 
 def main() -> None:

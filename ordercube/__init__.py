@@ -25,11 +25,11 @@ from typing import Any
 
 from ordercube.api import open_cube, partition, report, select_k, sweep, validate
 from ordercube.guard import MissingMainGuard
-from pipeline.errors import ConfigError, InputError
+from ordercube.pipeline.errors import ConfigError, InputError
 
 # Errors of a stopped run live beside the code that raises them, which imports distributed (seconds):
 # resolved on first use (PEP 562).
-_LAZY = {"ClusterLost": "pipeline.run", "DiskFull": "pipeline.run", "NoWorkers": "pipeline.cluster"}
+_LAZY = {"ClusterLost": "ordercube.pipeline.run.sweep", "DiskFull": "ordercube.pipeline.run.sweep", "NoWorkers": "ordercube.pipeline.run.cluster"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,8 @@
 """The Python API: the same sweep, cube and reducers as the CLI, called from a script or a notebook.
 
 Every function here is a thin shell over ``pipeline``: the config is validated by
-:func:`pipeline.config.parse_config`, the sweep is :func:`pipeline.run.run_sweep`, the choices are
-:func:`pipeline.reduce.select_k`, the report is :func:`pipeline.report.write_report`. The heavy imports
+:func:`ordercube.pipeline.config.study.parse_config`, the sweep is :func:`ordercube.pipeline.run.sweep.run_sweep`, the choices are
+:func:`ordercube.pipeline.reduce.select.select_k`, the report is :func:`ordercube.pipeline.report.write.write_report`. The heavy imports
 (xarray, zarr, distributed) happen on the first call, not on ``import ordercube``.
 """
 
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from ordercube.guard import refuse_unguarded_main
 from ordercube.inputs import read_config
-from pipeline.errors import ConfigError, InputError
+from ordercube.pipeline.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     import pandas as pd
     import xarray as xr
     from distributed import Client
 
-    from pipeline.config import Config
-    from pipeline.partition import Partition
-    from pipeline.run import Plan
+    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.reduce.partition import Partition
+    from ordercube.pipeline.run.sweep import Plan
 
 log = logging.getLogger("ordercube")
 
@@ -87,8 +87,8 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     ClusterLost, NoWorkers, DiskFull
         The run stopped; every finished cell is in the cube and the same call resumes.
     """
-    from pipeline.cube import Cube
-    from pipeline.run import Interrupted, run_sweep
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.run.sweep import Interrupted, run_sweep
 
     unknown = sorted(set(options) - RUN_OPTIONS)
     if unknown:
@@ -108,24 +108,24 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
 
 
 def open_cube(path: str | os.PathLike[str]) -> xr.Dataset:
-    """The cube at ``path`` as a lazily loaded ``xarray.Dataset`` (see :func:`pipeline.cube.open_cube`).
+    """The cube at ``path`` as a lazily loaded ``xarray.Dataset`` (see :func:`ordercube.pipeline.cube.owner.open_cube`).
 
     Dimensions ``dataset``, ``n``, ``model`` (the config's methods), ``k``, ``trial`` (its resamples).
     """
-    from pipeline.cube import Cube
+    from ordercube.pipeline.cube.owner import Cube
 
     return Cube.open(path).dataset()
 
 
 def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide | None = None) -> xr.Dataset:
-    """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`pipeline.reduce.select_k`).
+    """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`ordercube.pipeline.reduce.select.select_k`).
 
     ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
     output of :func:`pipeline.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
     ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
     """
-    from pipeline.reduce import decisions
-    from pipeline.reduce import select_k as choose
+    from ordercube.pipeline.reduce.select import decisions
+    from ordercube.pipeline.reduce.select import select_k as choose
 
     scores = _scores(cube_or_scores)
     try:
@@ -144,12 +144,12 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     """
     import pandas as pd
 
-    from pipeline.cube import Cube
-    from pipeline.figures import FORMATS
-    from pipeline.location import location
-    from pipeline.outputs import RECORD as FIGURE_RECORD, claim_folder, output_folder, report_folder
-    from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import status_counts, write_report
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.report.figures import FORMATS
+    from ordercube.pipeline.files.location import location
+    from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, claim_folder, output_folder, report_folder
+    from ordercube.pipeline.reduce.select import criterion_scores, decisions
+    from ordercube.pipeline.report.write import status_counts, write_report
 
     if fmt not in FORMATS:
         raise InputError(f"fmt: {fmt!r} is not one of {list(FORMATS)}; e.g. fmt='svg' for vector figures")
@@ -173,14 +173,14 @@ def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, m
               data: Mapping[str, Any] | None = None) -> Partition:
     """``method`` fitted on the whole ``dataset`` at k̂ (or ``k``) with the cube's seeds, as ``ordercube partition``.
 
-    Returns a :class:`pipeline.partition.Partition`: ``labels`` (cluster codes 0..k-1 of the rows), ``rows()``
+    Returns a :class:`ordercube.pipeline.reduce.partition.Partition`: ``labels`` (cluster codes 0..k-1 of the rows), ``rows()``
     (a DataFrame: row name, cluster from 1, known class), ``agreement`` and ``adjusted_rand`` (with known classes),
     ``clusters()`` (each cluster's size and Hennig's clusterwise Jaccard over the cube's resamples). ``config`` and
     ``data`` as for :func:`sweep`: needed when the cube was computed from arrays given in Python, or from files
     whose relative paths do not resolve from the current folder.
     """
-    from pipeline.cube import Cube
-    from pipeline.partition import compute_partition, stored_config
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.reduce.partition import compute_partition, stored_config
 
     cube = Cube.open(cube_or_path).load() if isinstance(cube_or_path, (str, os.PathLike)) else cube_or_path.load()
     if config is None and data is not None:  # the cube's own config, its arrays given again
@@ -200,7 +200,7 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
     The plan's ``config`` is the validated config, ``coords`` the cube's coordinates, ``planned_cells``
     and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
     """
-    from pipeline.run import preview_plan
+    from ordercube.pipeline.run.sweep import preview_plan
 
     return preview_plan(read_config(config, data=data, out=out))
 
@@ -210,9 +210,9 @@ def _scores(given: Any) -> xr.Dataset:
     arrays) or the scores themselves, in memory."""
     import xarray as xr
 
-    from pipeline.cube import Cube
-    from pipeline.cube_io import described
-    from pipeline.reduce import criterion_scores
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.cube.metadata import described
+    from ordercube.pipeline.reduce.select import criterion_scores
 
     if isinstance(given, (str, os.PathLike)):
         return criterion_scores(Cube.open(given).dataset())
@@ -232,8 +232,8 @@ def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
     if len(given) > 1:
         raise InputError(f"{given[1]}: given together with {given[0]}; pass only one of client=, workers=, "
                          "scheduler=, scheduler_file=")
-    from pipeline.cluster import MAX_WAIT_SECONDS
-    from pipeline.cores import WORKERS_PER_CORE, max_workers
+    from ordercube.pipeline.run.cluster import MAX_WAIT_SECONDS
+    from ordercube.pipeline.system.cores import WORKERS_PER_CORE, max_workers
 
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
         raise InputError(f"workers: expected an integer >= 0, got {workers!r}; e.g. workers=2 (0: compute in this "
@@ -255,8 +255,8 @@ def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
 
 def _check_out(parsed: Config) -> Config:
     """``parsed``, its cube checked: a local one through the CLI's guard (never X.lock, nor inside another cube)."""
-    from pipeline.location import location
-    from pipeline.outputs import cube_output
+    from ordercube.pipeline.files.location import location
+    from ordercube.pipeline.files.outputs import cube_output
 
     place = location(parsed.out, key="out")
     if place.is_local:

@@ -1,6 +1,6 @@
 """From what a Python caller gives (a YAML path or a dict, in-memory datasets) to a validated ``Config``.
 
-The dict has the YAML file's schema and is validated by the same :func:`pipeline.config.parse_config`:
+The dict has the YAML file's schema and is validated by the same :func:`ordercube.pipeline.config.study.parse_config`:
 one schema, one set of messages. In-memory datasets become dataset entries with a ``data`` key.
 """
 
@@ -11,18 +11,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import ConfigError
+from ordercube.pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pipeline.config import Config
+    from ordercube.pipeline.config.study import Config
 
 
 
 def read_config(config: Any, *, data: Mapping[str, Any] | None = None, out: str | os.PathLike[str] | None = None) -> Config:
     """The validated config; a file's relative paths start from its folder, a dict's from the current one."""
-    from pipeline.config import parse_config
-    from pipeline.plugins import load_plugins
-    from pipeline.yamlload import read_yaml
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.config.plugins import load_plugins
+    from ordercube.pipeline.config.yamlload import read_yaml
 
     load_plugins()  # the installed plug-ins' names, before the config names them
     if isinstance(config, (str, os.PathLike)):

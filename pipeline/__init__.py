@@ -1,48 +1,15 @@
-"""Orchestration, storage, reduction and the CLI of ordercube.
+"""Orchestration of ordercube: config, data, cube, run, reduce, report and the command line.
 
-Python API::
+The public API is :mod:`ordercube`; the subpackages here are its implementation:
 
-    from pipeline import open_cube, criterion_scores, summarise, select_k
-    cube = open_cube("results/quickstart.zarr")
-    k_hat = select_k(criterion_scores(cube))
+- :mod:`ordercube.pipeline.errors`: the errors a user sees, raised by every subpackage
+- :mod:`ordercube.pipeline.config`: the study config in, validated specs out
+- :mod:`ordercube.pipeline.data`: a dataset's files read into arrays
+- :mod:`ordercube.pipeline.files`: paths read and written, where a cube lives
+- :mod:`ordercube.pipeline.system`: cores, signals, kernel cache, library versions
+- :mod:`ordercube.pipeline.cube`: the cube on disk
+- :mod:`ordercube.pipeline.run`: computing a sweep
+- :mod:`ordercube.pipeline.reduce`: from a cube to choices and summaries
+- :mod:`ordercube.pipeline.report`: tables, figures, the HTML page
+- :mod:`ordercube.pipeline.cli`: the ``ordercube`` command
 """
-
-from importlib import import_module
-from typing import Any
-
-# Names resolve on first use (PEP 562): a Dask worker imports this package to run a task, and should not
-# pay for xarray, dask.array and zarr, which only the driver's storage and reducers need.
-_HOME = {
-    "choice_per_trial": "pipeline.reduce",
-    "criterion_scores": "pipeline.reduce",
-    "failure_rate": "pipeline.reduce",
-    "select_k": "pipeline.reduce",
-    "selection_frequency": "pipeline.reduce",
-    "sqrt_n_scaled": "pipeline.reduce",
-    "summarise": "pipeline.reduce",
-    "open_cube": "pipeline.cube",
-    "at_choice": "pipeline.reduce_supervised",  # any variable at each trial's own k̂ (the paper's R)
-    "gain_rows": "pipeline.reduce_supervised",
-    "selection_rows": "pipeline.reduce_supervised",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
-    return getattr(import_module(_HOME[name]), name)
-
-
-__all__ = [
-    "at_choice",
-    "choice_per_trial",
-    "criterion_scores",
-    "failure_rate",
-    "gain_rows",
-    "open_cube",
-    "select_k",
-    "selection_frequency",
-    "selection_rows",
-    "sqrt_n_scaled",
-    "summarise",
-]

@@ -23,15 +23,15 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from pipeline.errors import InputError
-from pipeline.interrupts import REQUESTED, on_signal
-from pipeline.outputs import beside_cube, partition_paths, replay_paths, report_folder, write_csv
-from pipeline.plugins import describe, load_plugins
+from ordercube.pipeline.errors import InputError
+from ordercube.pipeline.system.interrupts import REQUESTED, on_signal
+from ordercube.pipeline.files.outputs import beside_cube, partition_paths, replay_paths, report_folder, write_csv
+from ordercube.pipeline.config.plugins import describe, load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
-    from pipeline.config import Config
-    from pipeline.figures import Helper
-    from pipeline.location import Location
+    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.report.figures import Helper
+    from ordercube.pipeline.files.location import Location
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 REPLAY_R_MIN = 20  # replay's first look when --r-min is not given
@@ -138,8 +138,8 @@ def _resume(args: argparse.Namespace, out: str) -> str:
 
 
 def _kept(out: str) -> str:
-    from pipeline.cube import Cube
-    from pipeline.location import location
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.files.location import location
 
     place = location(out)
     written = place.local().exists() if place.is_local else Cube.exists(place)
@@ -148,7 +148,7 @@ def _kept(out: str) -> str:
 
 def _cube_location(where: str, key: str) -> Location:
     """The cube's place from the command line; ``memory://`` is refused, as it would vanish with this process."""
-    from pipeline.location import location
+    from ordercube.pipeline.files.location import location
 
     place = location(where, key=key)
     if place.url and place.url.startswith("memory://"):
@@ -160,7 +160,7 @@ def _cube_location(where: str, key: str) -> Location:
 
 def _cube_output(where: str, key: str) -> None:
     """The cube ``run`` writes, checked as :func:`_cube_location`, and when local, by the output guard."""
-    from pipeline.outputs import cube_output
+    from ordercube.pipeline.files.outputs import cube_output
 
     place = _cube_location(where, key)
     if place.is_local:
@@ -170,7 +170,7 @@ def _cube_output(where: str, key: str) -> None:
 def _dashboard(args: argparse.Namespace) -> str | None:
     """The local cluster's dashboard address (None: none); with --scheduler the option is refused, the
     scheduler's own dashboard being the user's to set."""
-    from pipeline.cluster import DEFAULT_DASHBOARD, check_dashboard_free, parse_dashboard_address
+    from ordercube.pipeline.run.cluster import DEFAULT_DASHBOARD, check_dashboard_free, parse_dashboard_address
 
     given = args.dashboard_address is not None or args.no_dashboard
     if given and (args.scheduler or args.scheduler_file):
@@ -187,9 +187,9 @@ def _dashboard(args: argparse.Namespace) -> str | None:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    """--workers within :func:`pipeline.cores.max_workers`, the waits within a week."""
-    from pipeline.cluster import MAX_WAIT_SECONDS
-    from pipeline.cores import WORKERS_PER_CORE, max_workers
+    """--workers within :func:`ordercube.pipeline.system.cores.max_workers`, the waits within a week."""
+    from ordercube.pipeline.run.cluster import MAX_WAIT_SECONDS
+    from ordercube.pipeline.system.cores import WORKERS_PER_CORE, max_workers
 
     if args.workers is not None and args.workers < 0:
         raise InputError(f"--workers: expected an integer >= 0, got {args.workers}; e.g. --workers 2 (0: compute in "
@@ -204,9 +204,9 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipeline.config import load_config
-    from pipeline.cube import Cube
-    from pipeline.run import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
+    from ordercube.pipeline.config.study import load_config
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.run.sweep import DISK_FULL, ClusterLost, DiskFull, Interrupted, NoWorkers, run_sweep
 
     _check_run_options(args)
     dashboard = _dashboard(args)
@@ -255,7 +255,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pipeline.cube import Cube
+    from ordercube.pipeline.cube.owner import Cube
 
     cube = Cube.open(_cube_location(args.cube, "CUBE"))
     if args.verify:
@@ -269,7 +269,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pipeline.figures import Helper
+    from ordercube.pipeline.report.figures import Helper
 
     helper = Helper.start()  # now, while this process has one thread: it imports matplotlib as the cube is read
     finished = False
@@ -283,11 +283,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
-    from pipeline.outputs import RECORD, claim_folder
-    from pipeline.reduce import criterion_scores, decisions
-    from pipeline.report import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
-    from pipeline.cube import Cube
-    from pipeline.report_published import PUBLISHED_CSV, comparison_matrix, published_of
+    from ordercube.pipeline.files.outputs import RECORD, claim_folder
+    from ordercube.pipeline.reduce.select import criterion_scores, decisions
+    from ordercube.pipeline.report.write import MISSING_MEANINGS, flag_notes, printable, status_counts, write_report
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.report.published import PUBLISHED_CSV, comparison_matrix, published_of
 
     decide: dict[str, dict[str, str]] = {}
     for item in args.threshold:
@@ -362,8 +362,8 @@ def _report_with(args: argparse.Namespace, helper: Helper | None) -> int:
 
 
 def _partition(args: argparse.Namespace) -> int:
-    from pipeline.cube import Cube
-    from pipeline.partition import compute_partition
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.reduce.partition import compute_partition
 
     place = _cube_location(args.cube, "CUBE")
     if args.out:  # before anything is computed
@@ -398,10 +398,10 @@ def _duration(seconds: float) -> str:
 def _replay(args: argparse.Namespace) -> int:
     import json
 
-    from pipeline.cube import Cube
-    from pipeline.cube_attrs import BASELINE
-    from pipeline.reduce import criterion_scores
-    from pipeline.replay import (
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.cube.attrs import BASELINE
+    from ordercube.pipeline.reduce.select import criterion_scores
+    from ordercube.pipeline.report.replay import (
         CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, replay, replay_groups,
     )
 
@@ -455,7 +455,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _check_replay(args: argparse.Namespace, scores: object) -> None:
     """``--criterion`` and ``--r-min`` against the cube: criteria in it with a sequential rule, a first look
     within its trials."""
-    from pipeline.replay import sequential_criteria
+    from ordercube.pipeline.report.replay import sequential_criteria
 
     names = sorted(map(str, scores.data_vars))  # type: ignore[attr-defined]
     unknown = sorted(set(args.criterion or []) - set(names))
@@ -479,9 +479,9 @@ def _print_datasets(config: Config) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from pipeline.config import data_digest, load_config
-    from pipeline.cores import usable_cores
-    from pipeline.run import preview_plan, where_to_compute
+    from ordercube.pipeline.config.study import data_digest, load_config
+    from ordercube.pipeline.system.cores import usable_cores
+    from ordercube.pipeline.run.sweep import preview_plan, where_to_compute
 
     config = load_config(args.config, out=args.out)
     _cube_output(config.out, "--out" if args.out else "out")
@@ -501,7 +501,7 @@ def _validate(args: argparse.Namespace) -> int:
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}, "
               f"data digest {data_digest(dataset.identity)}")
-    from tasks.algorithms import get_algorithm  # loaded with the config already
+    from ordercube.tasks.algorithms import get_algorithm  # loaded with the config already
 
     for method in config.methods:
         model = get_algorithm(method.algorithm)
@@ -569,7 +569,7 @@ def entry_point() -> int:
 
 
 if __name__ == "__main__":
-    # `python -m pipeline.cli` works, but after a Ctrl-C can end by SIGINT (returncode -2) instead of with 130:
+    # `python -m ordercube.pipeline.cli` works, but after a Ctrl-C can end by SIGINT (returncode -2) instead of with 130:
     # CPython's runpy path kills the process if a KeyboardInterrupt ever passed through exec() of a string (an
     # import scipy does so), even a caught one. The installed `ordercube` command always exits with main()'s code.
     sys.exit(main())

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.rules import at_least, choose_index, mean_curve, tied_with
+from ordercube.tasks.criteria.rules import at_least, choose_index, mean_curve, tied_with
 
 REASONS = ("decided", "settled", "unsettled")  # and "running": a race given only its first looks
 
@@ -261,7 +261,7 @@ def threshold_race(values: NDArray[np.float64], looks: Sequence[int], *, thresho
                 trials[arm] = r
             means = {arm: m for arm, m in zip(active, mean)}
             for arm in remaining:
-                if at_least(means[arm], threshold):  # the fixed budget's comparison (tasks.criteria.rules)
+                if at_least(means[arm], threshold):  # the fixed budget's comparison (ordercube.tasks.criteria.rules)
                     above.add(arm)
             return Race(largest_above(), "unsettled", r, tuple(remaining), tuple(trials), tuple(eliminated))
     raise ValueError("threshold_race: no looks given")
@@ -271,13 +271,13 @@ SEQUENTIAL_RULES = ("smallest", "largest_above")  # decision rules (on the mean 
 
 
 def has_race(rule: Any) -> bool:
-    """Whether a decision rule (``tasks.criteria.Decision``) has a race here: on the mean, by one of ``SEQUENTIAL_RULES``."""
+    """Whether a decision rule (``ordercube.tasks.criteria.Decision``) has a race here: on the mean, by one of ``SEQUENTIAL_RULES``."""
     return rule.rule in SEQUENTIAL_RULES and rule.aggregate == "mean"
 
 
 def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, delta: float, epsilon: float,
             upto: int | None = None, mode: str = "t", ranges: NDArray[np.float64] | None = None) -> Race:
-    """The race of a criterion's decision rule (``tasks.criteria.Decision``): :func:`race` for "smallest",
+    """The race of a criterion's decision rule (``ordercube.tasks.criteria.Decision``): :func:`race` for "smallest",
     :func:`threshold_race` for "largest_above" (Prediction Strength); ``mode``, ``ranges``: as :func:`race`."""
     if rule.rule == "largest_above":
         return threshold_race(values, looks, threshold=float(rule.threshold), delta=delta, epsilon=epsilon, upto=upto,
@@ -287,7 +287,7 @@ def race_by(rule: Any, values: NDArray[np.float64], looks: Sequence[int], *, del
 
 def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
     """The column the rule chooses from the means of ``values`` (trials, arms) over the trials with a value, by
-    :func:`tasks.criteria.rules.choose_index` (ties within its tolerance by the rule's convention); -1 where it
+    :func:`ordercube.tasks.criteria.rules.choose_index` (ties within its tolerance by the rule's convention); -1 where it
     chooses none (no mean above the threshold, or no value)."""
     threshold = None if rule.threshold is None else float(rule.threshold)
     return choose_index(mean_curve(values), rule.rule, ties=rule.ties, threshold=threshold)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks._hungarian import matched_weights as _matched_weights
+from ordercube.tasks._hungarian import matched_weights as _matched_weights
 
 
 def matched_weight(table: NDArray[np.integer]) -> int:

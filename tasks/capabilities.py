@@ -9,21 +9,21 @@ its answer names what would fit. The vocabulary:
   (labels as a response), ``target`` (exact error rates), ``paired`` (paired halves), ``image`` (a clean image),
   ``boolean`` (0/1 entries), ``test_set`` (a learning set below n);
 - an algorithm's ``takes`` (objects, or one of its ``variants``), ``needs`` (provisions) and ``gives``
-  (:mod:`tasks.algorithms.kinds`);
+  (:mod:`ordercube.tasks.algorithms.kinds`);
 - a criterion's ``reads`` (matched against ``gives``), ``defined_for``, ``models``, ``needs_data``,
-  ``needs_paired_halves`` and whether it reads the halves only (:class:`tasks.criteria.base.Criterion`);
-- a predictor's objects (:func:`tasks.predictors.predictor_takes`).
+  ``needs_paired_halves`` and whether it reads the halves only (:class:`ordercube.tasks.criteria.base.Criterion`);
+- a predictor's objects (:func:`ordercube.tasks.predictors.predictor_takes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tasks.algorithms import ALGORITHMS
-from tasks.algorithms.kinds import BaseAlgorithm
-from tasks.criteria import CRITERIA
-from tasks.criteria.base import Criterion
-from tasks.predictors import PREDICTORS, predictor_takes
+from ordercube.tasks.algorithms import ALGORITHMS
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+from ordercube.tasks.criteria import CRITERIA
+from ordercube.tasks.criteria.base import Criterion
+from ordercube.tasks.predictors import PREDICTORS, predictor_takes
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The one function a task calls: compute a block of (k, trial) cells for one dataset, n and method.
 
-The block's algorithm record gives the trial runner of its family (:mod:`tasks.trial`); this loop runs it once
+The block's algorithm record gives the trial runner of its family (:mod:`ordercube.tasks.trial`); this loop runs it once
 per trial and lays its outcome into the cube's arrays. It knows no family: clusterers
-(:mod:`tasks.clustering`), classifiers (:mod:`tasks.supervised`), matrix models (:mod:`tasks.matrix`) and a
+(:mod:`ordercube.tasks.clustering`), classifiers (:mod:`ordercube.tasks.supervised`), matrix models (:mod:`ordercube.tasks.matrix`) and a
 plug-in's own kinds all pass through it.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from tasks.algorithms import get_algorithm
-from tasks.criteria import get_criterion
-from tasks.trial import BlockResult, BlockSpec, Status, TrialOutcome, describe
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.trial import BlockResult, BlockSpec, Status, TrialOutcome, describe
 
 __all__ = ["BlockResult", "BlockSpec", "Status", "TrialOutcome", "describe", "run_block", "variables_of"]
 

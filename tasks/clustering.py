@@ -3,9 +3,9 @@ every criterion of the method read from the same fits (Lange, Braun, Roth & Buhm
 
 For each trial the sample is drawn and split once and shared by every k; for each (trial, k) the two halves
 are clustered once (with their fitted models when a criterion reads them) and every per-k criterion reads the
-same :class:`~tasks.criteria.base.TrialFits`; criteria on the whole sample (Gap, Clest, BIC, AIC) get a
-:class:`~tasks.criteria.base.TrialSample` once per trial. The runner is
-:meth:`tasks.algorithms.kinds.Clusterer.trial_runner`'s.
+same :class:`~ordercube.tasks.criteria.base.TrialFits`; criteria on the whole sample (Gap, Clest, BIC, AIC) get a
+:class:`~ordercube.tasks.criteria.base.TrialSample` once per trial. The runner is
+:meth:`ordercube.tasks.algorithms.kinds.Clusterer.trial_runner`'s.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.kinds import Clusterer
-from tasks.criteria import TrialFits, TrialSample, get_criterion
-from tasks.datasets.sources import Source
-from tasks.predictors import get_predictor
-from tasks.seeding import Purpose, stream
-from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
+from ordercube.tasks.algorithms.kinds import Clusterer
+from ordercube.tasks.criteria import TrialFits, TrialSample, get_criterion
+from ordercube.tasks.datasets.sources import Source
+from ordercube.tasks.predictors import get_predictor
+from ordercube.tasks.seeding import Purpose, stream
+from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
 
 Labels = NDArray[np.int64]
 Fit = tuple[Labels, Labels, Any, Any]  # each half's labels, then each half's fitted model (None: not asked for)

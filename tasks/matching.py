@@ -1,4 +1,4 @@
-"""Label matching up to permutation (the Hungarian method, compiled in :mod:`tasks.assignment`)."""
+"""Label matching up to permutation (the Hungarian method, compiled in :mod:`ordercube.tasks.assignment`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,6 @@ def matched_disagreement(a: NDArray[np.int64], b: NDArray[np.int64], k: int) -> 
     the confusion matrix in O(k^3) instead of trying all k! permutations. The value lies in
     ``[0, 1 - 1/k]``.
     """
-    from tasks.assignment import matched_weight  # numba: not for a status or a validate
+    from ordercube.tasks.assignment import matched_weight  # numba: not for a status or a validate
 
     return 1.0 - matched_weight(confusion(a, b, k)) / a.shape[0]

@@ -1,9 +1,9 @@
 """The matrix-model family's trial: an order that is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6).
 
-A trial draws its noise and its rows once (:class:`tasks.datasets.matrices.MatrixSource`, from the trial's
+A trial draws its noise and its rows once (:class:`ordercube.tasks.datasets.matrices.MatrixSource`, from the trial's
 stream, shared by every method and k of the trial: paired comparisons); each criterion of the method then
 computes every k of the trial with the computation it registers for the method's model
-(``Criterion.computations``, :mod:`tasks.criteria.matrix`), with BLAS held to one thread (a process runs one task
+(``Criterion.computations``, :mod:`ordercube.tasks.criteria.matrix`), with BLAS held to one thread (a process runs one task
 per core).
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.algorithms.kinds import MatrixModel
-from tasks.criteria import get_criterion
-from tasks.datasets.matrices import MatrixSource
-from tasks.seeding import Purpose, stream
-from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
+from ordercube.tasks.algorithms.kinds import MatrixModel
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.datasets.matrices import MatrixSource
+from ordercube.tasks.seeding import Purpose, stream
+from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
 
 def trial_runner(algorithm: MatrixModel, spec: BlockSpec, source: MatrixSource) -> TrialRunner:

@@ -2,7 +2,7 @@
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
 import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
-once per process: by the driver before a config is read (:func:`pipeline.plugins.load_plugins`), and
+once per process: by the driver before a config is read (:func:`ordercube.pipeline.config.plugins.load_plugins`), and
 elsewhere (a worker of any cluster) on the first lookup of a name no registry holds (``get_algorithm``,
 ``get_criterion``, ``get_predictor``, ``get_synthetic`` call :func:`load_on_miss`), so that a worker needs no
 preload. The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
@@ -78,11 +78,11 @@ _owners: dict[tuple[str, str], Plugin] = {}
 
 def registries() -> dict[str, dict[str, Any]]:
     """The registries a plug-in adds to, by the kind of record they hold."""
-    from tasks.algorithms import ALGORITHMS
-    from tasks.capabilities import OBJECTS
-    from tasks.criteria import CRITERIA
-    from tasks.datasets.synthetic import SYNTHETIC
-    from tasks.predictors import PREDICTORS
+    from ordercube.tasks.algorithms import ALGORITHMS
+    from ordercube.tasks.capabilities import OBJECTS
+    from ordercube.tasks.criteria import CRITERIA
+    from ordercube.tasks.datasets.synthetic import SYNTHETIC
+    from ordercube.tasks.predictors import PREDICTORS
 
     return {"algorithm": ALGORITHMS, "criterion": CRITERIA, "dataset": SYNTHETIC, "predictor": PREDICTORS,
             "objects": OBJECTS}
@@ -218,10 +218,10 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
 
 
 def _record_types() -> dict[str, type | None]:
-    from tasks.algorithms.kinds import BaseAlgorithm
-    from tasks.capabilities import ObjectKind
-    from tasks.criteria import Criterion
-    from tasks.datasets.synthetic import SyntheticDataset
+    from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+    from ordercube.tasks.capabilities import ObjectKind
+    from ordercube.tasks.criteria import Criterion
+    from ordercube.tasks.datasets.synthetic import SyntheticDataset
 
     return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None,
             "objects": ObjectKind}

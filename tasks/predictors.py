@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.estimators import estimator_class, is_import_path, predict_with
+from ordercube.tasks.algorithms.estimators import estimator_class, is_import_path, predict_with
 
 Predictor = Callable[[NDArray[np.float64], NDArray[np.int64], int, NDArray[np.float64]], NDArray[np.int64]]
 
@@ -43,7 +43,7 @@ def nearest_centroid(
         order = np.argsort(centers[:, 0], kind="stable")
         ends = (centers[order[1:], 0] + centers[order[:-1], 0]) / 2
         return present[order[np.searchsorted(ends, X_new[:, 0])]]
-    from tasks.algorithms.kmeans import squared_distances  # numba, imported by the first prediction only
+    from ordercube.tasks.algorithms.kmeans import squared_distances  # numba, imported by the first prediction only
 
     return present[squared_distances(X_new, centers).argmin(axis=1)]
 
@@ -105,8 +105,8 @@ def graph_transfer(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
     """Frank et al.'s (2011) eqs. (9)-(10) for nodes of a graph: each new node to the training cluster it has the most
-    weight to (:func:`tasks.algorithms.correlation.graph_transfer`; use with ``correlation_gibbs``)."""
-    from tasks.algorithms.correlation import graph_transfer as transfer  # numba: for graph sweeps only
+    weight to (:func:`ordercube.tasks.algorithms.correlation.graph_transfer`; use with ``correlation_gibbs``)."""
+    from ordercube.tasks.algorithms.correlation import graph_transfer as transfer  # numba: for graph sweeps only
 
     return transfer(X_train, labels, k, X_new)
 
@@ -114,7 +114,7 @@ def graph_transfer(
 def nearest_object(
     X_train: NDArray[np.float64], labels: NDArray[np.int64], k: int, X_new: NDArray[np.float64]
 ) -> NDArray[np.int64]:
-    """For objects given by dissimilarities (:func:`tasks.datasets.sources.node_halves`' layout): the label of the
+    """For objects given by dissimilarities (:func:`ordercube.tasks.datasets.sources.node_halves`' layout): the label of the
     least dissimilar training object, read from the new half's columns of the training half's objects (ties to the
     lowest index, as ``nearest_neighbor``). On Euclidean distances it is ``nearest_neighbor``."""
     return labels[np.argmin(X_new[:, X_new.shape[0]:], axis=1)]
@@ -128,7 +128,7 @@ PREDICTORS: dict[str, Predictor] = {
     "graph_transfer": graph_transfer,
     "nearest_object": nearest_object,
 }
-# The objects each predictor reads, when not points (tasks.capabilities): a graph's edges, dissimilarities.
+# The objects each predictor reads, when not points (ordercube.tasks.capabilities): a graph's edges, dissimilarities.
 PREDICTOR_TAKES: dict[str, str] = {"graph_transfer": "graph", "nearest_object": "dissimilarity"}
 GRAPH_PREDICTORS = tuple(name for name, takes in PREDICTOR_TAKES.items() if takes == "graph")
 DISSIMILARITY_PREDICTORS = tuple(name for name, takes in PREDICTOR_TAKES.items() if takes == "dissimilarity")
@@ -149,7 +149,7 @@ def get_predictor(name: str) -> Predictor:
     try:
         return PREDICTORS[name]
     except KeyError:
-        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_predictor(name)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.params import Param, ParamError, check_params, choice, integer, number, show
+from ordercube.tasks.params import Param, ParamError, check_params, choice, integer, number, show
 
 Array = NDArray[np.float64]
 
@@ -130,7 +130,7 @@ class Step:
     selects_rows : bool
         The step keeps a subset of the rows and says which.
     ranges : mapping
-        Every parameter the step takes, with the values it accepts (:class:`tasks.params.Param`).
+        Every parameter the step takes, with the values it accepts (:class:`ordercube.tasks.params.Param`).
     required : tuple of str
         Parameters without a default.
     check : callable or None

@@ -2,9 +2,9 @@
 a criterion.
 
 Each function refuses a name already taken (naming the module that registers it, so an error names the plug-in)
-and a record of the wrong type; the registries themselves are ``tasks.datasets.SYNTHETIC``,
-``tasks.algorithms.ALGORITHMS``, ``tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``) and
-``tasks.criteria.CRITERIA`` (with ``VARIABLES``). What fits what is then :func:`tasks.capabilities.why_not`'s.
+and a record of the wrong type; the registries themselves are ``ordercube.tasks.datasets.SYNTHETIC``,
+``ordercube.tasks.algorithms.ALGORITHMS``, ``ordercube.tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``) and
+``ordercube.tasks.criteria.CRITERIA`` (with ``VARIABLES``). What fits what is then :func:`ordercube.tasks.capabilities.why_not`'s.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from tasks.algorithms import ALGORITHMS
-from tasks.algorithms.kinds import BaseAlgorithm
-from tasks.capabilities import OBJECTS, ObjectKind
-from tasks.criteria import CRITERIA, VARIABLES
-from tasks.criteria.base import Criterion
-from tasks.datasets import SYNTHETIC, SyntheticDataset
-from tasks.predictors import PREDICTOR_TAKES, PREDICTORS
+from ordercube.tasks.algorithms import ALGORITHMS
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+from ordercube.tasks.capabilities import OBJECTS, ObjectKind
+from ordercube.tasks.criteria import CRITERIA, VARIABLES
+from ordercube.tasks.criteria.base import Criterion
+from ordercube.tasks.datasets import SYNTHETIC, SyntheticDataset
+from ordercube.tasks.predictors import PREDICTOR_TAKES, PREDICTORS
 
 
 def _caller() -> str:
@@ -52,7 +52,7 @@ def register_dataset(dataset: SyntheticDataset) -> None:
 
 
 def register_algorithm(algorithm: BaseAlgorithm) -> None:
-    """Add an algorithm of any kind (a subclass of :class:`tasks.algorithms.kinds.BaseAlgorithm` that gives its
+    """Add an algorithm of any kind (a subclass of :class:`ordercube.tasks.algorithms.kinds.BaseAlgorithm` that gives its
     trial runner)."""
     _free(ALGORITHMS, getattr(algorithm, "name", ""), "algorithm", BaseAlgorithm, algorithm, _caller())
     ALGORITHMS[algorithm.name] = algorithm

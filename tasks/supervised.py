@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.kinds import Classifier
-from tasks.criteria import get_criterion
-from tasks.datasets.sources import Source
-from tasks.seeding import Purpose, stream
-from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
+from ordercube.tasks.algorithms.kinds import Classifier
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.datasets.sources import Source
+from ordercube.tasks.seeding import Purpose, stream
+from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
 LEARN_ALL = -1  # BlockSpec.family_options' learning: the whole sample is the learning set (no test set)
 LEARN_HALF = 0  # BlockSpec.family_options' learning: half of the sample, by class (the default)

@@ -3,7 +3,7 @@
 A block is every (k, trial) cell of one dataset, n and method (:class:`BlockSpec`). A family computes one
 trial of a block at a time through the runner its algorithm record gives
 (``algorithm.trial_runner(spec, source) -> compute_trial``, ``compute_trial(trial) -> TrialOutcome``);
-:func:`tasks.cell.run_block` is the one loop over trials, and knows no family.
+:func:`ordercube.tasks.cell.run_block` is the one loop over trials, and knows no family.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class Status(IntEnum):
     FAILED = 2
     INFEASIBLE = 3
     CRASHED = 4  # its worker process died computing it, every time (isolated by the driver)
-    SKIPPED = 5  # not needed by the adaptive rule (pipeline.rounds): the reason names the look; a later run may fill it
+    SKIPPED = 5  # not needed by the adaptive rule (ordercube.pipeline.run.rounds): the reason names the look; a later run may fill it
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class BlockSpec:
     """What to compute, by coordinate values; ids are stable hashes of the dataset and method names.
 
     ``family_options`` are (name, value) pairs a family reads from its dataset's entry (a classifier's learning
-    set, :mod:`tasks.supervised`); they never enter a random stream's address.
+    set, :mod:`ordercube.tasks.supervised`); they never enter a random stream's address.
     """
 
     root_seed: int

@@ -15,7 +15,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 STUBS = Path(__file__).resolve().parent / "stubs"
-# The installed command, run as a user runs it. Not `python -m pipeline.cli`: a KeyboardInterrupt that passed
+# The installed command, run as a user runs it. Not `python -m ordercube.pipeline.cli`: a KeyboardInterrupt that passed
 # through exec() of a string (scipy's array_api_compat imports numpy so), even one that main() caught, makes a
 # `python -m` process end by SIGINT (returncode -2) instead of exiting with main()'s 130: CPython's runpy path
 # checks a flag that exec() sets and nothing clears (3.11-3.13). A script's sys.exit(130) is kept.
@@ -40,7 +40,7 @@ def cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | No
     lets through (a traceback, for a user) propagates and fails the test. ``timeout`` is accepted for
     symmetry with :func:`cli` and not enforced.
     """
-    from pipeline.cli import main
+    from ordercube.pipeline.cli import main
 
     if str(STUBS) not in sys.path:  # where a user's PYTHONPATH would find the test plugins
         sys.path.insert(0, str(STUBS))
@@ -121,7 +121,7 @@ def papers_data(*files: str) -> Path:
 def catalog_data(config: object) -> object:
     """``config`` (a parsed YAML document), after checking that each ``catalog:`` file it names is on this machine
     ($ORDERCUBE_DATA or ../shared/datasets: a test never downloads); else the test is skipped, naming them."""
-    from pipeline import catalog
+    from ordercube.pipeline.data import catalog
 
     def names(value: object) -> list[str]:
         if isinstance(value, str):

@@ -1,4 +1,4 @@
-"""The adaptive rule PSE-t (:mod:`tasks.adaptive`) and its replay on a stored cube:
+"""The adaptive rule PSE-t (:mod:`ordercube.tasks.adaptive`) and its replay on a stored cube:
 looks on trial-index prefixes, eliminations by paired t intervals, decided / settled / unsettled stops, and the
 calibration on null races."""
 
@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.replay import clopper_pearson_upper
-from tasks.adaptive import doubling_looks, race, threshold_race
-from tasks.criteria import Decision
+from ordercube.pipeline.report.replay import clopper_pearson_upper
+from ordercube.tasks.adaptive import doubling_looks, race, threshold_race
+from ordercube.tasks.criteria import Decision
 
 
 def test_looks_double_from_r_min_to_the_budget():
@@ -111,7 +111,7 @@ def test_replay_of_a_stored_cube_spends_few_cells_on_easy_groups(tmp_path):
 def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_reference(monkeypatch):
     """By hand: column 1 is smaller in trials 0-2, column 0 in trials 3-5 by more; the whole budget picks 0. Order
     (0..5): the first 2 trials pick 1; reversed: the first 2 pick 0. So at R = 2 one of the two orders agrees."""
-    import pipeline.replay as replay_module
+    import ordercube.pipeline.report.replay as replay_module
 
     monkeypatch.setattr(replay_module, "FIXED_BUDGETS", (2, 4))
     values = np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 0.5], [0.0, 2.0], [0.0, 2.0], [0.0, 2.0]])
@@ -124,7 +124,7 @@ def test_the_fixed_budget_curve_counts_the_orders_whose_first_trials_choose_the_
 def test_the_reference_set_is_what_the_full_budget_cannot_rule_out_at_999_percent():
     """The reference set by hand with scipy's t interval: arm 1 is the full budget's choice; arm 0 is worse by 0.1 with paired
     sd 0.01 (ruled out), arm 2 by 0.001 with sd 0.01 over 30 trials (not: a near-tie)."""
-    from pipeline.replay import reference_set
+    from ordercube.pipeline.report.replay import reference_set
 
     rng = np.random.default_rng(8)
     best = rng.normal(0.2, 0.05, size=30)
@@ -144,7 +144,7 @@ def test_the_reference_set_is_what_the_full_budget_cannot_rule_out_at_999_percen
 def test_the_replay_compute_share_weighs_each_cell_by_its_seconds():
     """Two arms, 40 trials; the race stops at look 20 on every order: half of the cells. Arm 1's cells cost 3 s and
     arm 0's 1 s, so the compute share is also one half; with arm 0 eliminated alone it would differ."""
-    from pipeline.replay import Setting, replay_group
+    from ordercube.pipeline.report.replay import Setting, replay_group
 
     rng = np.random.default_rng(3)
     values = np.column_stack([rng.normal(1.0, 0.01, 40), rng.normal(0.0, 0.01, 40)])
@@ -156,7 +156,7 @@ def test_the_replay_compute_share_weighs_each_cell_by_its_seconds():
 
 
 def test_the_hoeffding_radius_has_no_variance_term_and_stops_later_than_t():
-    from tasks.adaptive import _radius
+    from ordercube.tasks.adaptive import _radius
 
     assert np.isclose(_radius(np.array([0.0]), np.array([50]), 0.01, "hoeffding", np.array([2.0]))[0],
                       2.0 * np.sqrt(np.log(2 / 0.01) / 100))
@@ -169,8 +169,8 @@ def test_the_hoeffding_radius_has_no_variance_term_and_stops_later_than_t():
 
 
 def test_the_replay_modes_of_the_cli_are_the_rules_modes():
-    from pipeline.cli import _parser
-    from tasks.adaptive import RADII
+    from ordercube.pipeline.cli import _parser
+    from ordercube.tasks.adaptive import RADII
 
     replay_parser = _parser()._subparsers._group_actions[0].choices["replay"]
     assert tuple(next(a for a in replay_parser._actions if a.dest == "mode").choices) == RADII
@@ -198,7 +198,7 @@ def test_the_threshold_race_classifies_each_k_and_needs_only_those_above_the_lar
 
 def test_the_strict_radius_is_the_empirical_bernstein_bound_and_stops_later():
     """Maurer & Pontil's bound by hand; on a clear difference t decides at the first look, strict only later."""
-    from tasks.adaptive import _radius
+    from ordercube.tasks.adaptive import _radius
 
     log_term = np.log(4 / 0.01)
     expected = np.sqrt(2 * 0.2**2 * log_term / 50) + 7 * 2.0 * log_term / (3 * 49)
@@ -233,7 +233,7 @@ def test_the_threshold_race_misclassifies_at_most_delta_of_the_time():
 
 
 def test_cochrans_rule_is_25_times_the_squared_sample_skewness():
-    from tasks.adaptive import _too_skewed
+    from ordercube.tasks.adaptive import _too_skewed
 
     rng = np.random.default_rng(21)
     for size in (10, 30, 100):

@@ -1,7 +1,7 @@
 """Adaptive sweeps on the engine: rounds decided on stored trial-index prefixes.
 
 Every check runs the real engine on a real zarr cube: in this process (threads), on a real LocalCluster, cut
-into other tasks, interrupted and resumed; the decisions are checked against tasks.adaptive.race run
+into other tasks, interrupted and resumed; the decisions are checked against ordercube.tasks.adaptive.race run
 independently on the stored values, and the computed cells against a fixed-budget cube of the same config.
 """
 
@@ -15,16 +15,16 @@ import pytest
 import xarray as xr
 
 from conftest import cli_in_process, write_config
-from pipeline import interrupts
-from pipeline.config import parse_config
-from pipeline.cube_attrs import BASELINE
-from pipeline.reduce import criterion_scores
-from pipeline.rounds import ADAPTIVE_ATTRIBUTE, AdaptiveFeed
-from pipeline.run import Interrupted, run_sweep
-from pipeline.cube import Cube, open_cube
-from tasks.adaptive import race_by
-from tasks.cell import Status
-from tasks.criteria import CRITERIA
+from ordercube.pipeline.system import interrupts
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.cube.attrs import BASELINE
+from ordercube.pipeline.reduce.select import criterion_scores
+from ordercube.pipeline.run.rounds import ADAPTIVE_ATTRIBUTE, AdaptiveFeed
+from ordercube.pipeline.run.sweep import Interrupted, run_sweep
+from ordercube.pipeline.cube.owner import Cube, open_cube
+from ordercube.tasks.adaptive import race_by
+from ordercube.tasks.cell import Status
+from ordercube.tasks.criteria import CRITERIA
 
 QUIET = {"show_progress": False, "echo": lambda line: None}
 

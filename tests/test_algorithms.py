@@ -10,12 +10,12 @@ from scipy.stats import multivariate_normal
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
-from tasks.algorithms import get_algorithm
-from tasks.algorithms.annealing import deterministic_annealing
-from tasks.algorithms.hierarchical import agglomerative_many, minimax_distances, path_based_many
-from tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
-from tasks.datasets.synthetic import lange_gaussians3, rings3, shamir_mixture1d
-from tasks.predictors import gaussian_posterior
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.algorithms.annealing import deterministic_annealing
+from ordercube.tasks.algorithms.hierarchical import agglomerative_many, minimax_distances, path_based_many
+from ordercube.tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
+from ordercube.tasks.datasets.synthetic import lange_gaussians3, rings3, shamir_mixture1d
+from ordercube.tasks.predictors import gaussian_posterior
 
 
 @pytest.mark.parametrize("linkage", ["ward", "average", "complete", "single"])
@@ -160,8 +160,8 @@ def test_annealing_splits_uniform_data_in_100_dimensions_evenly():
 
 
 def test_prediction_strength_by_hand_and_against_a_pair_by_pair_count():
-    from tasks.criteria.base import TrialFits
-    from tasks.criteria.prediction_strength import prediction_strength, strength_of
+    from ordercube.tasks.criteria.base import TrialFits
+    from ordercube.tasks.criteria.prediction_strength import prediction_strength, strength_of
 
     def ps_of(test, predicted, k):
         return strength_of(np.asarray(test), np.asarray(predicted), k)
@@ -194,8 +194,8 @@ def test_scikit_learn_clusterers_and_classifiers_by_import_path_are_cloned_seede
     from sklearn.cluster import Birch
     from sklearn.mixture import GaussianMixture
 
-    from tasks.algorithms.estimators import template
-    from tasks.predictors import get_predictor
+    from ordercube.tasks.algorithms.estimators import template
+    from ordercube.tasks.predictors import get_predictor
 
     X, truth = np.r_[np.random.default_rng(0).normal(size=(30, 2)), np.random.default_rng(1).normal(size=(30, 2)) + 8], \
         np.repeat([0, 1], 30)

@@ -23,10 +23,10 @@ from distributed import Client, LocalCluster
 
 import ordercube
 from conftest import REPO, STUBS, cli, cli_in_process, small_config, write_config
-from pipeline import criterion_scores
-from pipeline import select_k as reduce_select_k
-from pipeline.reduce import true_k
-from pipeline.report import status_counts
+from ordercube.pipeline.reduce.select import criterion_scores
+from ordercube.pipeline.reduce.select import select_k as reduce_select_k
+from ordercube.pipeline.reduce.select import true_k
+from ordercube.pipeline.report.write import status_counts
 from test_engine import assert_same_cells, cube_bytes
 from test_faults import _dask_processes
 
@@ -308,7 +308,7 @@ def test_bad_input_raises_the_error_that_names_the_key_and_writes_nothing(tmp_pa
 
 def test_checking_a_scheduler_address_works_inside_a_running_event_loop_as_in_jupyter(client):
     """Jupyter's kernel runs an asyncio loop in the thread that runs a cell, where asyncio.run refuses to start."""
-    from pipeline.cluster import check_is_scheduler
+    from ordercube.pipeline.run.cluster import check_is_scheduler
 
     async def in_a_cell() -> None:
         check_is_scheduler(client.scheduler.address, "scheduler:", timeout=10)
@@ -351,7 +351,7 @@ def test_select_k_of_a_cube_that_lost_its_baseline_refuses_or_counts_its_cells_p
     (which reads the deleted array as fill values) is refused naming it; open_cube counts the cells pending."""
     import shutil
 
-    from pipeline.cube import LostValuesWarning
+    from ordercube.pipeline.cube.owner import LostValuesWarning
 
     damaged = tmp_path / "cube.zarr"
     shutil.copytree(small_cube, damaged)
@@ -376,7 +376,7 @@ def test_select_k_of_xarrays_open_zarr_in_a_fresh_process(small_cube):
     assert result.stdout.strip() == f"{expected['lange'].values.ravel().tolist()} [3, 3]"
 
 
-# ---- needs in-memory datasets in pipeline.config.parse_config (branch data-in): entries {"name", "data", "labels"}
+# ---- needs in-memory datasets in ordercube.pipeline.config.study.parse_config (branch data-in): entries {"name", "data", "labels"}
 
 
 def _blobs(seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

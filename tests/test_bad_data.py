@@ -203,9 +203,9 @@ def computed_cube(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def empty_cube(tmp_path_factory) -> Path:
     """A cube as ``run`` creates it before any cell is stored (Cube.create, as run_sweep calls it)."""
-    from pipeline.config import parse_config
-    from pipeline.cube import Cube
-    from pipeline.grid import config_coords, default_chunks
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.cube.grid import config_coords, default_chunks
 
     path = tmp_path_factory.mktemp("empty") / "cube.zarr"
     config = parse_config(small_config(), out=str(path))
@@ -288,8 +288,8 @@ def test_bad_data_against_an_existing_cube_leaves_it_byte_identical(computed_cub
 
 def test_a_criterion_without_any_value_is_left_out_of_the_report(computed_cube, tmp_path):
     """A criterion added to a cube but not computed yet (all NaN) used to crash the figures."""
-    from pipeline.report import write_report
-    from pipeline.cube import open_cube
+    from ordercube.pipeline.report.write import write_report
+    from ordercube.pipeline.cube.owner import open_cube
 
     cube = open_cube(computed_cube).load()
     cube["prediction_strength"] = cube["prediction_strength"] * np.nan

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from conftest import cli, cli_in_process, small_config, write_config
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.errors import ConfigError
 
 
 def _file_dataset(tmp_path, text: str, **extra) -> dict:
@@ -339,17 +339,17 @@ def test_anchors_within_the_bound_still_work(tmp_path):
 
 def test_an_oversized_grid_never_reaches_the_planning_code(tmp_path, monkeypatch):
     """1e12 cells: refused by parse_config, so neither planned_mask nor preview_plan can be given a Config."""
-    import pipeline.grid
-    import pipeline.run
+    import ordercube.pipeline.cube.grid
+    import ordercube.pipeline.run.sweep
 
     def never(*args, **kwargs):
         raise AssertionError("planning code reached")
 
-    monkeypatch.setattr(pipeline.grid, "planned_mask", never)
-    monkeypatch.setattr(pipeline.run, "planned_mask", never)
+    monkeypatch.setattr(ordercube.pipeline.cube.grid, "planned_mask", never)
+    monkeypatch.setattr(ordercube.pipeline.run.sweep, "planned_mask", never)
     path = write_config(tmp_path / "huge.yaml", **small_config(resamples=10**12))
     with pytest.raises(ConfigError) as error:
-        pipeline.run.preview_plan(load_config(path))
+        ordercube.pipeline.run.sweep.preview_plan(load_config(path))
     assert error.value.key == "grid" and "12,000,000,000,000 cells" in str(error.value)
     started = time.perf_counter()
     result = cli("validate", str(path), timeout=60)

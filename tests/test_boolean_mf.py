@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from tasks.algorithms.boolean_mf import (
+from ordercube.tasks.algorithms.boolean_mf import (
     BooleanFactors,
     bmf_transfer_costs,
     bmf_transfer_costs_numpy,

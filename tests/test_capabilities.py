@@ -1,4 +1,4 @@
-"""What fits what (tasks.capabilities.why_not), the plug-in registry, and the trial contract of run_block with a
+"""What fits what (ordercube.tasks.capabilities.why_not), the plug-in registry, and the trial contract of run_block with a
 family the engine has never heard of."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tasks.algorithms import ALGORITHMS, get_algorithm
-from tasks.algorithms.kinds import BaseAlgorithm, Classifier, Clusterer, MatrixModel
-from tasks.capabilities import DataObjects, fitting_algorithms, fitting_criteria, fitting_predictors, why_not
-from tasks.cell import BlockSpec, Status, run_block
-from tasks.criteria import CRITERIA, VARIABLES, Criterion, Decision, get_criterion
-from tasks.registry import register_algorithm, register_criterion, register_predictor
-from tasks.trial import TrialOutcome
+from ordercube.tasks.algorithms import ALGORITHMS, get_algorithm
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Classifier, Clusterer, MatrixModel
+from ordercube.tasks.capabilities import DataObjects, fitting_algorithms, fitting_criteria, fitting_predictors, why_not
+from ordercube.tasks.cell import BlockSpec, Status, run_block
+from ordercube.tasks.criteria import CRITERIA, VARIABLES, Criterion, Decision, get_criterion
+from ordercube.tasks.registry import register_algorithm, register_criterion, register_predictor
+from ordercube.tasks.trial import TrialOutcome
 
 POINTS = DataObjects("p", "points")
 GRAPH = DataObjects("g", "graph")
@@ -148,7 +148,7 @@ def test_the_registry_refuses_a_taken_name_naming_the_plug_in(counting_family):
         register_criterion(Criterion(name="count_gap", min_k=1, description=""))
     with pytest.raises(ValueError, match=r"stores \['gap'\], which \['gap'\] store already"):
         register_criterion(Criterion(name="other", min_k=1, description="", outputs=("gap",)))
-    with pytest.raises(TypeError, match="expected a tasks.algorithms.kinds.BaseAlgorithm"):
+    with pytest.raises(TypeError, match="expected a ordercube.tasks.algorithms.kinds.BaseAlgorithm"):
         register_algorithm("kmeans")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="predictor 'nearest_centroid' is registered already"):
         register_predictor("nearest_centroid", lambda X, labels, k, Y: labels)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, cli_in_process, write_config
-from pipeline import catalog
-from pipeline.catalog import registry, resolve_path
-from pipeline.errors import ConfigError
+from ordercube.pipeline.data import catalog
+from ordercube.pipeline.data.catalog import registry, resolve_path
+from ordercube.pipeline.errors import ConfigError
 
 
 def sha(path: Path) -> str:

@@ -174,7 +174,7 @@ def test_driver_runs_the_config_on_the_compose_scheduler(compose) -> None:
     default = re.fullmatch(r"\$\{CONFIG:-(.+)\}", driver["environment"]["CONFIG"]).group(1)
     assert default == "configs/quickstart.yaml" and (REPO / default).is_file()
     run_flags = set(re.findall(r"--[a-z-]+", script.split("ordercube run", 1)[1].split("\n")[0]))
-    from pipeline.cli import _parser
+    from ordercube.pipeline.cli import _parser
 
     run_parser = _parser()._subparsers._group_actions[0].choices["run"]
     known = {flag for action in run_parser._actions for flag in action.option_strings}
@@ -227,7 +227,7 @@ def test_dockerfile_copies_the_package_and_runs_as_a_non_root_user() -> None:
 
 
 def test_dockerfile_warmup_grids_are_valid_configs_of_the_numba_kernels() -> None:
-    from pipeline.config import load_config
+    from ordercube.pipeline.config.study import load_config
 
     algorithms = set()
     for path in sorted((REPO / "docker").glob("warmup-*.yaml")):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO, small_config
-from pipeline.config import load_config, parse_config
-from pipeline.errors import ConfigError
+from ordercube.pipeline.config.study import load_config, parse_config
+from ordercube.pipeline.errors import ConfigError
 
 
 def test_k_range_and_geometric_n_grid():

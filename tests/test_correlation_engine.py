@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from conftest import cli, cli_in_process, small_config, write_config
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.reduce import criterion_scores, select_k
-from pipeline.cube import open_cube
-from tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph, signed_graph
-from tasks.datasets import SyntheticSource
-from tasks.datasets.sources import node_halves as graph_halves
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.reduce.select import criterion_scores, select_k
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph, signed_graph
+from ordercube.tasks.datasets import SyntheticSource
+from ordercube.tasks.datasets.sources import node_halves as graph_halves
 
 GRAPH = {"name": "graph", "kind": "signed_graph", "params": {"clusters": 3, "q": 0.3, "p": 0.7}}
 GIBBS = {"name": "gibbs", "algorithm": "correlation_gibbs", "params": {"restarts": 3}, "predictor": "graph_transfer",

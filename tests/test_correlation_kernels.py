@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tasks.algorithms.correlation import (
+from ordercube.tasks.algorithms.correlation import (
     correlation_cost,
     correlation_gibbs,
     correlation_gibbs_restarts,

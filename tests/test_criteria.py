@@ -8,12 +8,12 @@ import pytest
 from scipy.spatial.distance import pdist, squareform
 from scipy.stats import multivariate_normal
 
-from tasks.algorithms import get_algorithm
-from tasks.criteria import TrialSample, get_criterion
-from tasks.criteria.agreement import matched_accuracy
-from tasks.criteria.clest import clest_choice, fowlkes_mallows
-from tasks.criteria.gap import max_se, reference_sample, within_dispersion
-from tasks.predictors import linear_discriminant
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.criteria import TrialSample, get_criterion
+from ordercube.tasks.criteria.agreement import matched_accuracy
+from ordercube.tasks.criteria.clest import clest_choice, fowlkes_mallows
+from ordercube.tasks.criteria.gap import max_se, reference_sample, within_dispersion
+from ordercube.tasks.predictors import linear_discriminant
 
 # R 4.2.2, cluster 2.1.4: maxSE(f, SE.f, method, SE.factor) for these curves (1-based k as R returns it).
 R_CURVES = [
@@ -146,8 +146,8 @@ def test_clest_on_three_clouds_beats_its_null_only_at_three():
     clest = get_criterion("clest")
     X, _ = three_clouds(120, 2)
     sample = trial_sample(X, [2, 3, 4, 5])
-    from tasks.criteria import TrialFits
-    from tasks.predictors import nearest_centroid
+    from ordercube.tasks.criteria import TrialFits
+    from ordercube.tasks.predictors import nearest_centroid
 
     kmeans = get_algorithm("kmeans")
     for k in sample.ks:

@@ -20,12 +20,13 @@ import xarray as xr
 import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli, write_config
-from pipeline import criterion_scores, open_cube, select_k
-from pipeline.config import load_config
-from pipeline.cube_attrs import COORDINATES, VARIABLES
-from pipeline.cube import Cube
-from pipeline.location import location
-from tasks.cell import Status
+from ordercube.pipeline.reduce.select import criterion_scores, select_k
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.cube.attrs import COORDINATES, VARIABLES
+from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.files.location import location
+from ordercube.tasks.cell import Status
 
 FORMAT2 = Path(__file__).parent / "data" / "format2"
 TIMEOUT = 180
@@ -228,11 +229,11 @@ def test_a_run_upgrades_a_format_2_cube_in_place_keeping_its_cells(tmp_path):
 
 def _xarray_template(coords, chunks: dict[str, int], variables: list[str], true_k: dict[str, int]) -> xr.Dataset:
     """The all-pending cube as format 3 first wrote it, through ``xarray.Dataset.to_zarr`` (a lazy Dataset
-    of dask arrays, then encodings): the reference for the layout ``pipeline.cube_layout`` now writes with zarr."""
+    of dask arrays, then encodings): the reference for the layout ``ordercube.pipeline.cube.layout`` now writes with zarr."""
     import dask.array as da
 
-    from pipeline.cube_attrs import BASELINE, true_k_labels, variable_attrs
-    from pipeline.grid import DIMS
+    from ordercube.pipeline.cube.attrs import BASELINE, true_k_labels, variable_attrs
+    from ordercube.pipeline.cube.grid import DIMS
 
     cell_chunks = tuple(chunks[d] for d in DIMS)
     data = {name: (DIMS, da.full(coords.shape, np.nan, chunks=cell_chunks)) for name in variables}
@@ -251,10 +252,10 @@ def _xarray_template(coords, chunks: dict[str, int], variables: list[str], true_
 def test_a_cube_created_through_zarr_has_the_layout_that_xarray_wrote(tmp_path):
     """Cube creation writes zarr metadata directly (no lazy Dataset, 0.7 s less per run); every node's
     metadata document equals the one ``Dataset.to_zarr`` wrote for the same cube, and both open equal."""
-    from pipeline.cube_attrs import array_attrs
-    from pipeline.grid import DIMS, Coords
-    from pipeline.integrity import COMPRESSORS
-    from pipeline.cube_layout import write_layout
+    from ordercube.pipeline.cube.attrs import array_attrs
+    from ordercube.pipeline.cube.grid import DIMS, Coords
+    from ordercube.pipeline.cube.integrity import COMPRESSORS
+    from ordercube.pipeline.cube.layout import write_layout
 
     coords = Coords(dataset=("gauss", "file"), n=(40, 80, 120), model=("km",), k=(2, 3, 4), trial=tuple(range(6)))
     chunks = {"dataset": 1, "n": 1, "model": 1, "k": 3, "trial": 4}

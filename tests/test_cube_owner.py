@@ -1,4 +1,4 @@
-"""One object owns the cube: outside the cube's own modules, code reaches a cube through ``pipeline.cube.Cube``
+"""One object owns the cube: outside the cube's own modules, code reaches a cube through ``ordercube.pipeline.cube.owner.Cube``
 (and the readers ``open_cube``/``load_cube`` over it), never through the modules that implement it."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 from conftest import REPO
 
 # The Cube's implementation: its layout and creation, growth journal, region writes, metadata checks, checksums and
-# manifest, lock. Only the cube's own modules (these, pipeline.cube and pipeline.cube_io) import them.
-IMPLEMENTATION = ("pipeline.cube_layout", "pipeline.cube_growth", "pipeline.cube_writes", "pipeline.cube_checks",
-                  "pipeline.integrity", "pipeline.lock")
-OWN = {*IMPLEMENTATION, "pipeline.cube", "pipeline.cube_io"}
+# manifest, lock. Only the cube's own modules (these, ordercube.pipeline.cube.owner and ordercube.pipeline.cube.metadata) import them.
+IMPLEMENTATION = ("ordercube.pipeline.cube.layout", "ordercube.pipeline.cube.growth", "ordercube.pipeline.cube.writes", "ordercube.pipeline.cube.checks",
+                  "ordercube.pipeline.cube.integrity", "ordercube.pipeline.cube.lock")
+OWN = {*IMPLEMENTATION, "ordercube.pipeline.cube.owner", "ordercube.pipeline.cube.metadata"}
 
 
 def _module(path: Path) -> str:
@@ -21,7 +21,7 @@ def _module(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, at its top or inside a function (``from pipeline import x`` as pipeline.x)."""
+    """Every module ``path`` imports, at its top or inside a function (``from ordercube.pipeline import x`` as pipeline.x)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -42,5 +42,5 @@ def test_the_cube_implementation_exists_and_is_imported_only_by_the_cube_itself(
         used = sorted(_imports(path) & {*IMPLEMENTATION, "pipeline.store"})
         if used:
             reaching[module] = used
-    assert reaching == {}, f"modules that bypass pipeline.cube.Cube: {reaching}"
-    assert "pipeline.cube" in _imports(REPO / "pipeline" / "run.py")  # the walk sees imports: run opens cubes
+    assert reaching == {}, f"modules that bypass ordercube.pipeline.cube.owner.Cube: {reaching}"
+    assert "ordercube.pipeline.cube.owner" in _imports(REPO / "pipeline" / "run.py")  # the walk sees imports: run opens cubes

@@ -13,9 +13,9 @@ import pytest
 from sklearn.datasets import load_iris
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError
-from tasks.preprocess import apply_steps, gene_filter
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.tasks.preprocess import apply_steps, gene_filter
 
 IRIS = load_iris()
 ONE_METHOD = [{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]
@@ -59,7 +59,7 @@ def test_headerless_iris_reads_150_rows_4_features_3_classes_when_declared(tmp_p
     line = _data_line(result.stdout)
     assert line.startswith("data d: 150 rows x 4 features from ") and "no header row (columns named 1, 2, ..." in line
     assert "labels 5 from the same table: 3 classes setosa 50, versicolor 50, virginica 50" in line and "true k 3" in line
-    from pipeline.config import load_config
+    from ordercube.pipeline.config.study import load_config
     dataset = load_config(path).datasets[0]
     np.testing.assert_array_equal(dataset.data, IRIS.data)  # the first row is data, not lost as a header
     assert dataset.true_k == 3 and np.bincount(dataset.labels).tolist() == [50, 50, 50]
@@ -286,9 +286,9 @@ def test_gene_filter_parameters_are_checked(tmp_path):
 
 def test_an_in_memory_dataset_runs_and_changed_data_is_refused_on_resume(tmp_path):
     """The contract the Python API builds on: parse_config with a DataFrame, run_sweep on a real LocalCluster."""
-    from pipeline.errors import InputError
-    from pipeline.run import run_sweep
-    from pipeline.cube import open_cube
+    from ordercube.pipeline.errors import InputError
+    from ordercube.pipeline.run.sweep import run_sweep
+    from ordercube.pipeline.cube.owner import open_cube
 
     frame = load_iris(as_frame=True).frame  # four features and the integer 'target'
     raw = small_config(n=[40], k=[2, 3], resamples=2, datasets=[{"name": "iris", "data": frame,

@@ -7,9 +7,9 @@ import pytest
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
 
-from pipeline.config import parse_config
-from pipeline.datafiles import read_matrix
-from tasks.preprocess import apply_steps, clip, impute, log, pca, standardize, top_variance
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.data.datafiles import read_matrix
+from ordercube.tasks.preprocess import apply_steps, clip, impute, log, pca, standardize, top_variance
 
 
 def test_standardize_matches_sklearn_on_columns_and_rows():
@@ -94,7 +94,7 @@ def test_alon_gene_clusters_preprocessing_of_seed_002(shared):
 
 
 def test_bounds_find_the_first_non_finite_value_and_the_column_that_overflows():
-    from tasks.datasets.bounds import first_nonfinite, largest_magnitude, too_large, too_small
+    from ordercube.tasks.datasets.bounds import first_nonfinite, largest_magnitude, too_large, too_small
 
     X = np.array([[1.0, 2.0], [np.nan, 3.0], [4.0, -np.inf]])
     assert first_nonfinite(X) == (1, 0) and first_nonfinite(X, nan=False) == (2, 1)
@@ -127,8 +127,8 @@ def test_inf_in_a_csv_is_refused_with_its_text_row_and_column(tmp_path):
 
 
 def test_npy_header_is_checked_against_the_file_size(tmp_path):
-    from pipeline.tables import npy_header
-    from pipeline.inputfile import read_input
+    from ordercube.pipeline.data.tables import npy_header
+    from ordercube.pipeline.files.inputfile import read_input
 
     np.save(tmp_path / "ok.npy", np.arange(6, dtype=np.int32).reshape(3, 2))
     shape, dtype = npy_header(read_input(tmp_path / "ok.npy", "k", expected="a file"), "k")
@@ -143,7 +143,7 @@ def test_npy_header_is_checked_against_the_file_size(tmp_path):
 
 
 def test_labels_from_npy_of_integers_or_strings_and_from_a_csv_column(tmp_path):
-    from pipeline.labelfiles import read_labels_file
+    from ordercube.pipeline.data.labelfiles import read_labels_file
 
     np.save(tmp_path / "ints.npy", np.array([7, 3, 7, 9]))
     assert read_labels_file(tmp_path / "ints.npy", None, "k").labels.codes.tolist() == [1, 0, 1, 2]
@@ -157,7 +157,7 @@ def test_labels_from_npy_of_integers_or_strings_and_from_a_csv_column(tmp_path):
 
 
 def test_preprocessing_that_overflows_names_the_step(tmp_path):
-    from pipeline.datafiles import preprocess
+    from ordercube.pipeline.data.datafiles import preprocess
 
     X = np.array([[1e300, 1.0], [-1e300, 2.0], [5e299, 3.0]])
     with pytest.raises(ValueError, match=r"p\[1\]: the standardize step overflows float64 on values up to \|x\| = 1e\+300"):

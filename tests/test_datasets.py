@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.datasets import SYNTHETIC, get_synthetic
+from ordercube.tasks.datasets import SYNTHETIC, get_synthetic
 
 
 def test_lange_gaussians3_has_exact_counts_25_25_50_at_n_100():
@@ -78,7 +78,7 @@ def test_every_generator_is_reproducible_and_has_the_requested_size(name):
     ("shamir_mixture1d", {"mu": np.nan}, r"mu: expected a finite number > 0 .* got nan; e.g. mu: 5.0"),
 ])
 def test_parameters_out_of_range_name_the_parameter_and_the_value(name, params, message):
-    from tasks.datasets import ParameterError
+    from ordercube.tasks.datasets import ParameterError
 
     with pytest.raises(ParameterError, match=message) as raised:
         get_synthetic(name).resolve(params)
@@ -94,7 +94,7 @@ def test_valid_parameters_resolve_unchanged_so_cube_identities_stay_the_same():
 
 
 def test_a_5000_digit_integer_is_refused_by_its_size_not_printed():
-    from tasks.datasets import ParameterError
+    from ordercube.tasks.datasets import ParameterError
 
     with pytest.raises(ParameterError, match=r"mu: .* got an integer of about 5001 digits; e.g. mu: 5.0"):
         get_synthetic("shamir_mixture1d").resolve({"mu": 10**5000})

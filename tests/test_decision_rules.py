@@ -16,15 +16,15 @@ import xarray as xr
 import yaml
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import data_digest, load_config
-from pipeline.errors import ConfigError
-from pipeline.reduce import choice_per_trial, criterion_scores, failure_rate, select_k
-from pipeline.reduce_uncertainty import at_grid_edge, decision_uncertainty
-from pipeline.report import flag_notes, printable, selection_table
-from tasks.adaptive import choice_on_means, race_by
-from tasks.algorithms.lowrank import opcv_rank
-from tasks.criteria import CRITERIA, Decision
-from tasks.criteria.rules import EDGES, TIE_RTOL, choose_index
+from ordercube.pipeline.config.study import data_digest, load_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.reduce.select import choice_per_trial, criterion_scores, failure_rate, select_k
+from ordercube.pipeline.reduce.uncertainty import at_grid_edge, decision_uncertainty
+from ordercube.pipeline.report.write import flag_notes, printable, selection_table
+from ordercube.tasks.adaptive import choice_on_means, race_by
+from ordercube.tasks.algorithms.lowrank import opcv_rank
+from ordercube.tasks.criteria import CRITERIA, Decision
+from ordercube.tasks.criteria.rules import EDGES, TIE_RTOL, choose_index
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -187,7 +187,7 @@ def test_opcv_on_the_domino_matrix_is_the_same_in_select_k_and_opcv_rank(tmp_pat
     path = write_config(tmp_path / "domino.yaml", **config)
     assert cli_in_process("run", str(path), "--out", str(tmp_path / "d.zarr"), "--workers", "0",
                           "--no-progress").returncode == 0
-    from pipeline.cube import load_cube
+    from ordercube.pipeline.cube.owner import load_cube
 
     scores = criterion_scores(load_cube(tmp_path / "d.zarr"))
     chosen = select_k(scores)

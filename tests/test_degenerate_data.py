@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import parse_config
-from pipeline.errors import InputError
-from tasks.datasets.bounds import rows_identical
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.errors import InputError
+from ordercube.tasks.datasets.bounds import rows_identical
 
 KMEANS = [{"name": "m", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["lange"]}]
 AVERAGE = [{"name": "m", "algorithm": "agglomerative", "params": {"linkage": "average"},

@@ -10,10 +10,10 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from conftest import cli_in_process, write_config
-from pipeline.cube import open_cube
-from tasks.algorithms import dissimilarity, hierarchical, spectral
-from tasks.datasets.sources import node_halves
-from tasks.predictors import nearest_neighbor, nearest_object
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.tasks.algorithms import dissimilarity, hierarchical, spectral
+from ordercube.tasks.datasets.sources import node_halves
+from ordercube.tasks.predictors import nearest_neighbor, nearest_object
 
 
 def _points(seed=3, per=30):

@@ -15,7 +15,8 @@ import pandas as pd
 import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
-from pipeline import criterion_scores, open_cube, select_k
+from ordercube.pipeline.reduce.select import criterion_scores, select_k
+from ordercube.pipeline.cube.owner import open_cube
 
 NOT_REPRODUCIBLE = {"seconds"}  # wall-clock time per cell; everything else is bit-identical
 
@@ -265,9 +266,9 @@ def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp
     cube = open_cube(tmp_path / "c.zarr").load()
     assert (cube["status"] == 1).all()
 
-    from tasks.cell import BlockSpec, run_block
-    from tasks.datasets import SyntheticSource
-    from tasks.seeding import label_id
+    from ordercube.tasks.cell import BlockSpec, run_block
+    from ordercube.tasks.datasets import SyntheticSource
+    from ordercube.tasks.seeding import label_id
 
     spec = BlockSpec(root_seed=7, dataset_id=label_id("mix"), n=256, method_id=label_id("exact"),
                      algorithm="kmeans_1d_exact", algorithm_params=(), predictor="nearest_centroid",
@@ -279,9 +280,9 @@ def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp
 
 
 def test_pieces_of_one_chunk_are_merged_into_one_write_and_other_chunks_stay_apart():
-    from pipeline.grid import Chunk
-    from pipeline.cube_writes import merge_blocks
-    from tasks.cell import BlockResult
+    from ordercube.pipeline.cube.grid import Chunk
+    from ordercube.pipeline.cube.writes import merge_blocks
+    from ordercube.tasks.cell import BlockResult
 
     def piece(model: int, trials: tuple[int, ...], offset: float) -> tuple[Chunk, BlockResult]:
         shape = (2, len(trials))

@@ -24,7 +24,7 @@ KMEANS = {"name": "light", "seed": 5, "n": [60], "k": [2, 3, 4], "resamples": 4,
 
 def imported_by(*args: str) -> set[str]:
     """The modules loaded by ``ordercube ARGS`` in a fresh interpreter (after the command has run)."""
-    code = ("import json, sys\nfrom pipeline.cli import main\ncode = main(sys.argv[1:])\n"
+    code = ("import json, sys\nfrom ordercube.pipeline.cli import main\ncode = main(sys.argv[1:])\n"
             "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))")
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": f"{STUBS}:{REPO}"})
@@ -52,7 +52,7 @@ def test_a_small_kmeans_sweep_computes_without_dask_xarray_pandas_scipy_or_numba
     # k-means and the Hungarian method are Cython: neither numba (0.3 s to import, 0.45 s to first dispatch)
     # nor scipy.optimize
     assert [package for package in (*HEAVY, "numba", "scipy") if loaded(modules, package)] == []
-    assert {"tasks.algorithms._lloyd", "tasks._hungarian", "zarr"} <= modules  # the kernels and the cube: really ran
+    assert {"ordercube.tasks.algorithms._lloyd", "ordercube.tasks._hungarian", "zarr"} <= modules  # the kernels and the cube: really ran
 
 
 @pytest.mark.parametrize("command", ["validate", "status"])

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import cli_in_process
-from pipeline.config import parse_config
+from ordercube.pipeline.config.study import parse_config
 
 CELLS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
@@ -158,7 +158,7 @@ def labels_from_python(draw, rows: int):
 @settings(max_examples=300, deadline=None)
 @given(data=arrays_from_python(), draw=st.data())
 def test_arrays_and_labels_from_python_are_read_or_refused_in_one_line(data, draw):
-    from pipeline.errors import InputError
+    from ordercube.pipeline.errors import InputError
 
     labels = draw.draw(labels_from_python(len(data)))
     entry = {"name": "d", "data": data} if labels is None else {"name": "d", "data": data, "labels": labels}

@@ -1,4 +1,4 @@
-"""pipeline.inputfile: every input path is a regular file read once, within a bound, or refused naming its key."""
+"""ordercube.pipeline.files.inputfile: every input path is a regular file read once, within a bound, or refused naming its key."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 import ordercube
 
-from pipeline.errors import ConfigError
-from pipeline.inputfile import MAX_INPUT_ENV, read_input
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.files.inputfile import MAX_INPUT_ENV, read_input
 
 
 def _refusal(path, key="datasets[0].path") -> str:
@@ -90,7 +90,7 @@ def test_a_small_file_is_read_without_allocating_the_bound(tmp_path):
 
 
 def test_a_file_whose_size_is_not_reported_is_read_whole_within_the_bound(tmp_path, monkeypatch):
-    from pipeline import inputfile
+    from ordercube.pipeline.files import inputfile
 
     path = tmp_path / "x.csv"
     path.write_bytes(bytes(range(256)) * 40)

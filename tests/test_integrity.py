@@ -15,7 +15,7 @@ import pytest
 import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
-from pipeline.integrity import chunk_grid_any, expand_grid
+from ordercube.pipeline.cube.integrity import chunk_grid_any, expand_grid
 from test_engine import assert_same_cells, run_ok
 
 CONFIG = small_config(resamples=4, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}])

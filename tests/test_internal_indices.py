@@ -9,10 +9,10 @@ import pytest
 from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score, silhouette_score
 
 from conftest import cli_in_process, small_config, write_config
-from tasks.criteria import CRITERIA
-from tasks.criteria.base import TrialFits
-from tasks.criteria.internal import calinski_harabasz, davies_bouldin, silhouette
-from tasks.predictors import nearest_centroid
+from ordercube.tasks.criteria import CRITERIA
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.internal import calinski_harabasz, davies_bouldin, silhouette
+from ordercube.tasks.predictors import nearest_centroid
 
 INTERNAL = ["silhouette", "calinski_harabasz", "davies_bouldin"]
 

@@ -1,4 +1,4 @@
-"""A stop asked for is a stop, even when its KeyboardInterrupt is lost (pipeline/interrupts.py)."""
+"""A stop asked for is a stop, even when its KeyboardInterrupt is lost (pipeline/system/interrupts.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from conftest import small_config
-from pipeline import interrupts
-from pipeline.config import parse_config
-from pipeline.run import Interrupted, run_sweep
-from pipeline.cube import Cube
+from ordercube.pipeline.system import interrupts
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.run.sweep import Interrupted, run_sweep
+from ordercube.pipeline.cube.owner import Cube
 
 
 def test_a_ctrl_c_swallowed_by_a_gc_callback_still_stops_the_sweep_and_the_cube_resumes(tmp_path, monkeypatch):

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.classifiers.intervals import (
+from ordercube.tasks.classifiers.intervals import (
     _refit_predictions,
     _sorted_fit,
     interval_erm_fit,
     interval_erm_scores,
 )
-from tasks.datasets.synthetic import kearns_intervals, kearns_target
+from ordercube.tasks.datasets.synthetic import kearns_intervals, kearns_target
 
 
 def kearns_sample(n: int, rng: np.random.Generator, *, d: int = 10, eta: float = 0.2) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""numba's cache of the compiled kernels is put where it can be written (pipeline/kernel_cache.py)."""
+"""numba's cache of the compiled kernels is put where it can be written (pipeline/system/kernel_cache.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import kernel_cache
+from ordercube.pipeline.system import kernel_cache
 
 
 @pytest.fixture

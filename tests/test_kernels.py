@@ -11,15 +11,15 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 from sklearn.neighbors import KNeighborsClassifier
 
-from tasks.algorithms.kmeans import COMPILED_MAX_WORK, kmeans, kmeans_plusplus, lloyd, lloyd_sklearn
-from tasks.assignment import matched_weight, matched_weights
-from tasks.criteria.base import TrialFits
-from tasks.criteria.pairwise import pairwise_instability
-from tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
-from tasks.datasets import ArraySource, SyntheticSource
-from tasks.matching import confusion, matched_disagreement
-from tasks.predictors import nearest_centroid, nearest_neighbor
-from tasks.seeding import Purpose, label_id, stream
+from ordercube.tasks.algorithms.kmeans import COMPILED_MAX_WORK, kmeans, kmeans_plusplus, lloyd, lloyd_sklearn
+from ordercube.tasks.assignment import matched_weight, matched_weights
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.pairwise import pairwise_instability
+from ordercube.tasks.criteria.stability import lange_disagreement, random_labeling_disagreement
+from ordercube.tasks.datasets import ArraySource, SyntheticSource
+from ordercube.tasks.matching import confusion, matched_disagreement
+from ordercube.tasks.predictors import nearest_centroid, nearest_neighbor
+from ordercube.tasks.seeding import Purpose, label_id, stream
 
 
 def blobs(n: int, seed: int = 0) -> np.ndarray:
@@ -219,8 +219,8 @@ def test_nearest_centroid_in_one_dimension_agrees_with_the_distance_rule():
 
 
 def test_spectral_clustering_separates_rings_that_kmeans_cannot():
-    from tasks.algorithms import get_algorithm
-    from tasks.datasets.synthetic import rings3
+    from ordercube.tasks.algorithms import get_algorithm
+    from ordercube.tasks.datasets.synthetic import rings3
 
     X, truth = rings3(400, np.random.default_rng(3), radii=[1.0, 2.5], noise=0.1)
     spectral_labels = get_algorithm("spectral").cluster(X, 2, np.random.default_rng(0), n_neighbors=10)
@@ -244,7 +244,7 @@ def test_spectral_for_all_k_at_once_matches_sklearn_fitted_per_k():
     from sklearn.cluster import SpectralClustering
     from sklearn.neighbors import kneighbors_graph
 
-    from tasks.algorithms.spectral import spectral_many
+    from ordercube.tasks.algorithms.spectral import spectral_many
 
     rng = np.random.default_rng(5)
     centers = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0], [8.0, 8.0], [4.0, 16.0]])

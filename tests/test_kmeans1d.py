@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.cluster import KMeans
 
-from tasks.algorithms import get_algorithm
-from tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
-from tasks.datasets.synthetic import shamir_mixture1d
-from tasks.matching import matched_disagreement
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.algorithms.kmeans1d import kmeans_1d_exact, within_cluster_sum_of_squares
+from ordercube.tasks.datasets.synthetic import shamir_mixture1d
+from ordercube.tasks.matching import matched_disagreement
 
 
 @pytest.mark.parametrize("n", [8, 64, 1000, 20_000])

@@ -10,8 +10,8 @@ from sklearn.model_selection import LeaveOneOut, cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from tasks.classifiers.knn import _neighbour_order, knn_scores
-from tasks.classifiers.selection import t_statistics, top_by_t
+from ordercube.tasks.classifiers.knn import _neighbour_order, knn_scores
+from ordercube.tasks.classifiers.selection import t_statistics, top_by_t
 
 
 def _brute_order(X: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -14,8 +14,8 @@ from scipy.spatial.distance import pdist, squareform
 from sklearn.datasets import load_iris
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError
+from ordercube.pipeline.config.study import parse_config
+from ordercube.pipeline.errors import ConfigError
 
 IRIS = load_iris()
 NAMES = [f"s{i}" for i in range(150)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.algorithms.lowrank import (
+from ordercube.tasks.algorithms.lowrank import (
     boolean_denoise,
     boolean_svd_transfer_costs,
     coverage_rank,

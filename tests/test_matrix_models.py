@@ -14,10 +14,10 @@ from PIL import Image
 
 from conftest import cli_in_process, write_config
 from ordercube import open_cube
-from pipeline.reduce import choice_per_trial, criterion_scores, select_k
-from tasks.algorithms import boolean_mf, lowrank
-from tasks.datasets.matrices import MatrixSource
-from tasks.seeding import Purpose, label_id, stream
+from ordercube.pipeline.reduce.select import choice_per_trial, criterion_scores, select_k
+from ordercube.tasks.algorithms import boolean_mf, lowrank
+from ordercube.tasks.datasets.matrices import MatrixSource
+from ordercube.tasks.seeding import Purpose, label_id, stream
 
 SVD_CRITERIA = ["mtc_matrix", "opcv_half", "opcv_fifth", "coverage_rule", "increment_rule", "denoise_error"]
 
@@ -266,7 +266,7 @@ def test_matrix_and_clustering_criteria_and_data_do_not_mix(tmp_path):
 
 
 def test_the_image_reads_the_same_from_its_png_and_its_csv_and_a_16_bit_png_keeps_its_peak(shared, tmp_path):
-    from pipeline.imagefiles import load_image
+    from ordercube.pipeline.data.imagefiles import load_image
 
     png = load_image(str(shared / "datasets/images/camera_512.png"), "k")
     csv = load_image(str(shared / "datasets/images/camera_512.csv"), "k")
@@ -279,7 +279,7 @@ def test_the_image_reads_the_same_from_its_png_and_its_csv_and_a_16_bit_png_keep
 
 
 def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
-    from pipeline.matrixfiles import load_boolean_matrix, most_frequent_columns
+    from ordercube.pipeline.data.matrixfiles import load_boolean_matrix, most_frequent_columns
 
     dense = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_dense.csv"), "k").values
     loaded = load_boolean_matrix(str(shared / "datasets/rbac_hp_labs/domino_edges.csv"), "k")
@@ -294,8 +294,8 @@ def test_an_edge_list_and_its_dense_matrix_are_the_same_matrix(shared):
 
 
 def test_the_rank_table_reads_the_oracle_and_draws_a_choice_outside_the_trials_range(tmp_path):
-    from pipeline.figures import save
-    from pipeline.report_matrix import plot_ranks, rank_table
+    from ordercube.pipeline.report.figures import save
+    from ordercube.pipeline.report.matrix import plot_ranks, rank_table
 
     opcv = np.array([[2.0, 2, 2, 2], [1, 1, 9, 9], [9, 9, 1, 1]])  # trials choose 2, 2, 3, 3; the medians choose 1
     errors = np.array([[30.0, 30, 30, 30], [10, 10, 10, 10], [20, 20, 20, 20]])  # the oracle's k* = 2

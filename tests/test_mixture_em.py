@@ -11,9 +11,9 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 
-from tasks.algorithms.kmeans import kmeans
-from tasks.algorithms.mixture_em import MixtureFit, aic, bic, em_from, fit_mixture, n_parameters, score_samples
-from tasks.datasets.synthetic import gaussian_mixture
+from ordercube.tasks.algorithms.kmeans import kmeans
+from ordercube.tasks.algorithms.mixture_em import MixtureFit, aic, bic, em_from, fit_mixture, n_parameters, score_samples
+from ordercube.tasks.datasets.synthetic import gaussian_mixture
 
 RTOL = 1e-7
 TRIANGLE = [[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3.0) / 2.0]]

@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 
 import ordercube
 from conftest import REPO
-from pipeline.report import status_counts
+from ordercube.pipeline.report.write import status_counts
 
 
 def execute(name: str, cube: Path, monkeypatch) -> list:
@@ -37,7 +37,7 @@ def test_quickstart_notebook_sweeps_a_config_dict_and_draws_the_curves(tmp_path,
 
 
 def test_your_data_notebook_sweeps_a_dataframe(tmp_path, monkeypatch):
-    """Needs in-memory datasets in pipeline.config.parse_config (branch data-in)."""
+    """Needs in-memory datasets in ordercube.pipeline.config.study.parse_config (branch data-in)."""
     outputs = execute("02_your_data.ipynb", tmp_path / "iris.zarr", monkeypatch)
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 1
     cube = ordercube.open_cube(tmp_path / "iris.zarr")

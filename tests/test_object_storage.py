@@ -133,7 +133,7 @@ def test_a_killed_creation_is_cleaned_up_and_foreign_data_is_never_touched(s3, t
 
 
 def test_a_second_run_on_this_machine_is_refused_by_the_url_lock(s3, tmp_path):
-    from pipeline.lock import CubeLock
+    from ordercube.pipeline.cube.lock import CubeLock
 
     config = write_config(tmp_path / "c.yaml", **small_config(n=[40], resamples=2))
     url = f"s3://{BUCKET}/locked.zarr"
@@ -191,14 +191,14 @@ def test_without_s3fs_an_s3_url_exits_2_naming_the_package(tmp_path):
 
 
 def test_memory_urls_work_in_process_with_growth_rolled_back_after_a_crash(monkeypatch):
-    """memory:// through pipeline.cube.Cube: create, write a block, grow, and a growth interrupted mid-way is
+    """memory:// through ordercube.pipeline.cube.owner.Cube: create, write a block, grow, and a growth interrupted mid-way is
     invisible to readers and rolled back by the next writer (the journal uses the zarr API only)."""
-    from pipeline import cube_growth
-    from pipeline.config import parse_config
-    from pipeline.cube import Cube
-    from pipeline.grid import config_coords, default_chunks
-    from pipeline.run import fill_baseline, make_plan
-    from tasks.cell import BlockResult, Status
+    from ordercube.pipeline.cube import growth as cube_growth
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.cube.grid import config_coords, default_chunks
+    from ordercube.pipeline.run.sweep import fill_baseline, make_plan
+    from ordercube.tasks.cell import BlockResult, Status
 
     url = f"memory://ordercube-test-{os.getpid()}/cube.zarr"
     before = parse_config(small_config(n=[40], k=[2, 3], resamples=4), out=url)

@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from conftest import REPO, catalog_data, cli, write_config
-from pipeline import criterion_scores, failure_rate, open_cube, select_k, sqrt_n_scaled, summarise
+from ordercube.pipeline.reduce.select import criterion_scores, failure_rate, select_k, sqrt_n_scaled, summarise
+from ordercube.pipeline.cube.owner import open_cube
 
 pytestmark = pytest.mark.slow
 

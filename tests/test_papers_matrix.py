@@ -21,9 +21,10 @@ import pytest
 import yaml
 
 from conftest import REPO, catalog_data, cli, write_config
-from pipeline import criterion_scores, open_cube
-from pipeline.reduce import choice_per_trial, select_k
-from pipeline.report_matrix import rank_table
+from ordercube.pipeline.reduce.select import criterion_scores
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.pipeline.reduce.select import choice_per_trial, select_k
+from ordercube.pipeline.report.matrix import rank_table
 
 pytestmark = pytest.mark.slow
 

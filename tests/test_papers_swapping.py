@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from conftest import REPO, catalog_data, cli, write_config
-from pipeline import criterion_scores, open_cube
-from pipeline.reduce import choice_per_trial
-from pipeline.reduce_supervised import at_choice, selection_rows
+from ordercube.pipeline.reduce.select import criterion_scores
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.pipeline.reduce.select import choice_per_trial
+from ordercube.pipeline.reduce.supervised import at_choice, selection_rows
 
 pytestmark = pytest.mark.slow
 

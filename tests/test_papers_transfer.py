@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from conftest import REPO, cli, write_config
-from pipeline import criterion_scores, open_cube
-from pipeline.reduce import choice_per_trial
+from ordercube.pipeline.reduce.select import criterion_scores
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.pipeline.reduce.select import choice_per_trial
 
 pytestmark = pytest.mark.slow
 TRUE_K = 3

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from pipeline.config import load_config
-from pipeline.limits import MAX_CELL_BYTES, MAX_CELLS, cell_bytes, human
-from pipeline.yamlload import read_yaml
-from pipeline.errors import ConfigError
-from tasks.algorithms import ALGORITHMS, Algorithm, Deferred
-from tasks.algorithms.estimators import REFUSED, check_param
-from tasks.criteria import ADJUSTABLE, CRITERIA, DECISION_RANGES, Criterion
-from tasks.params import INT64_MAX, ParamError, check_params, choice, integer, number
-from tasks.preprocess import STEPS
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.config.limits import MAX_CELL_BYTES, MAX_CELLS, cell_bytes, human
+from ordercube.pipeline.config.yamlload import read_yaml
+from ordercube.pipeline.errors import ConfigError
+from ordercube.tasks.algorithms import ALGORITHMS, Algorithm, Deferred
+from ordercube.tasks.algorithms.estimators import REFUSED, check_param
+from ordercube.tasks.criteria import ADJUSTABLE, CRITERIA, DECISION_RANGES, Criterion
+from ordercube.tasks.params import INT64_MAX, ParamError, check_params, choice, integer, number
+from ordercube.tasks.preprocess import STEPS
 
 
 def _keywords(function: Callable | None) -> set[str]:

@@ -12,9 +12,9 @@ from sklearn.cluster import KMeans
 
 import ordercube
 from conftest import cli_in_process, write_config
-from pipeline.errors import InputError
-from tasks.cluster_stability import clusterwise_jaccard
-from tasks.seeding import Purpose, label_id, stream
+from ordercube.pipeline.errors import InputError
+from ordercube.tasks.cluster_stability import clusterwise_jaccard
+from ordercube.tasks.seeding import Purpose, label_id, stream
 
 
 def test_clusterwise_jaccard_by_hand():

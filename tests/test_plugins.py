@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 from conftest import ORDERCUBE, REPO, write_config
-from tasks.seeding import Purpose, label_id, stream
+from ordercube.tasks.seeding import Purpose, label_id, stream
 
 DEMO = Path(__file__).resolve().parent / "plugins" / "ordercube_demo"
 SEED, N, SEGMENTS, NOISE, JUMP = 11, 120, 4, 0.3, 2.0
@@ -144,8 +144,8 @@ def test_a_plugin_family_runs_from_a_config_through_the_cli_into_a_cube_and_a_re
     table = pd.read_csv(tmp_path / "report" / "selection.csv")
     row = table[table["criterion"] == "heldout_sse"]
     assert list(row["k_hat"]) == [SEGMENTS]
-    if importlib.util.find_spec("pipeline.report_section") is None:
-        pytest.skip("criteria's report sections (pipeline.report_section) are not in this tree: the demo's section "
+    if importlib.util.find_spec("ordercube.pipeline.report.section") is None:
+        pytest.skip("criteria's report sections (ordercube.pipeline.report.section) are not in this tree: the demo's section "
                     "is declared but not drawn")
     sections = pd.read_csv(tmp_path / "report" / "changepoints.csv")
     assert sorted(sections["k"]) == [1, 2, 3, 4, 5, 6] and set(sections["k_hat"]) == {SEGMENTS}
@@ -155,7 +155,7 @@ def test_a_plugin_family_runs_from_a_config_through_the_cli_into_a_cube_and_a_re
 
 def test_a_process_that_loaded_no_plugin_finds_one_on_its_first_lookup_of_an_unknown_name(site, tmp_path):
     # as a worker of any cluster does: no preload, no ORDERCUBE_PLUGINS; the first miss loads every plug-in once
-    code = ("from tasks.plugins import loaded\nfrom tasks.criteria import get_criterion\nassert loaded() == ()\n"
+    code = ("from ordercube.tasks.plugins import loaded\nfrom ordercube.tasks.criteria import get_criterion\nassert loaded() == ()\n"
             "print(get_criterion('heldout_sse').reads, [p.distribution for p in loaded()])\n"
             "try:\n    get_criterion('no_such_criterion')\nexcept ValueError as error:\n    print(error)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
@@ -190,16 +190,16 @@ def _distribution(folder: Path, name: str, module: str, code: str) -> Path:
 
 @pytest.mark.parametrize("code, says", [
     ("import a_module_nobody_installed\n", "ModuleNotFoundError: No module named 'a_module_nobody_installed'"),
-    ("from dataclasses import replace\nfrom tasks.criteria import CRITERIA\n"
+    ("from dataclasses import replace\nfrom ordercube.tasks.criteria import CRITERIA\n"
      "CRITERIA['lange'] = replace(CRITERIA['lange'])\n", "registers criterion 'lange', a name already taken by ordercube itself"),
-    ("from dataclasses import replace\nfrom tasks.criteria import CRITERIA\n"
+    ("from dataclasses import replace\nfrom ordercube.tasks.criteria import CRITERIA\n"
      "CRITERIA['heldout_sse'] = replace(CRITERIA['heldout_sse'])\n", "plug-in 'ordercube-demo'"),
-    ("from dataclasses import replace\nfrom tasks.criteria import get_criterion\n"
-     "from tasks.registry import register_criterion\nregister_criterion(replace(get_criterion('heldout_sse')))\n",
+    ("from dataclasses import replace\nfrom ordercube.tasks.criteria import get_criterion\n"
+     "from ordercube.tasks.registry import register_criterion\nregister_criterion(replace(get_criterion('heldout_sse')))\n",
      "criterion 'heldout_sse' is registered already"),
-    ("from tasks.algorithms import ALGORITHMS\nALGORITHMS['odd'] = 'not a record'\n",
-     "registers algorithm 'odd': expected a tasks.algorithms.kinds.BaseAlgorithm, got a str"),
-    ("from tasks.criteria import Criterion\nfrom tasks.registry import register_criterion\n"
+    ("from ordercube.tasks.algorithms import ALGORITHMS\nALGORITHMS['odd'] = 'not a record'\n",
+     "registers algorithm 'odd': expected a ordercube.tasks.algorithms.kinds.BaseAlgorithm, got a str"),
+    ("from ordercube.tasks.criteria import Criterion\nfrom ordercube.tasks.registry import register_criterion\n"
      "register_criterion(Criterion('odd', 1, 'no range', options={'q': 1}))\n", "lack a declared range"),
 ], ids=["import fails", "a built-in name", "another plug-in's name", "registered twice", "not a record",
         "an invalid record"])

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.criteria.base import TrialFits
-from tasks.criteria.pairwise import pairwise_instability
-from tasks.matching import matched_disagreement
-from tasks.predictors import nearest_neighbor
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.pairwise import pairwise_instability
+from ordercube.tasks.matching import matched_disagreement
+from ordercube.tasks.predictors import nearest_neighbor
 
 
 @st.composite

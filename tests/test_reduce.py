@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pipeline.reduce import (
+from ordercube.pipeline.reduce.select import (
     choice_per_trial, criterion_scores, failure_rate, select_k, selection_frequency, sqrt_n_scaled, summarise,
 )
-from pipeline.report import selection_table
+from ordercube.pipeline.report.write import selection_table
 
 NAN = np.nan
 

@@ -12,11 +12,11 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.figures import Figures
-from pipeline.outputs import RECORD
-from pipeline.reduce import criterion_scores, decisions
-from pipeline.report import Reduced, label_of, plot_curves_vs_k, plot_scaling, write_report
-from pipeline.cube import open_cube
+from ordercube.pipeline.report.figures import Figures
+from ordercube.pipeline.files.outputs import RECORD
+from ordercube.pipeline.reduce.select import criterion_scores, decisions
+from ordercube.pipeline.report.write import Reduced, label_of, plot_curves_vs_k, plot_scaling, write_report
+from ordercube.pipeline.cube.owner import open_cube
 
 CRITERIA = ["lange", "pairwise", "prediction_strength", "gap"]
 
@@ -169,12 +169,12 @@ def test_failed_infeasible_cells_and_an_empty_criterion_are_named_in_the_report(
 
 
 def test_a_figure_that_fails_is_named_and_the_rest_of_the_report_is_written(cube_path, tmp_path, monkeypatch):
-    import pipeline.report
+    import ordercube.pipeline.report.write
 
     def broken(*args, **kwargs):
         raise RuntimeError("no room on the canvas")
 
-    monkeypatch.setattr(pipeline.report, "plot_scaling", broken)
+    monkeypatch.setattr(ordercube.pipeline.report.write, "plot_scaling", broken)
     table = write_report(open_cube(cube_path).load(), tmp_path)
     failed = dict(table.attrs["figures_failed"])
     assert set(failed) == {f"{c}_scaling.png" for c in CRITERIA if c != "gap"} | {"gap_scaling.png"}

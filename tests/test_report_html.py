@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import data_digest, load_config
-from pipeline.reduce_uncertainty import FLAGS
+from ordercube.pipeline.config.study import data_digest, load_config
+from ordercube.pipeline.reduce.uncertainty import FLAGS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")

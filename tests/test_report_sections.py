@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.report import GENERAL_SECTIONS, sections_for, write_report
-from pipeline.report_published import COLUMNS
-from pipeline.report_section import Section, SectionContext, SectionResult, load_section
-from pipeline.cube import open_cube
-from tasks.criteria import CRITERIA
+from ordercube.pipeline.report.write import GENERAL_SECTIONS, sections_for, write_report
+from ordercube.pipeline.report.published import COLUMNS
+from ordercube.pipeline.report.section import Section, SectionContext, SectionResult, load_section
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.tasks.criteria import CRITERIA
 
 HERE = "test_report_sections"
 CALLS: list[tuple[str, ...]] = []
@@ -76,8 +76,8 @@ def declared(monkeypatch):
 
 def test_every_registered_section_loads_and_families_come_before_the_general_sections():
     declared_paths = {path for criterion in CRITERIA.values() for path in criterion.report_sections}
-    assert {"pipeline.report_transfer:section", "pipeline.report_matrix:section",
-            "pipeline.report_supervised:section"} <= declared_paths
+    assert {"ordercube.pipeline.report.transfer:section", "ordercube.pipeline.report.matrix:section",
+            "ordercube.pipeline.report.supervised:section"} <= declared_paths
     for path in declared_paths | set(GENERAL_SECTIONS):
         assert callable(load_section(path, "test"))
     import xarray as xr
@@ -85,11 +85,11 @@ def test_every_registered_section_loads_and_families_come_before_the_general_sec
     scores = xr.Dataset({name: ("k", [0.0]) for name in ("swapping", "psnr", "mtc_matrix", "lange")})
     order = [(path, names) for path, _, names in sections_for(scores)]
     # the registry's order: the classifiers' criteria, then the transfer costs, then the matrix models'
-    assert order == [("pipeline.report_supervised:section", ("swapping",)),
-                     ("pipeline.report_transfer:section", ("mtc_matrix",)),
-                     ("pipeline.report_matrix:section", ("mtc_matrix", "psnr")),
-                     ("pipeline.report_sweep:section", ())]
-    assert load_section("pipeline.report_supervised:section", "test").draws_against_n
+    assert order == [("ordercube.pipeline.report.supervised:section", ("swapping",)),
+                     ("ordercube.pipeline.report.transfer:section", ("mtc_matrix",)),
+                     ("ordercube.pipeline.report.matrix:section", ("mtc_matrix", "psnr")),
+                     ("ordercube.pipeline.report.sweep:section", ())]
+    assert load_section("ordercube.pipeline.report.supervised:section", "test").draws_against_n
 
 
 def test_a_plugin_section_is_called_once_and_shown_by_the_report_and_the_command(cube, declared, tmp_path):
@@ -113,8 +113,8 @@ def test_a_plugin_section_is_called_once_and_shown_by_the_report_and_the_command
 
 
 def test_published_rows_of_a_section_follow_the_k_hat_rows(cube, declared, tmp_path, monkeypatch):
-    import pipeline.report as report
-    from pipeline.report_published import Published
+    import ordercube.pipeline.report.write as report
+    from ordercube.pipeline.report.published import Published
 
     declared(lange=(f"{HERE}:plugin_section",))
     monkeypatch.setattr(report, "published_in", lambda cube: Published({"gauss/km": {"lange": 3}}))

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from conftest import cli, write_config
-from pipeline.reduce import criterion_scores, select_k
-from pipeline.cube import open_cube
+from ordercube.pipeline.reduce.select import criterion_scores, select_k
+from ordercube.pipeline.cube.owner import open_cube
 
 CRITERIA = ["lange", "prediction_strength"]
 SEVERAL_N = ["vs_k", "scaling", "selection_frequency"]

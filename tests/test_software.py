@@ -1,12 +1,12 @@
-"""What a process computes with (pipeline/software.py): the versions read from the dist-info folders' names are the
+"""What a process computes with (pipeline/system/software.py): the versions read from the dist-info folders' names are the
 ones importlib.metadata reads from the files, and the code digest covers the compiled kernels' sources."""
 
 from __future__ import annotations
 
 from importlib import metadata
 
-from pipeline.software import package_versions, tasks_code_digest
-from pipeline.cube_layout import PACKAGES
+from ordercube.pipeline.system.software import package_versions, tasks_code_digest
+from ordercube.pipeline.cube.layout import PACKAGES
 
 
 def test_versions_from_the_folder_names_equal_importlib_metadata():
@@ -25,7 +25,7 @@ def test_the_code_digest_changes_with_a_cython_kernel(tmp_path, monkeypatch):
     import shutil
     from pathlib import Path
 
-    import tasks
+    import ordercube.tasks as tasks
 
     copy = tmp_path / "tasks"
     shutil.copytree(Path(tasks.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))

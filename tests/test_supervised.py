@@ -13,14 +13,14 @@ import xarray as xr
 
 import ordercube
 from conftest import cli_in_process, papers_data, write_config
-from pipeline.reduce import choice_per_trial
-from pipeline.reduce_supervised import at_choice, gain_rows, selection_rows
-from tasks.classifiers.intervals import interval_erm_scores
-from tasks.classifiers.knn import knn_scores
-from tasks.classifiers.selection import top_by_t
-from tasks.datasets.synthetic import kearns_intervals, kearns_target
-from tasks.seeding import Purpose, label_id, stream
-from tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, split_by_class
+from ordercube.pipeline.reduce.select import choice_per_trial
+from ordercube.pipeline.reduce.supervised import at_choice, gain_rows, selection_rows
+from ordercube.tasks.classifiers.intervals import interval_erm_scores
+from ordercube.tasks.classifiers.knn import knn_scores
+from ordercube.tasks.classifiers.selection import top_by_t
+from ordercube.tasks.datasets.synthetic import kearns_intervals, kearns_target
+from ordercube.tasks.seeding import Purpose, label_id, stream
+from ordercube.tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, split_by_class
 from test_engine import assert_same_cells, run_ok
 
 
@@ -71,7 +71,7 @@ def test_colon_cube_equals_the_kernels_on_the_same_trial(tmp_path, colon):
     genes chosen on its learning set only: the wiring (stream, split, selection inside the trial) is right."""
     config = colon_config(colon)
     cube = ordercube.sweep(config, out=tmp_path / "c.zarr", workers=0)
-    from pipeline.config import parse_config
+    from ordercube.pipeline.config.study import parse_config
 
     X = parse_config(config, base=tmp_path).datasets[0].data
     labels = pd.read_csv(colon / "labels.csv")["tissue"].map({"normal": 0, "tumor": 1}).to_numpy()
@@ -254,7 +254,7 @@ def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(t
 
 
 def test_each_k_alone_gives_the_same_values_as_all_k_together():
-    """A failing task is cut into single cells (pipeline.graph.isolate): a k computed alone must give the
+    """A failing task is cut into single cells (ordercube.pipeline.run.graph.isolate): a k computed alone must give the
     bits it gets among the others, for both kernels."""
     rng = np.random.default_rng(4)
     X, y = rng.normal(size=(30, 4)), rng.integers(0, 2, 30)

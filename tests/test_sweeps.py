@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from conftest import cli, cli_in_process, small_config, write_config
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.report_sweep import crossing_points
-from pipeline.sweeps import Swept, expand, swept
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.report.sweep import crossing_points
+from ordercube.pipeline.config.sweeps import Swept, expand, swept
 
 TRIANGLE = [[0.0, 1.0], [0.8660254037844386, -0.5], [-0.8660254037844386, -0.5]]
 ENTRY = {"name": "tri", "kind": "gaussian_mixture", "params": {"centers": TRIANGLE}, "sweep": {"std": [0.3, 1, 1.5]}}

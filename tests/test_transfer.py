@@ -8,20 +8,20 @@ import pytest
 import xarray as xr
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.reduce import select_k
-from tasks.algorithms import get_algorithm
-from tasks.algorithms.kmeans import KMeansResult, kmeans_fit, kmeans_labels
-from tasks.algorithms.mixture import gaussian_mixture, gaussian_mixture_fit
-from tasks.cell import BlockSpec, run_block
-from tasks.criteria import get_criterion
-from tasks.criteria.base import TrialFits
-from tasks.criteria.transfer import (
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.reduce.select import select_k
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.algorithms.kmeans import KMeansResult, kmeans_fit, kmeans_labels
+from ordercube.tasks.algorithms.mixture import gaussian_mixture, gaussian_mixture_fit
+from ordercube.tasks.cell import BlockSpec, run_block
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.transfer import (
     effective_clusters, generative_cost, mixture_transfer_cost, nn_centroid_cost, nn_object_cost, soft_cost, train_cost,
 )
-from tasks.datasets import SyntheticSource
-from tasks.predictors import nearest_centroid
+from ordercube.tasks.datasets import SyntheticSource
+from ordercube.tasks.predictors import nearest_centroid
 
 TRIANGLE = [[0.0, 1.0], [0.8660254037844386, -0.5], [-0.8660254037844386, -0.5]]
 

@@ -19,12 +19,12 @@ import pytest
 import zarr
 
 from conftest import REPO, cli, cli_in_process, small_config, write_config
-from pipeline.errors import InputError
-from pipeline.lock import CubeLock
-from pipeline.location import Location
-from pipeline.replay import MAX_PERMUTATIONS
-from tasks.criteria.stability import random_labeling_disagreement
-from tasks.seeding import Purpose, stream
+from ordercube.pipeline.errors import InputError
+from ordercube.pipeline.cube.lock import CubeLock
+from ordercube.pipeline.files.location import Location
+from ordercube.pipeline.report.replay import MAX_PERMUTATIONS
+from ordercube.tasks.criteria.stability import random_labeling_disagreement
+from ordercube.tasks.seeding import Purpose, stream
 
 CONFIG = small_config(n=[40, 80], k=[2, 3], resamples=4, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}])
 CELLS_PER_N = 1 * 1 * 2 * 4  # dataset x model x k x trial at one n
@@ -337,8 +337,8 @@ def test_the_restored_baseline_is_the_random_labelling_disagreement_of_its_own_s
 
 HELPER_SCRIPT = """
 import os, signal, time
-from pipeline.figures import Helper
-from pipeline.interrupts import on_signal
+from ordercube.pipeline.report.figures import Helper
+from ordercube.pipeline.system.interrupts import on_signal
 signal.signal(signal.SIGINT, on_signal)  # the CLI's handlers, which a forked helper used to inherit
 signal.signal(signal.SIGTERM, on_signal)
 helper = Helper.start()

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from conftest import cli_in_process, write_config
-from pipeline.config import load_config
-from pipeline.errors import ConfigError
-from pipeline.imagefiles import MAX_IMAGE_PIXELS, load_image
-from pipeline.matrixfiles import INT64_MAX, load_boolean_matrix
+from ordercube.pipeline.config.study import load_config
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.data.imagefiles import MAX_IMAGE_PIXELS, load_image
+from ordercube.pipeline.data.matrixfiles import INT64_MAX, load_boolean_matrix
 
 SVD = {"name": "svd", "algorithm": "boolean_svd", "criteria": ["mtc_matrix"]}
 IMAGE_SVD = {"name": "svd", "algorithm": "truncated_svd", "criteria": ["mtc_matrix"]}
@@ -403,7 +403,7 @@ def test_the_same_stripes_at_random_corners_and_a_one_role_matrix_with_distinct_
 def test_a_graph_file_is_read_once_with_the_same_digest_as_before(tmp_path):
     (tmp_path / "g.csv").write_text("source,target,weight\na,b,1\n\nb,c,-1\n")
     (tmp_path / "n.csv").write_text("node,group\na,x\nb,x\nc,y\n")
-    from pipeline.graphfiles import load_edge_list
+    from ordercube.pipeline.data.graphfiles import load_edge_list
 
     graph = load_edge_list(str(tmp_path / "g.csv"), str(tmp_path / "n.csv"), "datasets[0]")
     expected = hashlib.sha256((tmp_path / "g.csv").read_bytes())
@@ -457,8 +457,8 @@ def test_any_small_csv_is_read_as_0_1_with_differing_rows_or_refused_with_a_conf
 def test_the_identical_tiles_check_agrees_with_the_tiling_the_model_reads():
     """``check_image_structure`` compares tiles through a view; ``lowrank.tile_patches`` builds the rows the truncated
     SVD is fitted on: on 300 random periodic images, half with one pixel changed, both say the same."""
-    from pipeline.imagefiles import check_image_structure
-    from tasks.algorithms.lowrank import tile_patches
+    from ordercube.pipeline.data.imagefiles import check_image_structure
+    from ordercube.tasks.algorithms.lowrank import tile_patches
 
     rng = np.random.default_rng(0)
     for _ in range(300):

@@ -15,10 +15,10 @@ import pytest
 
 import ordercube
 from conftest import cli_in_process, small_config, write_config
-from pipeline.cores import max_workers
-from pipeline.errors import InputError
-from pipeline.lock import CubeLock
-from pipeline.outputs import write_output
+from ordercube.pipeline.system.cores import max_workers
+from ordercube.pipeline.errors import InputError
+from ordercube.pipeline.cube.lock import CubeLock
+from ordercube.pipeline.files.outputs import write_output
 
 CONFIG = small_config(n=[40], k=[2, 3], resamples=2, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}],
                       methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},

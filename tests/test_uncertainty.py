@@ -13,10 +13,10 @@ import xarray as xr
 from scipy import stats
 
 from conftest import cli_in_process, small_config, write_config
-from pipeline.reduce import choice_per_trial, criterion_scores, select_k
-from pipeline.reduce_uncertainty import FEW_TRIALS, bootstrap_share_interval, decision_uncertainty, group_uncertainty
-from pipeline.cube import open_cube
-from tasks.criteria import Decision
+from ordercube.pipeline.reduce.select import choice_per_trial, criterion_scores, select_k
+from ordercube.pipeline.reduce.uncertainty import FEW_TRIALS, bootstrap_share_interval, decision_uncertainty, group_uncertainty
+from ordercube.pipeline.cube.owner import open_cube
+from ordercube.tasks.criteria import Decision
 
 
 def cube_of(name: str, values: np.ndarray, ks: tuple[int, ...], **extra: np.ndarray) -> xr.Dataset:

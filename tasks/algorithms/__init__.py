@@ -1,7 +1,7 @@
-"""Algorithms, registered by name: clusterers, classifiers and matrix models (:mod:`tasks.algorithms.kinds`).
+"""Algorithms, registered by name: clusterers, classifiers and matrix models (:mod:`ordercube.tasks.algorithms.kinds`).
 
 A record never keeps state between calls, so one registry entry serves every cell; its kernels are named by
-import path (:class:`~tasks.deferred.Deferred`) and imported on their first call.
+import path (:class:`~ordercube.tasks.deferred.Deferred`) and imported on their first call.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from tasks.algorithms.estimators import cluster_with, estimator_class, is_import_path, template
-from tasks.algorithms.kinds import BaseAlgorithm, Classifier, Clusterer, MatrixModel
-from tasks.deferred import Deferred
-from tasks.params import ParamError, choice, integer, number, show
+from ordercube.tasks.algorithms.estimators import cluster_with, estimator_class, is_import_path, template
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Classifier, Clusterer, MatrixModel
+from ordercube.tasks.deferred import Deferred
+from ordercube.tasks.params import ParamError, choice, integer, number, show
 
 LINKAGES = ("ward", "average", "complete", "single")
 Algorithm = Clusterer  # the name a clusterer's record had before the kinds were split
@@ -54,48 +54,48 @@ def _gibbs_schedule(params: Mapping[str, Any]) -> None:
 ALGORITHMS: dict[str, BaseAlgorithm] = {
     # seconds_per_point: a Lange cell with 10 restarts took 0.5-0.75 us per point and cluster on one core here
     # (180 cells: 0.9 s at n = 1,000, 5.2 s at n = 10,000)
-    "kmeans": Clusterer("kmeans", Deferred("tasks.algorithms.kmeans:kmeans_labels"),
+    "kmeans": Clusterer("kmeans", Deferred("ordercube.tasks.algorithms.kmeans:kmeans_labels"),
                         defaults={"n_init": 10, "max_iter": 300, "tol": 1e-4},
                         ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=6e-7,
-                        releases_gil=True, fit=Deferred("tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
+                        releases_gil=True, fit=Deferred("ordercube.tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
-    "kmeans_1d_exact": Clusterer("kmeans_1d_exact", Deferred("tasks.algorithms.kmeans1d:exact_labels"),
-                                 cluster_many=Deferred("tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
+    "kmeans_1d_exact": Clusterer("kmeans_1d_exact", Deferred("ordercube.tasks.algorithms.kmeans1d:exact_labels"),
+                                 cluster_many=Deferred("ordercube.tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
                                  max_features=1, seconds_per_point=1.5e-7, releases_gil=True),
     # use with the nearest_neighbor predictor (Lange et al. 2002, section 3; Shamir & Tishby 2007, Fig. 2 rings)
-    "spectral": Clusterer("spectral", Deferred("tasks.algorithms.spectral:spectral"), defaults={"n_neighbors": 10},
-                          cluster_many=Deferred("tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
+    "spectral": Clusterer("spectral", Deferred("ordercube.tasks.algorithms.spectral:spectral"), defaults={"n_neighbors": 10},
+                          cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
                           ranges={"n_neighbors": integer(1, 1_000_000)},
-                          ).with_dissimilarity_variant(Deferred("tasks.algorithms.dissimilarity:spectral_many")),
+                          ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:spectral_many")),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, section 3)
-    "gaussian_mixture": Clusterer("gaussian_mixture", Deferred("tasks.algorithms.mixture:gaussian_mixture"),
+    "gaussian_mixture": Clusterer("gaussian_mixture", Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture"),
                                   defaults={"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
-                                  seconds_per_point=2e-5, fit=Deferred("tasks.algorithms.mixture:gaussian_mixture_fit"),
+                                  seconds_per_point=2e-5, fit=Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture_fit"),
                                   model="mixture",
                                   ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
                                           "n_init": RESTARTS, "max_iter": ITERATIONS, "reg_covar": number(0.0)}),
     # the same model with full covariances by a compiled EM (scikit-learn's steps from this project's k-means
-    # initialisation; 11-21x faster at n = 250-500, d = 2: tasks.algorithms.mixture_em); use with gaussian_posterior
-    "gaussian_mixture_em": Clusterer("gaussian_mixture_em", Deferred("tasks.algorithms.mixture_em:mixture_em_labels"),
+    # initialisation; 11-21x faster at n = 250-500, d = 2: ordercube.tasks.algorithms.mixture_em); use with gaussian_posterior
+    "gaussian_mixture_em": Clusterer("gaussian_mixture_em", Deferred("ordercube.tasks.algorithms.mixture_em:mixture_em_labels"),
                                      defaults={"n_init": 1, "max_iter": 100, "tol": 1e-3, "reg_covar": 1e-6},
                                      seconds_per_point=1e-6, releases_gil=True,
-                                     fit=Deferred("tasks.algorithms.mixture_em:mixture_em_fit"), model="mixture",
+                                     fit=Deferred("ordercube.tasks.algorithms.mixture_em:mixture_em_fit"), model="mixture",
                                      ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0),
                                              "reg_covar": number(0.0, low_open=True)}),
     # one tree cut at every k; linkage: ward, average, complete or single;
     # use with nearest_centroid (ward) or nearest_neighbor (single). scipy's linkage holds the condensed
     # distance matrix of a half (8 bytes per pair) and a copy.
-    "agglomerative": Clusterer("agglomerative", Deferred("tasks.algorithms.hierarchical:agglomerative"),
+    "agglomerative": Clusterer("agglomerative", Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative"),
                                defaults={"linkage": "ward"},
-                               cluster_many=Deferred("tasks.algorithms.hierarchical:agglomerative_many"),
+                               cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative_many"),
                                seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0,
                                ).with_dissimilarity_variant(
-                                   Deferred("tasks.algorithms.dissimilarity:agglomerative_many"),
+                                   Deferred("ordercube.tasks.algorithms.dissimilarity:agglomerative_many"),
                                    {"linkage": choice("average", "complete", "single")}),
     # Rose et al.'s deterministic-annealing k-means (Lange et al. 2002 and 2004), compiled, beside 10 k-means++
     # restarts (the lower objective wins: never worse than kmeans with the same seed); use with nearest_centroid
     "deterministic_annealing": Clusterer("deterministic_annealing",
-                                         Deferred("tasks.algorithms.annealing:deterministic_annealing"),
+                                         Deferred("ordercube.tasks.algorithms.annealing:deterministic_annealing"),
                                          defaults={"cooling": 0.7, "final_temperature": 1e-3, "settle": 5,
                                                    "max_iter": 10, "tol": 1e-3, "n_init": 10},
                                          seconds_per_point=4e-6, releases_gil=True,
@@ -106,31 +106,31 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                          check=_annealing_schedule),
     # Fischer & Buhmann's path-based clustering, agglomerative optimisation; use with nearest_neighbor.
     # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
-    "path_based": Clusterer("path_based", Deferred("tasks.algorithms.hierarchical:path_based"),
-                            cluster_many=Deferred("tasks.algorithms.hierarchical:path_based_many"),
+    "path_based": Clusterer("path_based", Deferred("ordercube.tasks.algorithms.hierarchical:path_based"),
+                            cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:path_based_many"),
                             seconds_per_point=2e-4, pair_bytes=24.0,
-                            ).with_dissimilarity_variant(Deferred("tasks.algorithms.dissimilarity:path_based_many")),
+                            ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:path_based_many")),
     # Correlation clustering of a signed graph by annealed Gibbs sampling (Frank, Chehreghani & Buhmann 2011,
     # section 3): k is the largest number of clusters, some may stay empty (criterion k_effective); use with
     # graph_transfer
-    "correlation_gibbs": Clusterer("correlation_gibbs", Deferred("tasks.algorithms.correlation:gibbs_on_half"),
+    "correlation_gibbs": Clusterer("correlation_gibbs", Deferred("ordercube.tasks.algorithms.correlation:gibbs_on_half"),
                                    defaults={"restarts": 10, "start_temperature": 0.1, "cooling": 0.9,
                                              "final_temperature": 0.01},
                                    ranges={"restarts": RESTARTS, "start_temperature": number(0.0, low_open=True),
                                            "cooling": number(0.0, 1.0, low_open=True, high_open=True),
                                            "final_temperature": number(0.0, low_open=True)},
-                                   fit=Deferred("tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
+                                   fit=Deferred("ordercube.tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
                                    takes="graph", min_points_per_cluster=1, seconds_per_point=2e-5, releases_gil=True,
                                    check=_gibbs_schedule),
     # Classifiers of Daudin & Mary-Huard 2008 (every k of a trial from one neighbour sort / one dynamic-programming
     # pass). genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
-    "knn": Classifier("knn", Deferred("tasks.classifiers.kernels:knn_trial"), defaults={"genes": 0, "odd_only": False},
+    "knn": Classifier("knn", Deferred("ordercube.tasks.classifiers.kernels:knn_trial"), defaults={"genes": 0, "odd_only": False},
                       seconds_per_point=1.6e-7, releases_gil=True,
                       ranges={"genes": integer(0, 10_000_000), "odd_only": choice(False, True)}),
-    "interval_erm": Classifier("interval_erm", Deferred("tasks.classifiers.kernels:interval_trial"), max_features=1,
+    "interval_erm": Classifier("interval_erm", Deferred("ordercube.tasks.classifiers.kernels:interval_trial"), max_features=1,
                                seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
     # Matrix models whose order is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): every k of a trial
-    # from one SVD / one GreConD run; what each computes is its criteria's (tasks.criteria.matrix).
+    # from one SVD / one GreConD run; what each computes is its criteria's (ordercube.tasks.criteria.matrix).
     "truncated_svd": MatrixModel("truncated_svd", seconds_per_point=1e-8,
                                  releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
     "boolean_svd": MatrixModel("boolean_svd", needs=("boolean",), seconds_per_point=4e-6,
@@ -141,7 +141,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
 
 @dataclass(frozen=True)
 class SklearnAlgorithm(Clusterer):
-    """A scikit-learn clusterer named by import path (see :mod:`tasks.algorithms.estimators`)."""
+    """A scikit-learn clusterer named by import path (see :mod:`ordercube.tasks.algorithms.estimators`)."""
 
     def resolve(self, params: Mapping[str, Any]) -> dict[str, Any]:
         # ParamError for a value that is not plain data (a path, a cache, an object), ValueError for a
@@ -159,7 +159,7 @@ def get_algorithm(name: str) -> BaseAlgorithm:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_algorithm(name)

@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms._annealing import anneal
-from tasks.algorithms.kmeans import kmeans, lloyd_for, squared_distances
+from ordercube.tasks.algorithms._annealing import anneal
+from ordercube.tasks.algorithms.kmeans import kmeans, lloyd_for, squared_distances
 
 
 def annealed_centers(

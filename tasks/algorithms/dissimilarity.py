@@ -1,17 +1,17 @@
 """Clustering objects given only by their dissimilarities (a ``distances`` dataset), as fpc's
 ``nselectboot(distances=TRUE)`` does.
 
-A half arrives in :func:`tasks.datasets.sources.node_halves`' layout: its rows are its objects, its first m
+A half arrives in :func:`ordercube.tasks.datasets.sources.node_halves`' layout: its rows are its objects, its first m
 columns their dissimilarities among themselves (the block clustered here), the rest those to the other half
 (read by the ``nearest_object`` predictor). Each algorithm is the same method as on points, on that block:
 
 - ``agglomerative``: scipy's linkage of the condensed block (average, complete or single; Ward's criterion is
   defined for Euclidean coordinates only), cut at every k;
 - ``path_based``: Fischer & Buhmann's effective (minimax) dissimilarities of the block, then the same
-  agglomerative optimisation as on points (:func:`tasks.algorithms.hierarchical.path_based_on`);
+  agglomerative optimisation as on points (:func:`ordercube.tasks.algorithms.hierarchical.path_based_on`);
 - ``spectral``: the symmetrised graph of each object's ``n_neighbors`` nearest objects (itself included) by
   the block (scikit-learn's ``kneighbors_graph(metric="precomputed")``), then the same embedding and
-  ``cluster_qr`` (:func:`tasks.algorithms.spectral.spectral_of_graph`).
+  ``cluster_qr`` (:func:`ordercube.tasks.algorithms.spectral.spectral_of_graph`).
 
 On a block of Euclidean distances each gives what it gives on the points themselves (tested).
 """
@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
-from tasks.algorithms.hierarchical import _numbered_by_first_appearance, path_based_on
+from ordercube.tasks.algorithms.hierarchical import _numbered_by_first_appearance, path_based_on
 
 LINKAGES = ("average", "complete", "single")
 
@@ -54,7 +54,7 @@ def spectral_many(half: NDArray[np.float64], ks: Sequence[int], rng: np.random.G
                   n_neighbors: int = 10) -> dict[int, NDArray[np.int64]]:
     from sklearn.neighbors import kneighbors_graph
 
-    from tasks.algorithms.spectral import spectral_of_graph
+    from ordercube.tasks.algorithms.spectral import spectral_of_graph
 
     block = own_block(half)
     connectivity = kneighbors_graph(block, n_neighbors=min(n_neighbors, block.shape[0] - 1), metric="precomputed",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.params import INT64_MAX, ParamError, show
+from ordercube.tasks.params import INT64_MAX, ParamError, show
 
 COUNT_PARAMETERS = ("n_clusters", "n_components")
 # Refused whatever their value, with the reason.

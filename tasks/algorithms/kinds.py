@@ -2,11 +2,11 @@
 
 The base holds what every algorithm has (its name, parameters and their ranges, its cost, what objects it takes,
 what it needs of the data and what it gives its criteria); a kind adds its own kernels and provides the engine's
-trial runner (:mod:`tasks.trial`): ``trial_runner(spec, source) -> compute_trial``. The engine
-(:func:`tasks.cell.run_block`) and the config ask these records, never the kind's name.
+trial runner (:mod:`ordercube.tasks.trial`): ``trial_runner(spec, source) -> compute_trial``. The engine
+(:func:`ordercube.tasks.cell.run_block`) and the config ask these records, never the kind's name.
 
 What a method gives its criteria (``gives``, matched against ``Criterion.reads`` and ``Criterion.models`` by
-:func:`tasks.capabilities.why_not`): ``labels`` (each half's clustering, extended by a predictor), ``model:KIND``
+:func:`ordercube.tasks.capabilities.why_not`): ``labels`` (each half's clustering, extended by a predictor), ``model:KIND``
 (a fitted model of that kind beside the labels), ``error_rates`` (a classifier's rates, computed with the labels
 as the response), ``orders`` (every order of a trial from one fit).
 """
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.deferred import Deferred
-from tasks.params import Param, check_params, undeclared
+from ordercube.tasks.deferred import Deferred
+from ordercube.tasks.params import Param, check_params, undeclared
 
 if TYPE_CHECKING:
-    from tasks.trial import BlockSpec, TrialRunner
+    from ordercube.tasks.trial import BlockSpec, TrialRunner
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class BaseAlgorithm:
     defaults : mapping
         The parameters it accepts, with their defaults.
     ranges : mapping
-        The values each parameter accepts (:class:`tasks.params.Param`), checked when a config is read;
+        The values each parameter accepts (:class:`ordercube.tasks.params.Param`), checked when a config is read;
         every parameter with a default must have one.
     check : callable or None
         ``check(params)`` tests the given parameters together and raises ``ParamError``.
@@ -82,7 +82,7 @@ class BaseAlgorithm:
         missing = undeclared(self.defaults, self.ranges)
         if missing:  # fail at import: a parameter nobody checks would reach the kernels unchecked
             raise TypeError(f"algorithm {self.name!r}: parameter(s) {missing} lack a declared range that holds "
-                            "their default (ranges={name: tasks.params.integer(...), ...})")
+                            "their default (ranges={name: ordercube.tasks.params.integer(...), ...})")
 
     @property
     def gives(self) -> tuple[str, ...]:
@@ -118,7 +118,7 @@ class BaseAlgorithm:
         return self.variants.get(objects, self) if objects is not None and objects != self.takes else self
 
     def trial_runner(self, spec: BlockSpec, source: Any) -> TrialRunner:
-        """``compute_trial(trial) -> TrialOutcome`` for the block ``spec`` on ``source`` (:mod:`tasks.trial`)."""
+        """``compute_trial(trial) -> TrialOutcome`` for the block ``spec`` on ``source`` (:mod:`ordercube.tasks.trial`)."""
         raise NotImplementedError(f"{type(self).__name__} {self.name!r} gives no trial runner")
 
     def summary(self, predictor: str) -> str:
@@ -132,7 +132,7 @@ Labels = NDArray[np.int64]
 @dataclass(frozen=True)
 class Clusterer(BaseAlgorithm):
     """A clustering algorithm: each half of a trial is clustered, a predictor extends one solution to the other
-    half, and the criteria read the fits (:mod:`tasks.clustering`).
+    half, and the criteria read the fits (:mod:`ordercube.tasks.clustering`).
 
     Attributes
     ----------
@@ -178,17 +178,17 @@ class Clusterer(BaseAlgorithm):
                 f"{size} points")
 
     def trial_runner(self, spec: BlockSpec, source: Any) -> TrialRunner:
-        return Deferred("tasks.clustering:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
+        return Deferred("ordercube.tasks.clustering:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
 
     def with_dissimilarity_variant(self, many: Callable[..., dict[int, Labels]],
                                    ranges: Mapping[str, Param] | None = None) -> Clusterer:
         """This algorithm with its variant on a ``distances`` dataset's halves (every k from ``many``,
-        ``half`` in :func:`tasks.datasets.sources.node_halves`' layout), whose parameters accept ``ranges``
+        ``half`` in :func:`ordercube.tasks.datasets.sources.node_halves`' layout), whose parameters accept ``ranges``
         (narrower than on points: no Ward linkage)."""
         variant = replace(self, cluster=partial(_one_k, many), cluster_many=many, fit=None, model=None,
                           takes="dissimilarity", variants={})
         # its defaults may lie outside these (Ward's linkage, the default on points): a method on dissimilarities
-        # names its linkage, which the config checks against them (pipeline.config)
+        # names its linkage, which the config checks against them (ordercube.pipeline.config.study)
         object.__setattr__(variant, "ranges", {**self.ranges, **(ranges or {})})
         return replace(self, variants={**self.variants, "dissimilarity": variant})
 
@@ -201,7 +201,7 @@ def _one_k(many: Callable[..., dict[int, Labels]], X: NDArray[np.float64], k: in
 @dataclass(frozen=True)
 class Classifier(BaseAlgorithm):
     """A classifier whose order k is chosen with labels as the response (Daudin & Mary-Huard 2008): every k of a
-    trial from one call of its kernel (:mod:`tasks.supervised`).
+    trial from one call of its kernel (:mod:`ordercube.tasks.supervised`).
 
     Attributes
     ----------
@@ -228,7 +228,7 @@ class Classifier(BaseAlgorithm):
         return 1 <= k and k + self.points_beyond_k <= size
 
     def trial_runner(self, spec: BlockSpec, source: Any) -> TrialRunner:
-        return Deferred("tasks.supervised:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
+        return Deferred("ordercube.tasks.supervised:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
 
     def summary(self, predictor: str) -> str:
         return "classifier"
@@ -238,7 +238,7 @@ class Classifier(BaseAlgorithm):
 class MatrixModel(BaseAlgorithm):
     """A matrix model whose order is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): each criterion
     computes every rank of a trial from one fit, with the computation it registers for this model
-    (``Criterion.computations``; :mod:`tasks.matrix`). ``needs=("boolean",)``: 0/1 data only."""
+    (``Criterion.computations``; :mod:`ordercube.tasks.matrix`). ``needs=("boolean",)``: 0/1 data only."""
 
     _: KW_ONLY
     takes: str = "matrix"
@@ -250,4 +250,4 @@ class MatrixModel(BaseAlgorithm):
         return ("orders",)
 
     def trial_runner(self, spec: BlockSpec, source: Any) -> TrialRunner:
-        return Deferred("tasks.matrix:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
+        return Deferred("ordercube.tasks.matrix:trial_runner")(self, spec, source)  # type: ignore[no-any-return]

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
-from tasks.algorithms._lloyd import lloyd_restarts, plusplus
+from ordercube.tasks.algorithms._lloyd import lloyd_restarts, plusplus
 
 COMPILED_MAX_WORK = 1_000_000  # n * k * d above which scikit-learn's chunked matrix products win
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tasks.criteria.rules import best_index, median_curve
+from ordercube.tasks.criteria.rules import best_index, median_curve
 
 ROWS_PER_BLOCK = 2048  # nearest neighbours in blocks of rows of X2: memory stays O(block x N1)
 THRESHOLD = 0.5  # Molloy's g(x) = 1{x > 0.5}
@@ -469,7 +469,7 @@ def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
     """The paper's decision: the k of the lowest median error over permutations (Frank et al. 2011, Sec. 4.2).
 
     A k that is NaN in any permutation has no median and is not chosen; a permutation without any value is left
-    out; medians equal within ``tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a
+    out; medians equal within ``ordercube.tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a
     median. The reducers decide ``aggregate: median`` with the same functions.
 
     Parameters

@@ -1,7 +1,7 @@
 """Matrix models whose order is a rank (Frank et al. 2011, Secs. 4-5): every criterion for every k of a trial at once.
 
 Each function is ``f(trial, ranks, rng) -> values of shape (len(ranks),)``: one criterion of one model for every
-rank of a trial, registered by the criterion (``Criterion.computations``, :mod:`tasks.criteria.matrix`): one SVD
+rank of a trial, registered by the criterion (``Criterion.computations``, :mod:`ordercube.tasks.criteria.matrix`): one SVD
 of the training rows gives every rank, one GreConD run gives every number of factors (each k is a prefix of it).
 
   truncated_svd  real matrices (image patches): ``mtc_matrix`` is eq. (7), each test row against the rank-k
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms import boolean_mf, lowrank
-from tasks.datasets.matrices import MatrixTrial
+from ordercube.tasks.algorithms import boolean_mf, lowrank
+from ordercube.tasks.datasets.matrices import MatrixTrial
 
 Ranks = NDArray[np.int64]
 Values = NDArray[np.float64]

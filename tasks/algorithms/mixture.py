@@ -1,7 +1,7 @@
 """Gaussian mixtures fitted by EM (scikit-learn), labelled by their Bayes posterior.
 
 Lange et al. (2002), Sec. 3: for a mixture model the natural predictor is the Bayes rule of the fitted model;
-``tasks.predictors.gaussian_posterior`` re-estimates that model from the labelled training half.
+``ordercube.tasks.predictors.gaussian_posterior`` re-estimates that model from the labelled training half.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The EM of :class:`sklearn.mixture.GaussianMixture` (``covariance_type='full'``, ``init_params='kmeans'``)
 step for step: each restart starts from the hard partition of one k-means++-seeded Lloyd run (this project's
-:func:`tasks.algorithms.kmeans.kmeans` with ``n_init=1``, the restarts drawn in order from the caller's
+:func:`ordercube.tasks.algorithms.kmeans.kmeans` with ``n_init=1``, the restarts drawn in order from the caller's
 Generator), turned into parameters by scikit-learn's M-step (``_estimate_gaussian_parameters``: counts
 ``resp.sum(0) + 10 * eps``, the initial weights ``counts / n``, ``reg_covar`` added to every covariance's
 diagonal); then E-step, M-step, until the mean log-likelihood of the E-step changes by less than ``tol``
@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from tasks.algorithms.kmeans import kmeans
+from ordercube.tasks.algorithms.kmeans import kmeans
 
 _EPS = float(np.finfo(np.float64).eps)
 _LOG_2PI = math.log(2.0 * math.pi)

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from tasks.datasets.synthetic import kearns_target
+from ordercube.tasks.datasets.synthetic import kearns_target
 
 _INF = np.int64(1) << 40  # "no such state": larger than any count of errors, and safe to add 1 to
 

@@ -21,8 +21,8 @@ def knn_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_test: 
               odd_only: bool = False, n0: float = 10.0, swap_rule: str = "exact") -> Scores:
     """k nearest neighbours (Daudin & Mary-Huard 2008, Sec. 4.1) on the learning set's top ``genes`` columns by |t|, chosen on
     the learning set only (0: every column); ``odd_only`` is checked when the config is read."""
-    from tasks.classifiers.knn import knn_scores
-    from tasks.classifiers.selection import top_by_t
+    from ordercube.tasks.classifiers.knn import knn_scores
+    from ordercube.tasks.classifiers.selection import top_by_t
 
     if genes and genes < X_learn.shape[1]:
         columns = top_by_t(X_learn, y_learn, genes)
@@ -38,6 +38,6 @@ def interval_trial(X_learn: NDArray[np.float64], y_learn: NDArray[np.int64], X_t
     """The empirical-risk minimiser with at most k intervals on [0, 1] (Daudin & Mary-Huard 2008, Sec. 3.2); exact true and
     conditional error rates when the generator's target (Kearns' d, eta) is known. The swap rule has no
     literal variant here (the paper states it for kNN only)."""
-    from tasks.classifiers.intervals import interval_erm_scores
+    from ordercube.tasks.classifiers.intervals import interval_erm_scores
 
     return interval_erm_scores(X_learn[:, 0], y_learn, list(ks), n0=n0, target=target)

@@ -1,28 +1,30 @@
 """Criteria, registered by name: one registry for every family.
 
 A criterion carries its own computation and its decision rule. A clustering criterion never fits the halves
-itself: the clusterer's trial (:mod:`tasks.clustering`) fits both halves once per (trial, k) and hands every
-per-k criterion of the method the same :class:`~tasks.criteria.base.TrialFits`; criteria on the whole sample
-(Gap, Clest, BIC, AIC) get a :class:`~tasks.criteria.base.TrialSample` once per trial. A matrix model's criterion
+itself: the clusterer's trial (:mod:`ordercube.tasks.clustering`) fits both halves once per (trial, k) and hands every
+per-k criterion of the method the same :class:`~ordercube.tasks.criteria.base.TrialFits`; criteria on the whole sample
+(Gap, Clest, BIC, AIC) get a :class:`~ordercube.tasks.criteria.base.TrialSample` once per trial. A matrix model's criterion
 registers its computation per model (``computations``); a classifier's error rates come from its kernel
 (``reads="error_rates"``, its options the kernel's). What a criterion reads and needs is matched against the
-method and the data by :func:`tasks.capabilities.why_not`.
+method and the data by :func:`ordercube.tasks.capabilities.why_not`.
 """
 
 from __future__ import annotations
 
-from tasks.criteria.agreement import AGREEMENT
-from tasks.criteria.base import ADJUSTABLE, AGGREGATES, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample
-from tasks.criteria.clest import CLEST
-from tasks.criteria.gap import GAP
-from tasks.criteria.internal import INTERNAL_CRITERIA
-from tasks.criteria.likelihood import AIC, BIC
-from tasks.criteria.matrix import MATRIX_CRITERIA
-from tasks.criteria.pairwise import PAIRWISE
-from tasks.criteria.prediction_strength import PREDICTION_STRENGTH
-from tasks.criteria.stability import LANGE
-from tasks.criteria.supervised import SUPERVISED_CRITERIA
-from tasks.criteria.transfer import TRANSFER_CRITERIA
+from ordercube.tasks.criteria.agreement import AGREEMENT
+from ordercube.tasks.criteria.base import (
+    ADJUSTABLE, AGGREGATES, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample,
+)
+from ordercube.tasks.criteria.clest import CLEST
+from ordercube.tasks.criteria.gap import GAP
+from ordercube.tasks.criteria.internal import INTERNAL_CRITERIA
+from ordercube.tasks.criteria.likelihood import AIC, BIC
+from ordercube.tasks.criteria.matrix import MATRIX_CRITERIA
+from ordercube.tasks.criteria.pairwise import PAIRWISE
+from ordercube.tasks.criteria.prediction_strength import PREDICTION_STRENGTH
+from ordercube.tasks.criteria.stability import LANGE
+from ordercube.tasks.criteria.supervised import SUPERVISED_CRITERIA
+from ordercube.tasks.criteria.transfer import TRANSFER_CRITERIA
 
 CRITERIA: dict[str, Criterion] = {
     criterion.name: criterion
@@ -38,7 +40,7 @@ def get_criterion(name: str) -> Criterion:
     try:
         return CRITERIA[name]
     except KeyError:
-        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_criterion(name)

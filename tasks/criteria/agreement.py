@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import Criterion, Decision, TrialFits
-from tasks.matching import matched_disagreement
+from ordercube.tasks.criteria.base import Criterion, Decision, TrialFits
+from ordercube.tasks.matching import matched_disagreement
 
 
 def matched_accuracy(labels: NDArray[np.int64], truth: NDArray[np.int64]) -> float:

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.params import Param, check_params, choice, number, undeclared
-from tasks.predictors import Predictor
+from ordercube.tasks.params import Param, check_params, choice, number, undeclared
+from ordercube.tasks.predictors import Predictor
 
 Labels = NDArray[np.int64]
 
@@ -152,7 +152,7 @@ class Decision:
     """How k̂ follows from a criterion's per-k values (the mean over trials, or one trial's values).
 
     ``smallest``: the argmin over k. ``largest``: the argmax over k (the PSNR oracle, the silhouette). Values
-    equal within ``tasks.criteria.rules.TIE_RTOL`` (relative) tie, and a tie goes to the smallest k
+    equal within ``ordercube.tasks.criteria.rules.TIE_RTOL`` (relative) tie, and a tie goes to the smallest k
     (``ties="smallest"``, the default: no registered criterion's paper states another rule) or, with
     ``ties="largest"``, to the largest.
     ``largest_above``: the largest k whose value is at least ``threshold`` (Prediction Strength);
@@ -167,7 +167,7 @@ class Decision:
     k̂: the rule on the mean over trials (``mean``), on the per-k medians (``median``: Owen & Perry's
     bi-cross-validation as Frank et al. run it; a k missing in a trial that has values has no median), or the
     lower median of the trials' own choices (``median_of_choices``: Frank et al.'s MTC, "the median over 20
-    random splits"). The rules themselves are :mod:`tasks.criteria.rules`.
+    random splits"). The rules themselves are :mod:`ordercube.tasks.criteria.rules`.
 
     ``threshold_range``: the thresholds that mean something for the criterion's values (a share in [0, 1] for
     Prediction Strength and Molloy's coverage); a threshold outside it is refused.
@@ -214,7 +214,7 @@ class Criterion:
     options : mapping
         Options a config may set (``criteria: [{gap: {references: 50}}]``), with their defaults.
     ranges : mapping
-        The values each option accepts (:class:`tasks.params.Param`); every option must have one.
+        The values each option accepts (:class:`ordercube.tasks.params.Param`); every option must have one.
     algorithms : tuple of str or None
         The only algorithms it is defined for (BIC and AIC: the Gaussian mixture), or None for any.
     extra_fits : callable
@@ -222,7 +222,7 @@ class Criterion:
         size tasks): the Gap statistic's sample and reference sets, Clest's splits.
     reads : str
         What it is computed from, matched against what the method's algorithm gives (``gives`` of
-        :mod:`tasks.algorithms.kinds`): ``"labels"`` (the halves' fits, by ``evaluate`` or ``evaluate_trial``; the
+        :mod:`ordercube.tasks.algorithms.kinds`): ``"labels"`` (the halves' fits, by ``evaluate`` or ``evaluate_trial``; the
         default), ``"error_rates"`` (a classifier's kernel computes it with the labels as the response, Daudin &
         Mary-Huard 2008; its ``options`` are the kernel's keyword arguments), ``"orders"`` (every order of a trial
         from one fit, by the computation it registers for the method's model in ``computations``), or a
@@ -258,7 +258,7 @@ class Criterion:
     report_sections : tuple of str
         The report sections it contributes beyond its k̂ row and its figures, as import paths
         ``"package.module:function"`` of functions ``section(context) -> SectionResult``
-        (:mod:`pipeline.report_section`; a path, so that this package never imports the report). A report calls
+        (:mod:`ordercube.pipeline.report.section`; a path, so that this package never imports the report). A report calls
         each section declared by the criteria of its cube once, in the order of the criteria's registry.
     """
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import Criterion, Decision, TrialSample
-from tasks.criteria.gap import MAX_REFERENCES, REFERENCES, reference_sample
-from tasks.matching import confusion
-from tasks.params import choice, integer
-from tasks.predictors import linear_discriminant
+from ordercube.tasks.criteria.base import Criterion, Decision, TrialSample
+from ordercube.tasks.criteria.gap import MAX_REFERENCES, REFERENCES, reference_sample
+from ordercube.tasks.matching import confusion
+from ordercube.tasks.params import choice, integer
+from ordercube.tasks.predictors import linear_discriminant
 
 def fowlkes_mallows(a: NDArray[np.int64], b: NDArray[np.int64]) -> float:
     """Fowlkes-Mallows index: pairs together in both / sqrt(pairs together in a * pairs together in b).

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import GAP_METHODS, Criterion, Decision, TrialSample
-from tasks.params import choice, integer
+from ordercube.tasks.criteria.base import GAP_METHODS, Criterion, Decision, TrialSample
+from ordercube.tasks.params import choice, integer
 
 REFERENCES = ("uniform", "pca")
 # Each reference set costs as much as the trial's own fits: more than this is a typo, not a study.

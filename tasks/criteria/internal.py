@@ -20,8 +20,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import Criterion, Decision, TrialFits
-from tasks.params import integer
+from ordercube.tasks.criteria.base import Criterion, Decision, TrialFits
+from ordercube.tasks.params import integer
 
 
 def _per_half(index: Callable[[NDArray[np.float64], NDArray[np.int64]], float], fits: TrialFits,

@@ -12,8 +12,8 @@ the method's: scikit-learn's EM (``gaussian_mixture``) or the compiled one (``ga
 
 from __future__ import annotations
 
-from tasks.algorithms.mixture import fit_gaussian_mixture
-from tasks.criteria.base import Criterion, TrialSample
+from ordercube.tasks.algorithms.mixture import fit_gaussian_mixture
+from ordercube.tasks.criteria.base import Criterion, TrialSample
 
 
 MIXTURES = ("gaussian_mixture", "gaussian_mixture_em")  # scikit-learn's EM, and the compiled one
@@ -21,7 +21,7 @@ MIXTURES = ("gaussian_mixture", "gaussian_mixture_em")  # scikit-learn's EM, and
 
 def _mixtures(sample: TrialSample) -> dict:
     if sample.algorithm == "gaussian_mixture_em":
-        from tasks.algorithms.mixture_em import fit_mixture as fitter
+        from ordercube.tasks.algorithms.mixture_em import fit_mixture as fitter
     else:
         fitter = fit_gaussian_mixture
 

@@ -1,24 +1,24 @@
 """Criteria of a matrix model's order (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): what each measures, how
 k̂ follows, and its computation for every rank of a trial per model (``computations``: functions of
-:mod:`tasks.algorithms.matrix_models`, imported on their first call)."""
+:mod:`ordercube.tasks.algorithms.matrix_models`, imported on their first call)."""
 
 from __future__ import annotations
 
 import math
 
-from tasks.criteria.base import Criterion, Decision
-from tasks.deferred import Deferred
+from ordercube.tasks.criteria.base import Criterion, Decision
+from ordercube.tasks.deferred import Deferred
 
 READS = "orders"  # every rank of a trial at once, by the computation registered for the method's model
 
 
 def _kernel(name: str) -> Deferred:
-    return Deferred(f"tasks.algorithms.matrix_models:{name}")
+    return Deferred(f"ordercube.tasks.algorithms.matrix_models:{name}")
 
 
 OPCV_HALF_ERRORS, OPCV_FIFTH_ERRORS = _kernel("opcv_half"), _kernel("opcv_fifth")
 
-MATRIX_REPORT = ("pipeline.report_matrix:section",)  # each criterion's rank against the oracle's, the PSNR crest
+MATRIX_REPORT = ("ordercube.pipeline.report.matrix:section",)  # each criterion's rank against the oracle's, the PSNR crest
 MTC_MATRIX = Criterion(
     name="mtc_matrix", min_k=1, reads=READS,
     computations={"truncated_svd": _kernel("svd_transfer_costs"), "boolean_svd": _kernel("boolean_svd_transfer_costs"),
@@ -27,7 +27,7 @@ MTC_MATRIX = Criterion(
     description="minimum transfer cost of a matrix model (Frank et al., eq. 7 and Sec. 4.2): each test row against "
                 "the rank-k model of its nearest training row (Euclidean; Hamming for Boolean data), mean per test row; "
                 "k̂ the median of the trials' argmins, as the paper",
-    report_sections=("pipeline.report_transfer:section", "pipeline.report_matrix:section"))
+    report_sections=("ordercube.pipeline.report.transfer:section", "ordercube.pipeline.report.matrix:section"))
 OPCV_HALF = Criterion(
     name="opcv_half", min_k=1, reads=READS,
     computations={"truncated_svd": OPCV_HALF_ERRORS, "boolean_svd": OPCV_HALF_ERRORS},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.criteria.base import Criterion, TrialFits
+from ordercube.tasks.criteria.base import Criterion, TrialFits
 
 
 def pairwise_instability(fits: TrialFits) -> float:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import Criterion, Decision, TrialFits
-from tasks.matching import confusion
-from tasks.predictors import nearest_centroid
+from ordercube.tasks.criteria.base import Criterion, Decision, TrialFits
+from ordercube.tasks.matching import confusion
+from ordercube.tasks.predictors import nearest_centroid
 
 
 def prediction_strength(fits: TrialFits) -> float:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.criteria.base import Criterion, TrialFits
-from tasks.matching import matched_disagreement
+from ordercube.tasks.criteria.base import Criterion, TrialFits
+from ordercube.tasks.matching import matched_disagreement
 
 
 def lange_disagreement(fits: TrialFits) -> float:
@@ -25,7 +25,7 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
     asymptotic ``1 - 1/k`` (Roth et al. 2002, Sec. 2), which is why it is estimated rather than assumed.
     """
-    from tasks.assignment import matched_weights  # numba: imported by the first baseline only
+    from ordercube.tasks.assignment import matched_weights  # numba: imported by the first baseline only
 
     a = rng.integers(k, size=(draws, n_points))
     b = rng.integers(k, size=(draws, n_points))

@@ -1,7 +1,7 @@
 """Error rates of a classifier of order k (Daudin & Mary-Huard 2008, "the swapping method").
 
 For these criteria the labels are the response: a trial is a labelled sample split into a learning set
-(and a test set), and the method's classifier kernel (:mod:`tasks.classifiers`) computes every rate for
+(and a test set), and the method's classifier kernel (:mod:`ordercube.tasks.classifiers`) computes every rate for
 every k of the trial at once. Each criterion here only declares what is stored and how k̂ follows:
 the smallest value, ties to the smallest k (the rates are multiples of 1/n and tie often; the
 simpler classifier is the parsimonious choice, one the paper leaves open; ``--decide NAME.ties=largest`` is the
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.criteria.base import Criterion, Decision
-from tasks.params import ParamError, choice, number
+from ordercube.tasks.criteria.base import Criterion, Decision
+from ordercube.tasks.params import ParamError, choice, number
 
 ERROR_RATE = Decision(rule="smallest", ties="smallest")
-READS = "error_rates"  # computed by the classifier's kernel (tasks.classifiers.kernels), its options the kernel's
+READS = "error_rates"  # computed by the classifier's kernel (ordercube.tasks.classifiers.kernels), its options the kernel's
 CLASSIFIERS = ("knn", "interval_erm")
 
 
@@ -29,7 +29,7 @@ def _literal_rule_for_odd_k(options: Mapping[str, Any], ks: tuple[int, ...]) -> 
                          f"{even[:5]}", "use odd k only, or swap_rule: exact")
 
 
-SUPERVISED_REPORT = ("pipeline.report_supervised:section",)  # Daudin & Mary-Huard's Table 1 and Figs. 1-3
+SUPERVISED_REPORT = ("ordercube.pipeline.report.supervised:section",)  # Daudin & Mary-Huard's Table 1 and Figs. 1-3
 SWAPPING = Criterion(
     name="swapping",
     min_k=1,

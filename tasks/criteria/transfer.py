@@ -17,7 +17,7 @@ model (``TrialFits.model_first``; nothing is fitted again):
   ``mtc_nn_centroid``), to the object drawn from the same component (ψᴳ, eq. 5, ``mtc_generative``: paired
   halves only), and the soft mapping of eq. (14) (``mtc_soft``); ``train_cost`` is R(s⁽¹⁾, X⁽¹⁾, k)/N₁.
 
-All are decided by the smallest value with ties to the smallest k (:mod:`tasks.criteria.rules`): a transfer cost is flat
+All are decided by the smallest value with ties to the smallest k (:mod:`ordercube.tasks.criteria.rules`): a transfer cost is flat
 where extra clusters stay empty, and the parsimonious order is then the meaningful one.
 """
 
@@ -26,15 +26,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.criteria.base import Criterion, Decision, TrialFits
-from tasks.params import choice, number
+from ordercube.tasks.criteria.base import Criterion, Decision, TrialFits
+from ordercube.tasks.params import choice, number
 
 SMALLEST = Decision(rule="smallest", ties="smallest")
 
 
 def _to_centers(X: NDArray[np.float64], centers: NDArray[np.float64]) -> NDArray[np.float64]:
     """‖x − μ_t‖² of every row of ``X`` to every centre, shape (len(X), k): k-means' own expansion, O(n k) memory."""
-    from tasks.algorithms.kmeans import squared_distances  # the model's module: loaded already with its centres
+    from ordercube.tasks.algorithms.kmeans import squared_distances  # the model's module: loaded already with its centres
 
     return squared_distances(np.ascontiguousarray(X, dtype=np.float64), centers)
 
@@ -51,7 +51,7 @@ def mixture_transfer_cost(fits: TrialFits) -> float:
 def graph_transfer_cost(fits: TrialFits) -> float:
     """Eq. (8) on the second half's own graph with the labels transferred from the first half by eqs. (9)-(10)
     (the method's predictor, ``graph_transfer``), per node: the disagreeing edges of the test graph, over N₂."""
-    from tasks.algorithms.correlation import correlation_cost, own_graph
+    from ordercube.tasks.algorithms.correlation import correlation_cost, own_graph
 
     return correlation_cost(own_graph(fits.second), fits.second_predicted_from_first) / fits.second.shape[0]
 
@@ -70,7 +70,7 @@ def train_cost(fits: TrialFits) -> float:
 def nn_object_cost(fits: TrialFits) -> float:
     """Eq. (11), first line: each x⁽²⁾_{i'} mapped to its nearest object i of X⁽¹⁾ (Euclidean; exact ties, which
     continuous data do not produce, to the lowest index), paying ‖x⁽²⁾_{i'} − μ_{c(i)}‖²."""
-    from tasks.algorithms.lowrank import nearest_rows  # blocks of rows, exact ties: memory O(block x N1)
+    from ordercube.tasks.algorithms.lowrank import nearest_rows  # blocks of rows, exact ties: memory O(block x N1)
 
     nearest = nearest_rows(fits.first, fits.second)
     return float(np.mean(((fits.second - _centers(fits)[fits.labels_first[nearest]]) ** 2).sum(axis=1)))
@@ -108,7 +108,7 @@ def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_obje
     return float(np.mean((weights * d).sum(axis=1)))
 
 
-TRANSFER_REPORT = ("pipeline.report_transfer:section",)  # every mapping's cost curve against k (Frank et al., Fig. 6)
+TRANSFER_REPORT = ("ordercube.pipeline.report.transfer:section",)  # every mapping's cost curve against k (Frank et al., Fig. 6)
 MTC = Criterion(
     name="mtc", min_k=1, evaluate=transfer_cost, decision=SMALLEST, models=("mixture", "graph_partition"),
     description="minimum transfer cost (Frank et al.): a mixture's mean negative log-likelihood of the second half "

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.algorithms.lowrank import flip_noise, random_patches, tile_patches
+from ordercube.tasks.algorithms.lowrank import flip_noise, random_patches, tile_patches
 
 MATRIX_KINDS = ("image", "boolean_matrix")
-# What each kind offers besides its rows (tasks.capabilities): a clean image to compare with, 0/1 entries.
+# What each kind offers besides its rows (ordercube.tasks.capabilities): a clean image to compare with, 0/1 entries.
 MATRIX_PROVIDES = {"image": ("image",), "boolean_matrix": ("boolean",)}
 PLACEMENTS = ("tiling", "random")
 

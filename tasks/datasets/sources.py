@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.datasets.synthetic import get_synthetic
+from ordercube.tasks.datasets.synthetic import get_synthetic
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tasks.datasets.bounds import MAX_PARAMETER
+from ordercube.tasks.datasets.bounds import MAX_PARAMETER
 
 Sampler = Callable[..., tuple[NDArray[np.float64], NDArray[np.int64]]]
 Checker = Callable[[Mapping[str, Any]], None]
@@ -232,7 +232,7 @@ def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
 
 
 def _signed_graph(n: int, rng: np.random.Generator, **params: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    from tasks.algorithms.correlation import planted_graph  # numba: for graph datasets only
+    from ordercube.tasks.algorithms.correlation import planted_graph  # numba: for graph datasets only
 
     return planted_graph(n, rng, **params)
 
@@ -284,7 +284,7 @@ class SyntheticDataset:
     # What a supervised criterion needs to compute exact error rates (the target function and the noise),
     # from the parameters; None when the generator's labels are only known classes.
     target: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = None
-    # What else its data offer, from the parameters (tasks.capabilities): "labels" (a response), "target",
+    # What else its data offer, from the parameters (ordercube.tasks.capabilities): "labels" (a response), "target",
     # "paired" (paired halves)
     provides: Callable[[Mapping[str, Any]], tuple[str, ...]] = lambda params: ()
     # The smallest n its samples can be drawn and halved at, and why, from the parameters (None: any)
@@ -339,7 +339,7 @@ def get_synthetic(name: str) -> SyntheticDataset:
     try:
         return SYNTHETIC[name]
     except KeyError:
-        from tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_synthetic(name)

@@ -4,7 +4,7 @@ creation or growth (``ORDERCUBE_KILL_AT=N``), or count those changes (``ORDERCUB
 A change is a call of ``os.replace``, ``os.rename``, ``os.unlink`` or ``os.rmdir`` (zarr's
 LocalStore writes every file as a temp file then ``os.replace``; deletions and shrinking go through
 unlink/rmdir), or for a cube on object storage of ``FsspecStore.set``, ``delete`` or ``delete_dir``,
-made while ``Cube.create`` or ``Cube.grow`` (:mod:`pipeline.cube`) runs. The kill
+made while ``Cube.create`` or ``Cube.grow`` (:mod:`ordercube.pipeline.cube.owner`) runs. The kill
 comes *before* the Nth change, as a power cut would: its temp file may be on disk, the change not.
 Only the driver counts (Dask's worker processes load plugins too; they inherit ``ORDERCUBE_KILL_PID``).
 """
@@ -16,7 +16,7 @@ import os
 import signal
 from functools import wraps
 
-from pipeline.cube import Cube
+from ordercube.pipeline.cube.owner import Cube
 
 DRIVER = os.environ.setdefault("ORDERCUBE_KILL_PID", str(os.getpid())) == str(os.getpid())
 KILL_AT = int(os.environ.get("ORDERCUBE_KILL_AT", "0"))

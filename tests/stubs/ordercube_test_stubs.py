@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.algorithms import ALGORITHMS, Algorithm
+from ordercube.tasks.algorithms import ALGORITHMS, Algorithm
 
 
 def constant(X, k, rng):

@@ -9,11 +9,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube_demo.segmentation import heldout_error, segment_all
-from tasks.algorithms.kinds import BaseAlgorithm
-from tasks.criteria import get_criterion
-from tasks.datasets import ParameterError, get_synthetic
-from tasks.seeding import Purpose, stream
-from tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.datasets import ParameterError, get_synthetic
+from ordercube.tasks.seeding import Purpose, stream
+from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
 
 def piecewise_constant(n: int, rng: np.random.Generator, *, segments: int, jump: float,

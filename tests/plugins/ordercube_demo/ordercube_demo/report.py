@@ -9,7 +9,7 @@ from typing import Any
 def section(context: Any) -> Any:
     """Write ``changepoints.csv`` (one row per dataset, n, method and k: the mean held-out error, k̂, the planted
     number of segments) and say in one line per block whether k̂ found the planted number."""
-    from pipeline.report_section import SectionResult
+    from ordercube.pipeline.report.section import SectionResult
 
     blocks = ["dataset", "n", "model"]
     mean = context.reduced.summary["heldout_sse_mean"].to_dataframe("heldout_sse_mean").reset_index()

@@ -1,0 +1,1 @@
+"""The study config: YAML in, validated frozen specs out (datasets, methods, adaptive rule, limits)."""

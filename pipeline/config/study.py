@@ -1,0 +1,552 @@
+"""The study config: YAML in, validated frozen specs out.
+
+Every error names the key path, the value and the fix, e.g.
+``methods[0].criteria[1]: unknown criterion 'lnage'; expected one of ['lange', 'pairwise']``.
+Relative file paths are read from the config file's folder; the output path from the working folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.config.familychecks import run_family_checks
+from ordercube.pipeline.config.limits import check_size
+from ordercube.pipeline.config.yamlload import read_yaml
+from ordercube.tasks.algorithms import ALGORITHMS, get_algorithm
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+from ordercube.tasks.algorithms.estimators import is_import_path
+from ordercube.pipeline.config.adaptive import AdaptiveSpec, parse_adaptive
+from ordercube.tasks.capabilities import DataObjects, objects_kind, why_not
+from ordercube.tasks.criteria import CRITERIA, get_criterion
+from ordercube.tasks.predictors import PREDICTORS, get_predictor
+from ordercube.tasks.params import Param, ParamError, integer, number, show
+from ordercube.tasks.preprocess import STEP_NAMES, STEPS
+
+TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
+            "published", "adaptive"}
+METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria", "adaptive"}
+MIN_N = 4
+# Words a reader of the cube may write for a config key: the cube's dimension 'trial' indexes the
+# config's 'resamples' (not renamed: xarray's Dataset.resample is a method). Refused with the key to write.
+ALIASES = {"trials": "resamples", "trial": "resamples"}
+ALIASES_WHY = {"resamples": "the number of resamples; the cube's 'trial' dimension indexes them"}
+# A name is also a folder or a cube label: long enough for a description, short enough for a path.
+MAX_NAME = 100
+MAX_K_VALUES = 10_000
+MAX_BASELINE_DRAWS = 100_000
+# How work is cut up: bounded so that one chunk, one task and the window of tasks in flight stay small.
+EXECUTION: dict[str, Param] = {
+    "trials_per_chunk": integer(1, 100_000),
+    "task_seconds": number(0.0, 86_400.0, low_open=True),
+    "max_tasks_in_flight": integer(1, 100_000),
+    "in_process_seconds": number(0.0, 86_400.0),
+}
+# A sweep whose estimated compute (on one core) is below this runs in the driver. A LocalCluster costs about
+# 2.5-3 s here to start, stop and import the kernels in its workers; on 2 cores it saves half the work, so it
+# pays from about twice that. Measured (n = 10,000, 180 cells): 6.1 s here against 9.1 s on 2 workers.
+IN_PROCESS_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the entry says its table is read (``None``: not given)."""
+
+    header: bool | None = None
+    columns: tuple[Any, ...] | None = None
+    exclude: tuple[Any, ...] = ()
+    row_names: Any = None
+    label_column: Any = None  # a column holding the labels (``labels: {column: NAME}``)
+    label_in_table: bool = False  # True: the labels must come from this table (no labels path)
+
+    def given(self) -> dict[str, Any]:
+        """The options that change what is read, for the dataset's identity (empty for the defaults)."""
+        out: dict[str, Any] = {}
+        if self.header is False:
+            out["header"] = False
+        if self.columns is not None:
+            out["columns"] = [str(c) for c in self.columns]
+        if self.exclude:
+            out["exclude"] = [str(c) for c in self.exclude]
+        if self.row_names is not None:
+            out["row_names"] = str(self.row_names)
+        if self.label_in_table:
+            out["labels_from_data"] = str(self.label_column)
+        return out
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset: a registered generator (``kind``), a file (``kind == 'file'``) or an array given from Python
+    (``kind == 'memory'``); built by :func:`ordercube.pipeline.config.dataspec.dataset_spec`."""
+
+    name: str
+    kind: str
+    params: Mapping[str, Any]
+    n: tuple[int, ...]
+    true_k: int  # -1 when unknown
+    n_features: int
+    path: str | None = None
+    labels_path: str | None = None
+    labels_column: Any = None
+    preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    reading: Reading = field(default_factory=Reading, compare=False)
+    read: str = field(default="", compare=False)  # what was read, one line: "62 rows x 2000 features from ..."
+    data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
+    # (name, value) pairs a family reads from the entry and its blocks receive (ordercube.tasks.trial.BlockSpec): a
+    # classifier's learning set (ordercube.pipeline.config.supervision)
+    family_options: tuple[tuple[str, Any], ...] = ()
+    objects: str = "points"  # what its rows are (ordercube.tasks.capabilities): points, graph, dissimilarity, matrix, ...
+    provides: tuple[str, ...] = field(default=(), compare=False)  # what else it offers (ordercube.tasks.capabilities)
+    row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits."""
+
+    name: str
+    algorithm: str
+    params: Mapping[str, Any]
+    predictor: str
+    criteria: tuple[str, ...]
+    criterion_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        identity = {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
+                    "criteria": list(self.criteria)}
+        if self.criterion_options:  # only criteria that take options (Gap, Clest) appear here
+            identity["criterion_options"] = {name: dict(options) for name, options in self.criterion_options.items()}
+        return identity
+
+    @property
+    def needs_evaluation_sample(self) -> bool:
+        return any(get_criterion(name).needs_evaluation_sample for name in self.criteria)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How work is cut into tasks; never changes a result."""
+
+    trials_per_chunk: int | None = None  # None: all trials of a (dataset, n, method, k) in one chunk, up to 100
+    task_seconds: float = 0.5
+    max_tasks_in_flight: int | None = None  # None: four per worker thread
+    in_process_seconds: float = IN_PROCESS_SECONDS  # estimated work below which no cluster is started (0: never)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    seed: int
+    out: str
+    datasets: tuple[DatasetSpec, ...]
+    methods: tuple[MethodSpec, ...]
+    k: tuple[int, ...]
+    resamples: int
+    baseline_draws: int
+    execution: Execution
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+    published: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # the adaptive rule of each method that has one (ordercube.pipeline.config.adaptive), by method name; not the cube's identity
+    adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Everything a stored cell's value depends on; two configs agreeing here may share a cube."""
+        return {"seed": self.seed, "baseline_draws": self.baseline_draws,
+                "datasets": {d.name: dict(d.identity) for d in self.datasets},
+                "methods": {m.name: m.identity for m in self.methods}}
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.identity)
+
+    @property
+    def criteria(self) -> list[str]:
+        """Every criterion used by some method, in registry order."""
+        used = {name for method in self.methods for name in method.criteria}
+        return [name for name in CRITERIA if name in used]
+
+    @property
+    def variables(self) -> list[str]:
+        """The cube variables of those criteria (a criterion may store several: ``gap`` and ``gap_sd``)."""
+        return [variable for name in self.criteria for variable in get_criterion(name).variables]
+
+
+def fingerprint(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _require(mapping: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in mapping:
+        raise ConfigError(f"{path}{key}" if path else key, "missing", f"add the key '{key}'")
+    return mapping[key]
+
+
+def _check_keys(mapping: Any, allowed: set[str], path: str) -> None:
+    if not isinstance(mapping, Mapping):
+        raise ConfigError(path or "config", f"expected a mapping, got {show(mapping)}", "write 'key: value' entries")
+    unknown = sorted(set(map(str, mapping)) - allowed)
+    if unknown:
+        shown = unknown[0] if len(unknown[0]) <= MAX_NAME else f"{unknown[0][:MAX_NAME]}…"
+        where = f"{path}.{shown}" if path else shown
+        hint = ALIASES.get(shown) if ALIASES.get(shown) in allowed else None
+        raise ConfigError(where, "unknown key", f"write '{hint}:' ({ALIASES_WHY[hint]})" if hint
+                          else f"expected one of {sorted(allowed)}")
+
+
+def _integer(value: Any, key: str, *, minimum: int, fix: str, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(key, f"expected an integer >= {minimum}, got {show(value)}", fix)
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" + (f" and <= {maximum:,}" if maximum is not None else "")
+        raise ConfigError(key, f"expected an integer {bounds}, got {value:,}", fix)
+    return int(value)
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise ConfigError(key, f"expected a name of letters, digits, '_', '-' or '.', got {show(value)}", "rename it")
+    if len(value) > MAX_NAME:
+        raise ConfigError(key, f"a name of {len(value):,} characters ({show(value, 30)}); at most {MAX_NAME}, as it "
+                          "labels the cube and names folders", f"shorten it to {MAX_NAME} characters or fewer")
+    return value
+
+
+def _k_values(value: Any) -> tuple[int, ...]:
+    fix = "write a list like [2, 3, 4] or a range like {from: 2, to: 10}"
+    if isinstance(value, Mapping):
+        _check_keys(value, {"from", "to", "step"}, "k")
+        start = _integer(_require(value, "from", "k."), "k.from", minimum=1, fix=fix)
+        stop = _integer(_require(value, "to", "k."), "k.to", minimum=start, fix="k.to must not be below k.from")
+        step = _integer(value.get("step", 1), "k.step", minimum=1, fix=fix)
+        count = (stop - start) // step + 1  # before the range is made: k: {from: 2, to: 1e15} is not a study
+        if count > MAX_K_VALUES:
+            raise ConfigError("k", f"the range holds {count:,} values of k; at most {MAX_K_VALUES:,}",
+                              "lower k.to or raise k.step")
+        return tuple(range(start, stop + 1, step))
+    if not isinstance(value, list) or not value:
+        raise ConfigError("k", f"expected a non-empty list or a range, got {show(value)}", fix)
+    ks = tuple(_integer(v, f"k[{i}]", minimum=1, fix="use cluster numbers >= 1") for i, v in enumerate(value))
+    if len(set(ks)) != len(ks):
+        raise ConfigError("k", f"repeated values in {list(ks)}", "list each k once")
+    return ks
+
+
+def _n_values(value: Any, key: str) -> list[int | str]:
+    if isinstance(value, Mapping):  # a geometric grid: {from: 64, to: 131072, factor: 2}
+        _check_keys(value, {"from", "to", "factor"}, key)
+        fix = "write {from: 64, to: 131072, factor: 2}"
+        start = _integer(_require(value, "from", f"{key}."), f"{key}.from", minimum=MIN_N, fix=fix)
+        stop = _integer(_require(value, "to", f"{key}."), f"{key}.to", minimum=start, fix=f"{key}.to must not be below from")
+        factor = _integer(value.get("factor", 2), f"{key}.factor", minimum=2, fix=fix)
+        return [start * factor**i for i in range(int(np.floor(np.log(stop / start) / np.log(factor) + 1e-9)) + 1)]
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(key, "empty list", "give at least one sample size")
+    out: list[int | str] = []
+    for i, v in enumerate(values):
+        if v == "all":
+            out.append("all")
+        else:
+            out.append(_integer(v, f"{key}[{i}]", minimum=MIN_N, fix=f"use sample sizes >= {MIN_N} or 'all'"))
+    return out
+
+
+def _steps(value: Any, key: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError(key, f"expected a list of steps, got {show(value)}", "write '- step: {params}' items")
+    steps = []
+    for i, item in enumerate(value):
+        name, params = (item, {}) if isinstance(item, str) else (next(iter(item)), item[next(iter(item))]) \
+            if isinstance(item, Mapping) and len(item) == 1 else (None, None)
+        if not isinstance(name, str) or name not in STEP_NAMES:
+            raise ConfigError(f"{key}[{i}]", f"unknown step {show(item)}", f"expected one of {STEP_NAMES}")
+        params = {} if params is None else params
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{key}[{i}].{name}", f"expected a mapping of parameters, got {show(params)}",
+                              f"write '- {name}: {{parameter: value}}' with parameters {sorted(STEPS[name].ranges)}")
+        try:
+            STEPS[name].validate(params)
+        except ParamError as error:
+            raise ConfigError(f"{key}[{i}].{name}.{error.name}", str(error),
+                              _fix(error, STEPS[name].ranges, STEPS[name].defaults)) from None
+        steps.append((name, dict(params)))
+    return tuple(steps)
+
+
+def _fix(error: ParamError, ranges: Mapping[str, Param], defaults: Mapping[str, Any]) -> str:
+    """What to do: the error's own fix, else the default of a value out of range (a typo's message lists
+    the valid names already)."""
+    if error.fix or error.name not in ranges:
+        return error.fix
+    if error.name in defaults:
+        return f"e.g. {error.name}: {defaults[error.name]!r} (the default)"
+    return f"set {error.name} within that range"
+
+
+def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
+    key = f"methods[{i}]"
+    _check_keys(entry, METHOD_KEYS, key)
+    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
+    algorithm = _require(entry, "algorithm", f"{key}.")
+    if not isinstance(algorithm, str) or (algorithm not in ALGORITHMS and not is_import_path(algorithm)):
+        raise ConfigError(f"{key}.algorithm", f"unknown algorithm {show(algorithm)}", f"expected one of {sorted(ALGORITHMS)} "
+                          "or a scikit-learn clusterer by import path, e.g. sklearn.cluster.Birch")
+    try:
+        resolved_algorithm = get_algorithm(algorithm)
+    except ValueError as error:
+        raise ConfigError(f"{key}.algorithm", str(error), "name a class of sklearn.cluster or sklearn.mixture") from None
+    params_given = entry.get("params") or {}
+    if not isinstance(params_given, Mapping):
+        raise ConfigError(f"{key}.params", f"expected a mapping, got {show(params_given)}",
+                          "write 'params: {name: value}'")
+    try:
+        params = resolved_algorithm.resolve(params_given)
+    except ParamError as error:
+        raise ConfigError(f"{key}.params.{error.name}", str(error),
+                          _fix(error, resolved_algorithm.ranges, resolved_algorithm.defaults)) from None
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{key}.params", str(error)) from None
+    if not resolved_algorithm.needs_predictor:  # its criteria read no labels a predictor would extend
+        if "predictor" in entry:
+            misfit = why_not(None, resolved_algorithm, predictor=str(entry["predictor"]))
+            assert misfit is not None
+            raise ConfigError(f"{key}.predictor", misfit.reason, misfit.fix)
+        predictor = "none"
+    else:
+        predictor = _require(entry, "predictor", f"{key}.")
+        if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
+            raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of "
+                              f"{sorted(PREDICTORS)} or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
+        try:
+            get_predictor(predictor)
+        except ValueError as error:
+            raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
+    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm, ks)
+    # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
+    # as another criterion of the method is defined there; a k that no criterion can use is an error.
+    lowest = min(get_criterion(criterion).min_k for criterion in criteria)
+    if min(ks) < lowest:
+        raise ConfigError("k", f"the criteria {list(criteria)} of {key} need k >= {lowest}, got k = {min(ks)}",
+                          f"start k at {lowest}, or add a criterion defined at k = {min(ks)} "
+                          "(prediction_strength, gap, bic, aic)")
+    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=criteria,
+                      criterion_options=options)
+
+
+def _criteria(value: Any, key: str, algorithm: str,
+              ks: tuple[int, ...]) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
+    names: list[str] = []
+    options: dict[str, dict[str, Any]] = {}
+    resolved_algorithm = get_algorithm(algorithm)
+    for j, item in enumerate(value):
+        given: Any = {}
+        if isinstance(item, Mapping) and len(item) == 1:
+            item, given = next(iter(item.items()))
+            given = {} if given is None else given
+        if not isinstance(item, str) or item not in CRITERIA:
+            raise ConfigError(f"{key}[{j}]", f"unknown criterion {show(item)}", f"expected one of {sorted(CRITERIA)}, "
+                              "each a name or a one-key mapping to its options ({gap: {references: 50}})")
+        criterion = get_criterion(item)
+        if not isinstance(given, Mapping):
+            raise ConfigError(f"{key}[{j}].{item}", f"expected a mapping of options, got {show(given)}",
+                              f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
+        try:
+            resolved = criterion.resolve(given)
+            if criterion.check is not None:
+                criterion.check(resolved, ks)
+        except ParamError as error:
+            raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
+                              _fix(error, criterion.ranges, criterion.options)) from None
+        misfit = why_not(None, resolved_algorithm, criterion)
+        if misfit is not None:
+            raise ConfigError(f"{key}[{j}]", misfit.reason, misfit.fix)
+        if item in names:
+            raise ConfigError(key, f"repeated criteria in {show(value)}", "list each criterion once")
+        names.append(item)
+        if resolved:
+            options[item] = resolved
+    return tuple(names), options
+
+
+def _execution(value: Any) -> Execution:
+    if value is None:
+        return Execution()
+    _check_keys(value, set(EXECUTION), "execution")
+    for name, given in value.items():
+        if not (given is None and name not in ("task_seconds", "in_process_seconds")) and not EXECUTION[name].accepts(given):
+            raise ConfigError(f"execution.{name}", f"expected {EXECUTION[name].describe()}, got {show(given)}",
+                              "it only cuts up the work: e.g. trials_per_chunk: 20, task_seconds: 0.5, "
+                              "max_tasks_in_flight: 8, in_process_seconds: 5")
+    chunk, in_flight = value.get("trials_per_chunk"), value.get("max_tasks_in_flight")
+    return Execution(trials_per_chunk=None if chunk is None else int(chunk),
+                     task_seconds=float(value.get("task_seconds", 0.5)),
+                     max_tasks_in_flight=None if in_flight is None else int(in_flight),
+                     in_process_seconds=float(value.get("in_process_seconds", IN_PROCESS_SECONDS)))
+
+
+def _unique(names: list[str], key: str) -> None:
+    seen = [n for i, n in enumerate(names) if n in names[:i]]
+    if seen:
+        raise ConfigError(key, f"the name {seen[0]!r} is used twice", "give every entry its own name")
+
+
+def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) -> Config:
+    """Validate a parsed YAML document; ``base`` is the folder relative file paths start from."""
+    _check_keys(raw, TOP_KEYS, "")
+    name = _name(_require(raw, "name", ""), "name")
+    seed = _integer(_require(raw, "seed", ""), "seed", minimum=0, fix="use a non-negative integer seed")
+    resamples = _integer(_require(raw, "resamples", ""), "resamples", minimum=1, fix="use at least 1 resample")
+    ks = _k_values(_require(raw, "k", ""))
+    global_n = _n_values(raw["n"], "n") if "n" in raw else None
+    datasets_raw, methods_raw = _require(raw, "datasets", ""), _require(raw, "methods", "")
+    for key, value in (("datasets", datasets_raw), ("methods", methods_raw)):
+        if not isinstance(value, list) or not value:
+            raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"add at least one entry under {key}")
+    methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
+    from ordercube.pipeline.config.dataspec import dataset_spec, plain_entry  # it builds on this module's helpers
+
+    from ordercube.pipeline.config.sweeps import expand
+
+    datasets = tuple(dataset_spec(entry, i, global_n, base, ks) for i, given in enumerate(datasets_raw)
+                     for entry, _ in expand(given, f"datasets[{i}]"))
+    _unique([d.name for d in datasets], "datasets")
+    _unique([m.name for m in methods], "methods")
+    if any(m.needs_evaluation_sample for m in methods):
+        for i, dataset in enumerate(datasets):
+            if dataset.data is not None and 2 * max(dataset.n) > dataset.data.shape[0]:
+                rows = dataset.data.shape[0]
+                raise ConfigError(f"datasets[{i}].n", f"the pairwise criterion draws an independent evaluation sample, "
+                                  f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
+                                  f"use n <= {rows // 2} for this dataset")
+    _check_fit(datasets, methods)
+    run_family_checks(datasets, methods, ks)
+    for i, method in enumerate(methods):
+        limit = get_algorithm(method.algorithm).max_features
+        for dataset in datasets:
+            if limit is not None and dataset.n_features > limit:
+                raise ConfigError(f"methods[{i}].algorithm", f"{method.algorithm!r} takes data with at most {limit} "
+                                  f"feature(s), but dataset {dataset.name!r} has {dataset.n_features}",
+                                  "use 'kmeans' for this dataset, or a config per dimensionality")
+    baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, maximum=MAX_BASELINE_DRAWS,
+                              fix="e.g. 200: the baseline's standard error shrinks like 1/sqrt(draws)")
+    out_path = out or raw.get("out") or f"results/{name}.zarr"
+    if not isinstance(out_path, str):
+        raise ConfigError("out", f"expected a path, got {show(out_path)}", "give a string")
+    execution = _execution(raw.get("execution"))
+    config = Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
+                    baseline_draws=baseline_draws, execution=execution,
+                    raw={**raw, "datasets": [plain_entry(entry) for entry in datasets_raw]},
+                    published=_published(raw.get("published"), datasets, methods),
+                    adaptive=parse_adaptive(raw, methods, resamples, execution.trials_per_chunk))
+    check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
+    return config
+
+
+def _check_fit(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
+    """Every method runs on every dataset: its algorithm takes the dataset's objects, its predictor and criteria read
+    them (:func:`ordercube.tasks.capabilities.why_not`), and a variant of the algorithm for them accepts its parameters."""
+    for i, method in enumerate(methods):
+        algorithm = get_algorithm(method.algorithm)
+        predictor = method.predictor if algorithm.needs_predictor else None
+        for d, dataset in enumerate(datasets):
+            data = DataObjects(dataset.name, dataset.objects, dataset.provides)
+            for j, name in [(-1, None), *enumerate(method.criteria)]:
+                misfit = why_not(data, algorithm, None if name is None else get_criterion(name), predictor)
+                if misfit is not None:
+                    where = {"algorithm": f"methods[{i}].algorithm", "predictor": f"methods[{i}].predictor",
+                             "criterion": f"methods[{i}].criteria[{j}]", "dataset": f"datasets[{d}].{misfit.field}"}
+                    raise ConfigError(where[misfit.part], misfit.reason, misfit.fix)
+            _check_variant_params(algorithm, method, i, dataset.objects)
+
+
+def _check_variant_params(algorithm: BaseAlgorithm, method: MethodSpec, i: int, objects: str) -> None:
+    """A method's parameters (given, or the defaults) within the ranges of its algorithm's variant for ``objects``
+    (agglomerative clustering of dissimilarities has no Ward linkage)."""
+    variant = algorithm.on(objects)
+    if variant is algorithm:
+        return
+    for parameter, allowed in variant.ranges.items():
+        if parameter in method.params and not allowed.accepts(method.params[parameter]):
+            raise ConfigError(f"methods[{i}].params.{parameter}", f"{method.params[parameter]!r} (given, or the "
+                              f"default) is not defined on {objects_kind(objects).taken}",
+                              f"give {parameter}: {allowed.describe()}")
+
+
+DATA_KEY = "data"  # published.data: {DATASET: digest of the data the paper's values belong to}
+METHODS_KEY = "methods"  # published.methods: {METHOD: digest of the method (algorithm, parameters, predictor)}
+
+
+def data_digest(identity: Mapping[str, Any]) -> str:
+    """A dataset's data digest: the fingerprint of its identity (kind and generator parameters, or the file's
+    sha256 with its labels, reading and preprocessing), as ``ordercube validate`` prints it."""
+    return fingerprint(identity)
+
+
+def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> dict[str, Any]:
+    """A paper's k̂ per ``dataset/method`` and criterion, printed by the report next to the cube's, and under
+    ``data`` the digest of each dataset's data the values belong to (shown only where the cube's data match)."""
+    if value is None:
+        return {}
+    _check_keys(value, {f"{d.name}/{m.name}" for d in datasets for m in methods} | {DATA_KEY, METHODS_KEY}, "published")
+    out: dict[str, Any] = {}
+    for pair, entries in value.items():
+        if pair in (DATA_KEY, METHODS_KEY):
+            out[pair] = _published_digests(entries, [d.name for d in datasets] if pair == DATA_KEY
+                                           else [m.name for m in methods], pair)
+            continue
+        method = next(m for m in methods if m.name == pair.split("/", 1)[1])
+        _check_keys(entries, set(method.criteria), f"published.{pair}")
+        out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).counts_clusters)
+                     for name, value in entries.items()}
+    return out
+
+
+def _published_digests(value: Any, names: list[str], part: str) -> dict[str, str]:
+    """``published.data`` or ``published.methods``: a digest (16 hexadecimal digits) per dataset or method name."""
+    what = "data digest" if part == DATA_KEY else "method digest"
+    _check_keys(value, set(names), f"published.{part}")
+    for name, digest in value.items():
+        if not (isinstance(digest, str) and len(digest) == 16 and all(c in "0123456789abcdef" for c in digest)):
+            raise ConfigError(f"published.{part}.{name}", f"expected the {what} of 16 hexadecimal digits, "
+                              f"got {show(digest)}", f"copy the '{what}' that 'ordercube validate' prints for {name} "
+                              "(of the data or method the paper's values belong to)")
+    return dict(value)
+
+
+def _published_value(value: Any, key: str, counts_clusters: bool) -> Any:
+    """A paper's k̂ (an integer); for a classifier's selector, Table 1's mean k̂ and error in % ({N: 9.11, R: 28.6})."""
+    if counts_clusters:
+        return _integer(value, key, minimum=1, fix="give the published k̂, e.g. 3")
+    _check_keys(value, {"N", "R"}, key)
+    for name, given in value.items():
+        if isinstance(given, bool) or not isinstance(given, (int, float)) or not np.isfinite(given):
+            raise ConfigError(f"{key}.{name}", f"expected a number, got {show(given)}", "e.g. {N: 9.11, R: 28.6}")
+    return dict(value)
+
+
+def load_config(path: str | Path, *, out: str | None = None) -> Config:
+    """Read and validate the YAML file at ``path`` (bounded YAML data: see :mod:`ordercube.pipeline.config.yamlload`)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise ConfigError("CONFIG", f"file {str(path)!r} does not exist", "give the path of a YAML config")
+    return parse_config(read_yaml(path), base=path.parent, out=out)

@@ -1,0 +1,171 @@
+"""The grid: cube coordinates, the planned cells of a config, and the chunks that make up the work.
+
+Dimension names (chosen so that ``cube.sel(name=value)`` works for each one):
+``dataset``, ``n`` (sample size), ``model`` (a config *method*: ``sel(method=...)`` is taken by
+xarray), ``k`` and ``trial`` (a *resample*: ``Dataset.resample`` is a method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ordercube.pipeline.config.adaptive import chunk_trials
+from ordercube.pipeline.config.study import Config
+
+DIMS = ("dataset", "n", "model", "k", "trial")
+MAX_TRIALS_PER_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class Coords:
+    """Coordinate labels of a cube, in storage order (extensions append at the end)."""
+
+    dataset: tuple[str, ...]
+    n: tuple[int, ...]
+    model: tuple[str, ...]
+    k: tuple[int, ...]
+    trial: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, tuple]:
+        return {dim: getattr(self, dim) for dim in DIMS}
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(getattr(self, dim)) for dim in DIMS)
+
+
+def config_coords(config: Config) -> Coords:
+    """The coordinates a config asks for, in config order (sample sizes sorted)."""
+    return Coords(
+        dataset=tuple(d.name for d in config.datasets),
+        n=tuple(sorted({n for d in config.datasets for n in d.n})),
+        model=tuple(m.name for m in config.methods),
+        k=config.k,
+        trial=tuple(range(config.resamples)),
+    )
+
+
+def merge_coords(old: Coords, wanted: Coords) -> Coords:
+    """``old`` with the labels of ``wanted`` it lacks appended, dimension by dimension."""
+    merged = {}
+    for dim in DIMS:
+        have = getattr(old, dim)
+        merged[dim] = have + tuple(v for v in getattr(wanted, dim) if v not in have)
+    return Coords(**merged)
+
+
+def default_chunks(config: Config) -> dict[str, int]:
+    """One chunk per (dataset, n, model) holding every k and up to 100 trials (with an adaptive rule: the trials
+    between two looks, their greatest common divisor)."""
+    trials = (config.execution.trials_per_chunk or chunk_trials(config.adaptive)
+              or min(config.resamples, MAX_TRIALS_PER_CHUNK))
+    return {"dataset": 1, "n": 1, "model": 1, "k": len(config.k), "trial": trials}
+
+
+def planned_mask(plan: Mapping, coords: Coords) -> np.ndarray:
+    """Boolean array of the cube's shape: which cells the plan (see :func:`plan_of`) asks for."""
+    datasets = plan["datasets"]
+    per_dataset = np.array([[name in datasets and n in datasets[name]["n"] for n in coords.n] for name in coords.dataset])
+    model = np.array([m in plan["methods"] for m in coords.model])
+    k = np.array([k in plan["k"] for k in coords.k])
+    trial = np.array([t < plan["resamples"] for t in coords.trial])
+    return (per_dataset[:, :, None, None, None] & model[None, None, :, None, None]
+            & k[None, None, None, :, None] & trial[None, None, None, None, :])
+
+
+def plan_of(config: Config) -> dict:
+    """The JSON-able plan kept in the cube's attributes: which cells the config asks for."""
+    return {
+        "datasets": {d.name: {"n": list(d.n), "true_k": d.true_k} for d in config.datasets},
+        "methods": {m.name: list(m.criteria) for m in config.methods},
+        "k": list(config.k),
+        "resamples": config.resamples,
+    }
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The cells to compute in one storage chunk: k indices x trial indices into the cube."""
+
+    dataset: int
+    n: int
+    model: int
+    k: tuple[int, ...]
+    trial: tuple[int, ...]
+
+    @property
+    def cells(self) -> int:
+        return len(self.k) * len(self.trial)
+
+
+def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, int]) -> Iterator[Chunk]:
+    """The cells still to compute (planned in ``mask`` and not done in ``todo``), chunk by chunk.
+
+    Within a chunk the k values and trials that hold such a cell form the block to compute; for the
+    ways a grid grows (more trials, k, n, datasets, methods) that block holds exactly the new cells.
+    """
+    kc, tc = chunks["k"], chunks["trial"]
+    D, N, M, K, T = mask.shape
+    wanted = mask & todo
+    for d in range(D):
+        for i in range(N):
+            for m in range(M):
+                if not wanted[d, i, m].any():
+                    continue
+                for k0 in range(0, K, kc):
+                    for t0 in range(0, T, tc):
+                        block = wanted[d, i, m, k0 : k0 + kc, t0 : t0 + tc]
+                        if block.any():
+                            ks = tuple(int(k0 + j) for j in np.flatnonzero(block.any(axis=1)))
+                            trials = tuple(int(t0 + j) for j in np.flatnonzero(block.any(axis=0)))
+                            yield Chunk(d, i, m, ks, trials)
+
+
+def estimated_seconds(chunk: Chunk, coords: Coords, seconds_per_point: Mapping[str, float]) -> float:
+    """A rough cost model for grouping work into tasks: ~0.5 ms per cell plus a per-point cost.
+
+    ``seconds_per_point`` gives, for each model, the compute time of one cell per point and cluster
+    (its algorithm's ``seconds_per_point``, measured on this project's 2-core machine).
+    """
+    n = coords.n[chunk.n]
+    mean_k = float(np.mean([coords.k[i] for i in chunk.k]))
+    return chunk.cells * (5e-4 + seconds_per_point[coords.model[chunk.model]] * n * mean_k)
+
+
+def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
+    """``chunk`` cut along its trials into pieces of about ``target`` seconds (at least one trial each).
+
+    Every piece lies inside the chunk: the single writer stores it as a region of that chunk.
+    """
+    pieces = min(len(chunk.trial), max(1, int(np.ceil(cost / target))))
+    return [Chunk(chunk.dataset, chunk.n, chunk.model, chunk.k, tuple(int(t) for t in part))
+            for part in np.array_split(np.array(chunk.trial), pieces)]
+
+
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_point: Mapping[str, float],
+                     task_seconds: float, workers: int) -> list[list[Chunk]]:
+    """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
+
+    Small n gets many chunks per task (per-task overhead is ~1-5 ms), large n a chunk cut into several
+    tasks; a small grid is cut finer, so that every worker gets about three tasks (``workers = 0``: not cut
+    finer, for a round of an adaptive group, which shares the workers with the other groups' rounds).
+    """
+    costs = [estimated_seconds(chunk, coords, seconds_per_point) for chunk in chunks]
+    target = max(min(task_seconds, sum(costs) / (3 * workers)) if workers else task_seconds, 1e-6)
+    tasks: list[list[Chunk]] = []
+    current: list[Chunk] = []
+    cost = 0.0
+    for chunk, chunk_cost in zip(chunks, costs):
+        for piece in split_by_cost(chunk, chunk_cost, target):
+            piece_cost = chunk_cost * len(piece.trial) / len(chunk.trial)
+            if current and (piece.dataset != current[0].dataset or cost + piece_cost > target):
+                tasks.append(current)
+                current, cost = [], 0.0
+            current.append(piece)
+            cost += piece_cost
+    if current:
+        tasks.append(current)
+    return tasks

@@ -1,0 +1,386 @@
+"""Are the cube's cells what ordercube wrote? Checksums, the chunk manifest, lost chunks.
+
+- Every chunk of a cube created by this version ends in a CRC32C of its bytes (zarr v3's ``crc32c``
+  codec, after zstd): a changed byte fails the read, and :func:`read_checked` and :func:`corrupt_chunks`
+  name the chunk.
+- Every block of cells the driver stores writes one chunk per variable of its method (empty or not:
+  see :func:`ordercube.pipeline.cube.writes.write_block`), so a cell marked done whose chunk is absent has lost its
+  values (a deleted file or folder). :func:`lost_cells` finds them; runs compute them again, readers
+  count them as pending, never as silent NaN.
+- A checksum is blind to position: a valid chunk copied over another reads fine. So the driver also
+  records, after storing a block, the CRC of every chunk it wrote in a manifest at that chunk's grid
+  position (``integrity/crc``, variables by row). A chunk whose CRC is not the one recorded for its
+  place counts as lost like a missing one. A crash between a block's writes and its manifest entry
+  leaves a mismatch too; that costs only recomputing the block (cells are reproducible bit for bit).
+
+The metadata (``zarr.json`` documents, attributes, shapes) is checked by :mod:`ordercube.pipeline.cube.checks`; both are
+run through :class:`ordercube.pipeline.cube.owner.Cube`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+from zarr.codecs import Crc32cCodec, ZstdCodec
+from zarr.abc.store import SuffixByteRequest
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from ordercube.pipeline.cube.attrs import BASELINE
+from ordercube.pipeline.errors import InputError
+from ordercube.pipeline.files.location import Location
+from ordercube.tasks.cell import Status
+
+DIMS = ("dataset", "n", "model", "k", "trial")
+# Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
+# format 3 describes itself (CF attributes, status flags, true_k as a coordinate, consolidated metadata).
+FORMAT = 3
+CHECKSUMMED = 2  # the first format that writes and checksums every chunk
+FORMAT_ATTRIBUTE = "ordercube_format"
+COMPRESSORS = (ZstdCodec(level=0), Crc32cCodec())
+ALWAYS_WRITTEN = ("reason", "seconds", "status")
+GROWTH = "ordercube_growth"  # the record of a growth in progress (old shapes and attributes): see ordercube.pipeline.cube.growth
+MANIFEST = "integrity/crc"  # uint64 per (variable, chunk grid position): 2**32 + CRC32C, 0 = not recorded
+RECORDED = np.uint64(1 << 32)
+
+
+def growth_record(group: zarr.Group) -> dict | None:
+    """The record of an unfinished growth (old shapes and attributes), None when there is none."""
+    return json.loads(str(group.attrs[GROWTH])) if GROWTH in group.attrs else None
+
+
+def chunk_key(name: str, index: Iterable[int]) -> str:
+    return f"{name}/c/" + "/".join(map(str, index))
+
+
+def stored_chunks(group: zarr.Group, name: str) -> set[tuple[int, ...]]:
+    """Grid indices of the chunks of array ``name`` present in the store."""
+    prefix = f"{name}/c/"
+
+    async def keys() -> list[str]:
+        return [key async for key in group.store.list_prefix(prefix)]
+
+    found = set()
+    for key in sync(keys()):
+        parts = key[len(prefix):].split("/")
+        if all(part.isdigit() for part in parts):
+            found.add(tuple(int(part) for part in parts))
+    return found
+
+
+def chunk_grid_any(mask: np.ndarray, chunks: tuple[int, ...]) -> np.ndarray:
+    """For each chunk of a cell array chunked by ``chunks``: does ``mask`` hold a True cell in it?"""
+    grid = tuple(-(-size // chunk) for size, chunk in zip(mask.shape, chunks))
+    padded = np.zeros(tuple(g * c for g, c in zip(grid, chunks)), dtype=bool)
+    padded[tuple(slice(0, size) for size in mask.shape)] = mask
+    blocks = padded.reshape([x for g, c in zip(grid, chunks) for x in (g, c)])
+    return blocks.any(axis=tuple(range(1, 2 * len(grid), 2)))
+
+
+def expand_grid(grid_mask: np.ndarray, chunks: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The cells of the chunks marked in ``grid_mask`` (the inverse of :func:`chunk_grid_any`'s reduction)."""
+    cells = grid_mask
+    for axis, chunk in enumerate(chunks):
+        cells = np.repeat(cells, chunk, axis=axis)
+    return cells[tuple(slice(0, size) for size in shape)]
+
+
+def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
+    """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
+    from ordercube.tasks.criteria import get_criterion
+
+    methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
+    uses: dict[str, np.ndarray] = {name: np.ones(len(models), dtype=bool) for name in ALWAYS_WRITTEN}
+    for m, model in enumerate(models):
+        for criterion in methods.get(model, {}).get("criteria", []):
+            try:
+                variables = get_criterion(criterion).variables
+            except (KeyError, ValueError):  # a plugin's criterion that is not loaded: its chunks are not checked
+                continue
+            for variable in variables:
+                uses.setdefault(variable, np.zeros(len(models), dtype=bool))[m] = True
+    return uses
+
+
+@dataclass
+class Lost:
+    """Cells marked done (any status but pending) whose values are gone."""
+
+    cells: np.ndarray
+    missing_variables: list[str] = field(default_factory=list)
+    missing_chunks: list[str] = field(default_factory=list)
+    misplaced_chunks: list[str] = field(default_factory=list)
+    unrecorded: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    baseline: str = ""  # where the random-labelling baseline that a criterion is divided by is lost
+
+    @property
+    def count(self) -> int:
+        return int(self.cells.sum())
+
+    def describe(self) -> str:
+        where = [f"variable {name} missing" for name in self.missing_variables]
+        where += _first(self.missing_chunks, "missing")
+        where += _first(self.misplaced_chunks, "not the chunk recorded at its place")
+        where += [self.baseline] if self.baseline else []
+        return (f"{self.count} cell(s) marked done have lost their values ({'; '.join(where)}): "
+                "they count as pending")
+
+    @property
+    def remedy(self) -> str:
+        """What ``ordercube run`` does about it (for a lost baseline alone: computes the baseline, not the cells)."""
+        only_baseline = not (self.missing_variables or self.missing_chunks or self.misplaced_chunks)
+        return ("'ordercube run' computes the baseline again (not the cells)" if self.baseline and only_baseline
+                else "'ordercube run' computes them again")
+
+
+def _first(keys: list[str], what: str, shown: int = 3) -> list[str]:
+    if not keys:
+        return []
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return [f"{', '.join(keys[:shown])}{more} {what}"]
+
+
+def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, baseline: bool = True) -> Lost:
+    """The cells whose status says done but whose value chunks (or whole variables) are absent; with
+    ``baseline``, also the ok cells of a criterion divided by the random-labelling baseline
+    (:func:`lost_baseline`) where that baseline is lost.
+
+    Cubes of format 1 wrote no chunk that held only fill values, so for them only missing variables
+    are detected.
+    """
+    done = status != 0
+    lost = np.zeros(status.shape, dtype=bool)
+    result = Lost(cells=lost)
+    if not done.any():
+        return result
+    if baseline:
+        cells, result.baseline = lost_baseline(group, status, models)
+        lost |= cells
+    every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= CHECKSUMMED
+    present_arrays = {name for name, _ in group.arrays()}
+    for name, used in variables_of_models(group, models).items():
+        expected = done & used[None, None, :, None, None]
+        if not expected.any():
+            continue
+        if name not in present_arrays:
+            result.missing_variables.append(name)
+            lost |= expected
+            continue
+        if not every_chunk:
+            continue
+        chunks = tuple(group[name].chunks)  # type: ignore[union-attr]
+        grid = chunk_grid_any(expected, chunks)
+        absent = grid.copy()
+        for index in stored_chunks(group, name):
+            if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
+                absent[index] = False
+        same_grid = chunks == tuple(group["status"].chunks)  # type: ignore[union-attr]
+        misplaced = misplaced_chunks(group, name, grid & ~absent, result.unrecorded) if same_grid else np.zeros_like(grid)
+        if absent.any() or misplaced.any():
+            result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
+            result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
+            lost |= expected & expand_grid(absent | misplaced, chunks, status.shape)
+    return result
+
+
+def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> tuple[np.ndarray, str]:
+    """The ok cells of the models with a criterion divided by the random-labelling baseline (Lange et al.
+    2004, eq. 5: ``lange`` / ``lange_random`` at the same n and k) where that baseline is lost (its array
+    deleted, or its chunk: NaN where a value was stored), and a description of the loss ("" when none).
+    The baseline is written before any cell, so an ok cell always had it."""
+    from ordercube.tasks.criteria import get_criterion
+
+    methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
+    normalised: list[str] = []
+    uses = np.zeros(len(models), dtype=bool)
+    for m, model in enumerate(models):
+        for criterion in methods.get(model, {}).get("criteria", []):
+            try:
+                divided = get_criterion(criterion).normalised_by_random_labels
+            except (KeyError, ValueError):  # a plugin's criterion that is not loaded
+                continue
+            if divided:
+                uses[m] = True
+                normalised += [criterion] if criterion not in normalised else []
+    cells = (status == Status.OK) & uses[None, None, :, None, None]
+    if not cells.any():
+        return np.zeros(status.shape, dtype=bool), ""
+    if BASELINE in group:
+        stored = read_checked(group, BASELINE, _store_name(group.store))[: status.shape[1], : status.shape[3]]
+        cells &= np.isnan(stored)[None, :, None, :, None]
+    if not cells.any():
+        return cells, ""
+    n_labels = np.asarray(group["n"][: status.shape[1]])  # type: ignore[index]
+    at = sorted(int(n) for n in n_labels[cells.any(axis=(0, 2, 3, 4))])
+    gone = "is missing" if BASELINE not in group else f"is lost at n = {', '.join(map(str, at))}"
+    return cells, f"the random-labelling baseline {BASELINE} that {', '.join(normalised)} is divided by {gone}"
+
+
+def _chunk_indices(stored: zarr.Array) -> Iterator[tuple[int, ...]]:
+    grid = tuple(-(-size // chunk) for size, chunk in zip(stored.shape, stored.chunks))
+    return iter(product(*(range(g) for g in grid)))
+
+
+def corrupt_chunks(group: zarr.Group, names: Iterable[str] | None = None) -> list[str]:
+    """Every chunk of the named arrays (all by default) that cannot be read back: a failed checksum,
+    a truncated or garbled file. Reads the whole cube (``ordercube status --verify``)."""
+    bad = []
+    every = [*group.arrays(), *([(MANIFEST, group[MANIFEST])] if MANIFEST in group else [])]
+    for name, stored in every:
+        if names is not None and name not in names:
+            continue
+        present = stored_chunks(group, name)
+        bad += corrupt_chunks_at(group, name, (index for index in _chunk_indices(stored) if index in present))
+    return bad
+
+
+def corruption_error(path: Path | str | Location, bad: list[str]) -> InputError:
+    listed = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return InputError(f"CUBE: {path}: {len(bad)} chunk(s) fail their checksum or cannot be decoded: {listed}. The files "
+                      "were changed after ordercube wrote them; delete those chunk files (their cells become pending and "
+                      "the next 'ordercube run' computes them again) or restore the cube from a copy")
+
+
+def read_checked(group: zarr.Group, name: str, path: Path | Location) -> np.ndarray:
+    """The whole array ``name``; ``InputError`` naming the damaged chunks when a read fails."""
+    try:
+        return np.asarray(group[name][:])  # type: ignore[index]
+    except Exception:  # noqa: BLE001 - find out which chunk it was
+        bad = corrupt_chunks(group, [name])
+        if not bad:
+            raise
+        raise corruption_error(path, bad) from None
+
+
+def chunk_grid_shape(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
+    return tuple(-(-size // chunk) for size, chunk in zip(shape, chunks))
+
+
+def manifest_rows(variables: Sequence[str]) -> list[str]:
+    """The arrays whose chunks the manifest records: all cell arrays but the wall-clock ``seconds``, so
+    that the manifest, like the rest of the cube, is the same bit for bit in every run of a config."""
+    return [*variables, "reason", "status"]
+
+
+def create_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
+    """An empty manifest for the cell ``variables`` of a new cube (see the module docstring)."""
+    status = group["status"]
+    grid = chunk_grid_shape(status.shape, status.chunks)  # type: ignore[union-attr]
+    manifest = group.require_group("integrity").create_array(
+        "crc", shape=(len(variables), *grid), chunks=(len(variables), 1, 1, 1, *grid[3:]), dtype="uint64",
+        fill_value=0, compressors=COMPRESSORS, dimension_names=("variable", "dataset", "n", "model", "k", "trial"))
+    manifest.attrs["variables"] = list(variables)
+
+
+def grow_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
+    """Fit the manifest to the cube's grown chunk grid and add rows for new ``variables`` (inside a growth)."""
+    if MANIFEST not in group:
+        return
+    manifest = group[MANIFEST]
+    known = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    known += [name for name in variables if name not in known]
+    status = group["status"]
+    manifest.resize((len(known), *chunk_grid_shape(status.shape, status.chunks)))  # type: ignore[union-attr]
+    manifest.attrs["variables"] = known
+
+
+def _suffixes(store: Any, keys: Sequence[str]) -> list[bytes | None]:
+    """The last 4 bytes (the CRC32C the codec appended) of each stored chunk, None for an absent one."""
+    prototype = default_buffer_prototype()
+
+    async def read() -> list:
+        return await asyncio.gather(*(store.get(key, prototype=prototype, byte_range=SuffixByteRequest(4)) for key in keys))
+
+    return [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
+
+
+def _as_recorded(suffix: bytes | None) -> np.uint64:
+    return np.uint64(0) if suffix is None else RECORDED | np.uint64(int.from_bytes(suffix, "little"))
+
+
+def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], position: tuple[int, ...], *,
+                  forget: bool = False) -> None:
+    """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now;
+    with ``forget``, mark them not recorded (before they are rewritten: a crash in between then leaves
+    entries that accept the chunk, which the next run records, not a mismatch that discards done cells)."""
+    manifest = arrays[MANIFEST]
+    rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    names = [name for name in names if name in rows]
+    if forget:
+        values = np.zeros(len(names), dtype=np.uint64)
+    else:
+        suffixes = _suffixes(manifest.store, [chunk_key(arrays[name].path, position) for name in names])
+        values = np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64)
+    manifest.set_orthogonal_selection(([rows.index(name) for name in names], *(int(i) for i in position)), values)
+
+
+def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:
+    """Record the CRCs of done cells' chunks whose manifest entries a crash left unrecorded."""
+    by_position: dict[tuple[int, ...], list[str]] = {}
+    for name, position in unrecorded:
+        by_position.setdefault(position, []).append(name)
+    arrays = {name: group[name] for names in by_position.values() for name in names} | {MANIFEST: group[MANIFEST]}
+    for position, names in by_position.items():
+        record_chunks(arrays, names, position)  # type: ignore[arg-type]
+
+
+def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
+                     unrecorded: list[tuple[str, tuple[int, ...]]] | None = None) -> np.ndarray:
+    """Of the chunks marked in ``expected`` (a chunk-grid mask), those whose CRC is not the one the
+    manifest recorded at their place (copied from elsewhere, rewritten by someone else). Chunks whose
+    entry is not recorded (a crash mid-write) are accepted and appended to ``unrecorded``."""
+    misplaced = np.zeros(expected.shape, dtype=bool)
+    if MANIFEST not in group:
+        return misplaced
+    manifest = group[MANIFEST]
+    rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    if name not in rows:
+        return misplaced
+    try:
+        recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
+    except ValueError:  # the manifest's own checksum failed
+        raise corruption_error(_store_name(group.store), corrupt_chunks(group, [MANIFEST])) from None
+    positions = list(zip(*np.nonzero(expected)))
+    actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
+    for position, suffix in zip(positions, actual):
+        inside = all(i < s for i, s in zip(position, recorded.shape))
+        if suffix is None:
+            continue
+        if not inside or recorded[position] == 0:
+            if unrecorded is not None and inside:
+                unrecorded.append((name, tuple(int(i) for i in position)))
+        elif recorded[position] != _as_recorded(suffix):
+            misplaced[position] = True
+    undecodable = corrupt_chunks_at(group, name, zip(*np.nonzero(misplaced)))
+    if undecodable:  # a run would read it to rewrite part of it, a report to show it: damage, not a loss
+        raise corruption_error(_store_name(group.store), undecodable)
+    return misplaced
+
+
+def corrupt_chunks_at(group: zarr.Group, name: str, positions: Iterable[tuple[int, ...]]) -> list[str]:
+    """Of the chunks of array ``name`` at grid ``positions``, those that cannot be decoded (as :func:`corrupt_chunks`)."""
+    stored, bad = group[name], []
+    for position in positions:
+        index = tuple(int(i) for i in position)
+        try:
+            stored.get_block_selection(index)  # type: ignore[union-attr]
+        except Exception as error:  # any decoding failure of the stored bytes is damage  # noqa: BLE001
+            bad.append(f"{chunk_key(name, index)} ({str(error).split('.')[0]})")
+    return bad
+
+
+def _store_name(store: Any) -> Path | str:
+    """The folder, or the URL, of a zarr store (for messages)."""
+    if getattr(store, "root", None) is not None:
+        return Path(str(store.root))
+    protocol = getattr(getattr(store, "fs", None), "protocol", "")
+    protocol = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
+    return f"{protocol}://{getattr(store, 'path', '')}" if protocol else str(store)

@@ -1,0 +1,1 @@
+"""A dataset's files read into arrays: tables, labels, dissimilarities, graphs, images, matrices, the catalog."""

@@ -1,0 +1,209 @@
+"""How sure is each k̂: the score at k̂ with its standard error, the runner-up and the paired difference to it
+with a confidence interval, the share of trials that chose k̂ with a bootstrap interval, and flags.
+
+A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-trial scores and the decision rules to an
+``xarray.Dataset`` over (dataset, n, model), one variable per criterion and field (``lange_runner_up``).
+
+- ``score``, ``score_se``: the mean over trials of the criterion's value at k̂ and its standard error
+  (sd / sqrt(trials)). For Clest the value is d_k = t_k - mean_b t0_kb (Dudoit & Fridlyand, step 4).
+- ``runner_up``, ``difference`` (``_low``, ``_high``): for the argmin / argmax rules (``smallest``,
+  ``largest``, ``gap``, ``clest``), the runner-up is the best k other than k̂ on the curve the rule reads (the
+  mean, or the per-k medians where the rule aggregates by the median), and the
+  difference is the mean over trials of value(runner-up) - value(k̂), oriented so that a positive
+  difference favours k̂, with a t interval at ``LEVEL``. The trials are paired (every k of a trial has the
+  same sample and split), so the paired difference has a far smaller variance than either mean.
+  For the threshold rules (``largest_above``: Prediction Strength; ``first_above``, ``first_below``) k̂
+  flips when its own mean crosses the threshold or when a k the rule would prefer crosses it the other way;
+  the runner-up is that k with the mean nearest to the threshold, and the difference is the smaller of the
+  two margins to the threshold (positive: on the side the decision needs), with a one-sample t interval.
+- ``frequency`` (``_low``, ``_high``): the share of trials (those with a choice) whose own choice is k̂, and
+  the percentile interval of the bootstrap that resamples the trials with replacement. It is computed
+  exactly: that bootstrap distribution of a share of m trials is Binomial(m, share) / m, so no random draw
+  is needed and the interval is the same on every machine. At a share of 0 or 1 it has no width, as every
+  percentile bootstrap of a proportion: its bounds are then NaN (not computable from these trials).
+- A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
+  Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
+- flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
+  largest k for every rule but the first k above or below a threshold; the smallest, where the criterion is
+  defined below it, for every rule but the largest k above a threshold (Tibshirani & Walther 2005: a smaller k
+  is never preferred to one that qualifies)), ``not_separated`` (the difference's interval contains 0),
+  ``runner_up_better`` (the whole interval is below 0: the runner-up scores better, and the rule
+  chose k̂ for another reason, e.g. the Gap statistic's standard-error rule; for a threshold rule, k̂ or the
+  runner-up is on the wrong side of the threshold beyond noise), ``few_trials`` (fewer than ``FEW_TRIALS``
+  trials with a value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from numpy.typing import NDArray
+
+from ordercube.pipeline.reduce.select import DECISION_DIMS, deciding_rules, choice_per_trial, select_k
+from ordercube.tasks.adaptive import t_quantile
+from ordercube.tasks.criteria import CRITERIA, Decision
+from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
+
+LEVEL = 0.95
+FEW_TRIALS = 10
+# Rules whose best value is the largest one; the others want the smallest.
+HIGHER_IS_BETTER = frozenset({"largest", "largest_above", "first_above", "gap", "clest"})
+THRESHOLD_RULES = frozenset({"largest_above", "first_above", "first_below"})
+FIELDS = ("frequency", "frequency_low", "frequency_high", "score", "score_se", "runner_up", "difference", "difference_low",
+          "difference_high", "at_grid_edge", "not_separated", "runner_up_better", "few_trials")
+FLAGS = ("at_grid_edge", "not_separated", "runner_up_better", "few_trials")
+
+
+def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.DataArray:
+    """The per-trial values the rule compares across k (Clest: d_k against the trials' mean reference)."""
+    if decision.rule == "clest":
+        return scores["clest"] - scores["clest_null"].mean("trial")
+    return scores[name]
+
+
+def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, float, float]:
+    """Mean of ``values`` and its t interval (NaN bounds for fewer than two values)."""
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return np.nan, np.nan, np.nan
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, np.nan, np.nan
+    half = float(t_quantile(0.5 + level / 2, values.size - 1)) * float(values.std(ddof=1)) / np.sqrt(values.size)
+    return mean, mean - half, mean + half
+
+
+def bootstrap_share_interval(hits: int, trials: int, level: float = LEVEL) -> tuple[float, float]:
+    """The percentile interval of the trials' bootstrap of a share ``hits / trials``, exactly.
+
+    Resampling ``trials`` trials with replacement gives Binomial(trials, hits / trials) hits; the bounds are
+    its (1 - level) / 2 and (1 + level) / 2 quantiles divided by ``trials``.
+    """
+    from scipy.special import bdtr
+
+    p = hits / trials
+    cdf = bdtr(np.arange(trials + 1), trials, p) if 0 < p < 1 else (np.arange(trials + 1) >= hits).astype(float)
+    low = int(np.searchsorted(cdf, (1 - level) / 2 - 1e-12))
+    high = int(np.searchsorted(cdf, (1 + level) / 2 - 1e-12))
+    return low / trials, high / trials
+
+
+def _runner_up(mean: NDArray[np.float64], at: int, decision: Decision) -> int:
+    """Index of the runner-up on the mean curve (-1 when there is none)."""
+    sign = -1.0 if decision.rule in HIGHER_IS_BETTER else 1.0
+    oriented = np.where(np.isnan(mean), np.inf, sign * mean)
+    if decision.rule in THRESHOLD_RULES:
+        # the k the rule would prefer if it crossed: above k̂ for largest_above, below it for first_*
+        positions = np.arange(mean.size)
+        rival = positions > at if decision.rule == "largest_above" else positions < at
+        oriented = np.where(rival, oriented, np.inf)
+    else:
+        oriented[at] = np.inf
+    best = int(np.argmin(oriented))
+    return best if np.isfinite(oriented[best]) else -1
+
+
+def _difference(values: NDArray[np.float64], at: int, runner: int, decision: Decision,
+                level: float) -> tuple[float, float, float]:
+    sign = -1.0 if decision.rule in HIGHER_IS_BETTER else 1.0
+    if decision.rule not in THRESHOLD_RULES:
+        return _mean_interval(sign * (values[:, runner] - values[:, at]), level)
+    threshold = float(decision.threshold)  # type: ignore[arg-type]
+    # k̂ must stay on the good side of the threshold, the runner-up on the other
+    margins = [_mean_interval(-sign * (values[:, at] - threshold), level)]
+    if runner >= 0:
+        margins.append(_mean_interval(sign * (values[:, runner] - threshold), level))
+    return min(margins, key=lambda margin: margin[0])
+
+
+def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat: int, choices: NDArray[np.int64],
+                      decision: Decision, *, min_k: int = 1, level: float = LEVEL) -> dict[str, float]:
+    """Every field of the module's docstring for one (dataset, n, model) group.
+
+    ``values`` : ndarray of shape (trials, len(ks)), NaN where a cell has no value; ``choices``: each
+    trial's own k (-1 for none).
+    """
+    out: dict[str, float] = dict.fromkeys(FIELDS, np.nan)
+    trials = int((~np.isnan(values)).any(axis=1).sum())
+    out["few_trials"] = float(trials < FEW_TRIALS)
+    out["runner_up_better"] = 0.0
+    chose = choices[choices >= 0]
+    if chose.size and k_hat >= 0:
+        hits = int((chose == k_hat).sum())
+        out["frequency"] = hits / chose.size
+        out["frequency_low"], out["frequency_high"] = bootstrap_share_interval(hits, chose.size, level)
+    present = ~np.isnan(values).all(axis=0)
+    if k_hat not in ks or not present[np.flatnonzero(ks == k_hat)[0]]:  # no k̂, or Clest's k̂ = 1 outside the grid
+        out["at_grid_edge"] = out["not_separated"] = 0.0
+        return out
+    at = int(np.flatnonzero(ks == k_hat)[0])
+    out["at_grid_edge"] = float(at_grid_edge(k_hat, ks[present], decision.rule, min_k))
+    score = values[:, at][~np.isnan(values[:, at])]
+    out["score"] = float(score.mean())
+    out["score_se"] = float(score.std(ddof=1) / np.sqrt(score.size)) if score.size > 1 else np.nan
+    # the curve the rule reads: the per-k medians for aggregate "median" (a k missing in a trial has none)
+    curve = median_curve(values) if decision.aggregate == "median" else mean_curve(values)
+    runner = _runner_up(curve, at, decision)
+    if runner >= 0 or decision.rule in THRESHOLD_RULES:
+        out["runner_up"] = float(ks[runner]) if runner >= 0 else np.nan
+        out["difference"], out["difference_low"], out["difference_high"] = _difference(values, at, runner, decision, level)
+    low, high = out["difference_low"], out["difference_high"]
+    out["not_separated"] = float(bool(low <= 0.0 <= high))
+    out["runner_up_better"] = float(bool(high < 0.0))
+    return _without_zero_width(out)
+
+
+def _without_zero_width(fields: dict[str, float]) -> dict[str, float]:
+    """The intervals of no width (every trial the same value, a share of 0 or 1) as NaN bounds: they cannot be
+    computed from these trials, and a width of 0 would read as certainty. The flags are read before."""
+    for name in ("difference", "frequency"):
+        if fields[f"{name}_low"] == fields[f"{name}_high"]:
+            fields[f"{name}_low"] = fields[f"{name}_high"] = np.nan
+    return fields
+
+
+def at_grid_edge(k_hat: int, ks_with_values: NDArray[np.int64], rule: str, min_k: int) -> bool:
+    """Whether the rule could have chosen a k beyond the grid: k̂ at an edge of the k's with values that matters
+    for the rule (``ordercube.tasks.criteria.rules.EDGES``; the lower one only where the criterion is defined below it)."""
+    edges = EDGES.get(rule, ())
+    upper = "upper" in edges and k_hat == ks_with_values.max()
+    lower = "lower" in edges and k_hat == ks_with_values.min() and k_hat > min_k
+    return bool(upper or lower)
+
+
+def decision_uncertainty(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
+                         level: float = LEVEL, chosen: xr.Dataset | None = None,
+                         choices: xr.Dataset | None = None) -> xr.Dataset:
+    """The fields of the module's docstring for every deciding criterion, as ``{criterion}_{field}`` over
+    (dataset, n, model); flags are booleans, ``runner_up`` an integer (-1: none).
+
+    ``chosen`` and ``choices``: ``select_k`` and ``choice_per_trial`` of the same scores and ``decide``, when
+    the caller has them already.
+    """
+    chosen = select_k(scores, decide) if chosen is None else chosen
+    choices = choice_per_trial(scores, decide) if choices is None else choices
+    ks = scores["k"].values
+    out = {}
+    for name, decision in deciding_rules(scores, decide).items():
+        values = compared_values(scores, name, decision).transpose(*DECISION_DIMS, "trial", "k")
+        picks = choices[name].transpose(*DECISION_DIMS, "trial").values
+        k_hat = chosen[name].transpose(*DECISION_DIMS).values
+        min_k = CRITERIA[name].min_k if name in CRITERIA else 1
+        shape = k_hat.shape
+        fields = {field: np.full(shape, np.nan) for field in FIELDS}
+        for index in np.ndindex(shape):
+            group = group_uncertainty(values.values[index], ks, int(k_hat[index]), picks[index], decision,
+                                      min_k=min_k, level=level)
+            for field, value in group.items():
+                fields[field][index] = value
+        coords = {dim: scores[dim] for dim in DECISION_DIMS}
+        for field, array in fields.items():
+            if field in FLAGS:
+                array = array == 1.0
+            elif field == "runner_up":
+                array = np.nan_to_num(array, nan=-1).astype(np.int64)
+            out[f"{name}_{field}"] = xr.DataArray(array, dims=DECISION_DIMS, coords=coords)
+    return xr.Dataset(out, attrs={**scores.attrs, "level": level, "few_trials": FEW_TRIALS})

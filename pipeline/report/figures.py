@@ -1,0 +1,332 @@
+"""Drawing the report's figures: fixed layouts, one save, and a record that redraws only what changed.
+
+Speed comes from what is not done: no ``tight_layout`` (it draws every figure twice to measure its text),
+no mathtext tick labels on log axes (``10^2`` is parsed by pyparsing), no minor ticks, one legend per
+figure, PNG written with light compression. Margins are fixed in inches, so a panel looks the same in
+every figure. A figure whose inputs, format and drawing code are unchanged since the last report into
+the same folder is kept as it is (``--decide`` on one criterion redraws that criterion's figures only).
+``ordercube report`` shares the drawing with a second process (:class:`Helper`) on a machine with two cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ordercube.pipeline.files.outputs import RECORD, SOFTWARE, write_output  # the marks by which a command recognises what it wrote
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+FORMATS = ("png", "svg", "pdf")
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+DPI = 110
+# Margins in inches: room for a two-line y label on the left, a title above, tick labels and x label below.
+LEFT, RIGHT, TOP, BOTTOM, WSPACE, HSPACE = 1.0, 0.2, 0.4, 0.55, 1.1, 0.75
+COLOUR_BAR_MARGIN = 1.2
+
+
+def grid(rows: int, columns: int, *, width: float = 3.65, height: float = 2.45,
+         right: float = RIGHT) -> tuple[Figure, np.ndarray]:
+    """A figure of ``rows`` x ``columns`` axes of ``width`` x ``height`` inches each, margins fixed
+    (``right`` inches on the right: room for a colour bar)."""
+    from matplotlib.figure import Figure  # imported when drawing; never pyplot, never the global backend
+
+    total_width = LEFT + right + columns * width + (columns - 1) * WSPACE
+    total_height = TOP + BOTTOM + rows * height + (rows - 1) * HSPACE
+    figure = Figure(figsize=(total_width, total_height))
+    axes = figure.subplots(rows, columns, squeeze=False, gridspec_kw={
+        "left": LEFT / total_width, "right": 1 - right / total_width, "bottom": BOTTOM / total_height,
+        "top": 1 - TOP / total_height, "wspace": WSPACE / width, "hspace": HSPACE / height})
+    return figure, axes
+
+
+def panels(count: int, columns: int = 3, *, right: float = RIGHT) -> tuple[Figure, np.ndarray]:
+    """``count`` panels in rows of at most ``columns``; the unused ones hidden."""
+    count = max(count, 1)
+    columns = min(count, columns)
+    figure, axes = grid(int(np.ceil(count / columns)), columns, right=right)
+    for ax in axes.ravel()[count:]:
+        ax.set_visible(False)
+    return figure, axes.ravel()
+
+
+def colour_bar(figure: Figure, image: Any, label: str) -> None:
+    """A colour bar in the right margin of a figure drawn with ``right=COLOUR_BAR_MARGIN``."""
+    width, height = figure.get_size_inches()
+    bar = figure.add_axes((1 - (COLOUR_BAR_MARGIN - 0.15) / width, BOTTOM / height, 0.15 / width,
+                           1 - (TOP + BOTTOM) / height))
+    figure.colorbar(image, cax=bar, label=label)
+
+
+def log_axis(ax: Axes, axis: str, ticks: np.ndarray | None = None) -> None:
+    """A log scale with plain tick labels, no minor ticks: at ``ticks`` when given (the grid's n values),
+    else at 1, 2, 5 x 10^j when the data span less than a factor 30, at the powers of 10 otherwise."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    if ticks is None:
+        low, high = ax.dataLim.intervalx if axis == "x" else ax.dataLim.intervaly
+        narrow = np.isfinite(low) and low > 0 and high / low < 30
+        target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+    else:
+        target.set_major_locator(FixedLocator(np.asarray(ticks, dtype=float)))
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_locator(NullLocator())
+
+
+def title(ax: Axes, text: str) -> None:
+    """A panel's title at a fixed height (matplotlib's automatic placement measures every tick label)."""
+    ax.set_title(text, fontsize=9, y=1.0, pad=4)
+
+
+def say(ax: Axes, text: str) -> None:
+    """A panel that states why it has no curve."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, transform=ax.transAxes, wrap=True)
+    ax.set(xticks=[], yticks=[])
+
+
+def save(figure: Figure, path: Path) -> None:
+    """Write ``figure`` in the format of ``path``'s suffix (PNG at ``DPI`` with fast compression, its ``Software``
+    text naming ordercube)."""
+    options: dict[str, Any] = ({"pil_kwargs": {"compress_level": 1}, "metadata": {"Software": SOFTWARE}}
+                               if path.suffix == ".png" else {})
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=path.suffix[1:] or "png", dpi=DPI, **options)
+    write_output(path, buffer.getvalue())  # never through a symbolic link planted at the path
+
+
+def _feed(digest: Any, value: Any) -> None:
+    """Add ``value`` to ``digest`` by content: arrays by bytes, labelled data with its labels."""
+    if isinstance(value, xr.Dataset):
+        for name in sorted(map(str, value.data_vars)):
+            _feed(digest, (name, value[name]))
+    elif isinstance(value, xr.DataArray):
+        _feed(digest, (value.dims, {str(c): value[c].values for c in value.coords}, value.values))
+    elif isinstance(value, np.ndarray):
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else repr(value.tolist()).encode())
+    elif isinstance(value, pd.DataFrame):
+        digest.update(value.to_csv().encode())
+    elif isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            _feed(digest, (str(key), value[key]))
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"[{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    elif is_dataclass(value) and not isinstance(value, type):
+        _feed(digest, (type(value).__name__, asdict(value)))
+    else:
+        digest.update(repr(value).encode())
+
+
+def _code_digest(draw: Callable[..., Any]) -> str:
+    """The drawing function's module and this one, by content: a changed figure code redraws."""
+    digest = hashlib.sha256()
+    for module in (sys.modules[draw.__module__], sys.modules[__name__]):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One figure to draw: ``function(*args, **kwargs)`` saved at ``path``."""
+
+    path: Path
+    function: Callable[..., Figure | None]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def run_job(job: Job) -> tuple[str, str]:
+    """Draw ``job``: ``("drawn" | "nothing" | "failed", reason)``. A figure that fails is a line in the report,
+    never a traceback that loses the rest of it."""
+    try:
+        figure = job.function(*job.args, **job.kwargs)
+        if figure is None:
+            return "nothing", ""
+        save(figure, job.path)
+        return "drawn", ""
+    except Exception as error:  # noqa: BLE001 - any drawing error is reported with the figure's name
+        job.path.unlink(missing_ok=True)
+        return "failed", f"{type(error).__name__}: {error}"
+
+
+def _warm_up() -> None:
+    """What a first figure pays: the data's libraries (a figure's inputs are labelled arrays; xarray's first
+    operation imports dask.array, 0.4 s), matplotlib, and a small figure drawn (fonts, text layout, PNG)."""
+    import io
+
+    _ = xr.DataArray(np.zeros(2), dims="k") + 1.0
+    figure, axes = panels(1)
+    axes[0].plot([1, 2], [1, 2], marker="o", label="k = 2")
+    axes[0].legend(fontsize=7)
+    title(axes[0], "warm-up")
+    figure.savefig(io.BytesIO(), format="png", dpi=DPI)
+
+
+def _serve(connection: Any) -> None:
+    """The helper process: warm up while the parent reads the cube, then draw what it is sent.
+
+    Ctrl-C (sent to the whole process group) is the parent's to handle: ignored here. SIGTERM, by which the
+    parent stops it, ends it at once and silently. Both were blocked across the fork (:meth:`Helper.start`), so
+    a signal arriving meanwhile meets these dispositions, never the parent's handler and its traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    _warm_up()
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        connection.send(run_job(job))
+
+
+class Helper:
+    """A second process that draws figures beside this one, on a machine with two cores or more.
+
+    Started by ``ordercube report`` before it reads the cube, while the process has one thread (forking a
+    process with threads can deadlock the child): it imports matplotlib meanwhile, then takes one figure at a
+    time. Where it cannot start (one core, another platform, threads already running), there is none.
+    """
+
+    def __init__(self, process: Any, connection: Any) -> None:
+        self.process, self.connection = process, connection
+
+    @classmethod
+    def start(cls) -> Helper | None:
+        import threading
+
+        from ordercube.pipeline.system.cores import usable_cores
+
+        if sys.platform != "linux" or usable_cores() < 2 or threading.active_count() > 1:
+            return None
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs,), daemon=True, name="ordercube-figures")
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one that came meanwhile is handled here, now
+        theirs.close()
+        return cls(process, mine)
+
+    def stop(self, *, now: bool = False) -> None:
+        """End the helper: after the figures it was sent, or ``now`` (the report ended early: an error or an
+        interrupt), without waiting for it and without a word from it."""
+        if now:
+            self.process.terminate()
+        try:
+            self.connection.send(None)
+        except (OSError, ValueError):
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=5)
+        self.connection.close()
+
+
+class Figures:
+    """The figures of one report folder, in ``fmt``; each drawn only when its inputs changed.
+
+    ``draw(stem, function, *args, **kwargs)`` asks for ``function(*args, **kwargs)`` (a matplotlib ``Figure``,
+    or None when there is nothing to draw) unless ``stem.fmt`` exists and was drawn from the same inputs, format
+    and code. ``finish()`` draws what was asked for (shared with ``helper``, a second process, when there is
+    one), writes the record, and deletes the figures an earlier report drew that this one did not (a criterion
+    no longer in the cube, a figure that no longer applies); files it did not draw stay. A figure that fails is
+    listed in ``failed`` with its reason.
+    """
+
+    def __init__(self, folder: Path, fmt: str = "png", helper: Helper | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"figure format {fmt!r} is not one of {list(FORMATS)}")
+        self.folder, self.fmt, self.helper = folder, fmt, helper
+        self.drawn: list[str] = []
+        self.kept: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.by_helper = 0  # figures the helper drew
+        try:
+            self._before: dict[str, str] = json.loads((folder / RECORD).read_text())
+        except (OSError, ValueError):
+            self._before = {}
+        self._now: dict[str, str] = {}
+        self._code: dict[Callable[..., Any], str] = {}
+        self._jobs: list[Job] = []
+
+    def draw(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> None:
+        """Ask for ``folder/stem.fmt`` drawn by ``function`` (kept when unchanged; drawn by ``finish``)."""
+        path = self.folder / f"{stem}.{self.fmt}"
+        if function not in self._code:
+            self._code[function] = _code_digest(function)
+        digest = hashlib.sha256(f"{stem}|{self.fmt}|{function.__qualname__}|{self._code[function]}".encode())
+        _feed(digest, (args, kwargs))
+        self._now[path.name] = digest.hexdigest()
+        if self._before.get(path.name) == self._now[path.name] and path.is_file():
+            self.kept.append(path.name)
+        else:
+            self._jobs.append(Job(path, function, args, kwargs))
+
+    @property
+    def names(self) -> list[str]:
+        """The figures of this report (drawn or kept), in the order they were asked for."""
+        return list(self._now)
+
+    def _done(self, job: Job, outcome: tuple[str, str]) -> None:
+        state, reason = outcome
+        if state == "drawn":
+            self.drawn.append(job.path.name)
+            return
+        del self._now[job.path.name]
+        if state == "failed":
+            self.failed.append((job.path.name, reason))
+
+    def _draw_all(self) -> None:
+        """The asked-for figures, the helper taking the next one whenever it is free."""
+        queue, lent = list(self._jobs), None
+        while queue or lent is not None:
+            if self.helper is not None and lent is None and queue:
+                lent = queue.pop(0)
+                try:
+                    self.helper.connection.send(lent)
+                except (OSError, ValueError):  # the helper is gone: draw its share here
+                    queue.insert(0, lent)
+                    self.helper, lent = None, None
+            if queue:
+                job = queue.pop(0)
+                self._done(job, run_job(job))
+            if lent is not None and (not queue or self.helper.connection.poll()):
+                try:
+                    self._done(lent, self.helper.connection.recv())
+                    self.by_helper += 1
+                except (EOFError, OSError):
+                    queue.insert(0, lent)
+                    self.helper = None
+                lent = None
+
+    def finish(self) -> None:
+        self._draw_all()
+        for name in set(self._before) - set(self._now):
+            if Path(name).name == name and Path(name).suffix[1:] in FORMATS:  # only a figure of this folder
+                (self.folder / name).unlink(missing_ok=True)
+        write_output(self.folder / RECORD, json.dumps(self._now, indent=1, sort_keys=True))

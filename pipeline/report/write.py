@@ -1,0 +1,449 @@
+"""Reports: the k̂ table (printed and as ``selection.csv``) with how sure each k̂ is, and the figures, all
+from the reducers.
+
+Figures per criterion (only those that mean something for it): ``*_vs_k`` (mean ± 1 SE against k per n, k̂
+starred, Prediction Strength's threshold, Gap's s_k bars), ``*_scaling`` (with two sample sizes or more:
+the mean per k against n; sqrt(n) x the mean for the instabilities that shrink like 1/sqrt(n); the failure
+rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k).
+Then the sections the cube's criteria declare (:mod:`ordercube.pipeline.report.section`: their own tables, figures and
+text), and those of any model family (the choices against a swept generator parameter).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title
+from ordercube.pipeline.files.outputs import write_csv
+from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
+from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
+from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, LEVEL
+from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
+from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
+from ordercube.pipeline.cube.owner import count_planned
+from ordercube.pipeline.config.sweeps import swept
+from ordercube.tasks.criteria import CRITERIA, Decision
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
+def _planned(cube: xr.Dataset) -> np.ndarray:
+    """Which cells of the cube its plan holds (the rest of the cube's box is never computed)."""
+    coords = Coords(**{dim: tuple(cube[dim].values.tolist()) for dim in DIMS})
+    return planned_mask(json.loads(cube.attrs["ordercube_plan"]), coords)
+
+
+def status_counts(cube: xr.Dataset) -> dict[str, int]:
+    """Planned cells by status: the integer keys ``total, ok, failed, infeasible, crashed, pending``."""
+    return count_planned(cube["status"].values, _planned(cube))
+
+
+# What each status other than ok means for the report: why the cell holds no value.
+MISSING_MEANINGS = {
+    "failed": "the fit or a criterion raised an error (reason stored; --retry-failed recomputes)",
+    "infeasible": "k too large for the half (fewer than two points per cluster, or a rank above the matrix's)",
+    "crashed": "its worker process died on it, every time (reason stored; --retry-failed recomputes)",
+    "pending": "not computed yet (an interrupted or extended run: resume it)",
+    "skipped": "not needed by the adaptive rule (the reason names the look; a run with adaptive off or more resamples "
+               "fills it)",
+}
+
+
+def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
+    """The planned cells without a value, counted per (dataset, n, method, k, status), with one stored reason.
+
+    Every reducer leaves them out of its means and counts; this says which they are and why.
+    """
+    from ordercube.tasks.cell import Status
+
+    status = cube["status"].values
+    missing = _planned(cube) & (status != Status.OK) & (status != Status.SKIPPED)  # skipped: adaptive_groups
+    if not missing.any():
+        return pd.DataFrame(columns=["dataset", "n", "method", "k", "status", "cells", "reason"])
+    dims = cube["status"].dims
+    reasons = cube["reason"].values if "reason" in cube else np.full(status.shape, "", dtype=object)
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for index in zip(*np.nonzero(missing)):
+        at = {dim: cube[dim].values[i] for dim, i in zip(dims, index)}
+        key = (str(at["dataset"]), int(at["n"]), str(at["model"]), int(at["k"]), Status(int(status[index])).name.lower())
+        row = rows.setdefault(key, {"cells": 0, "reason": str(reasons[index] or "")})
+        row["cells"] += 1
+    table = pd.DataFrame([{"dataset": d, "n": n, "method": m, "k": k, "status": st, **row}
+                          for (d, n, m, k, st), row in rows.items()])
+    return table.sort_values(["dataset", "n", "method", "k", "status"], ignore_index=True)
+
+
+ADAPTIVE_COLUMNS = ["dataset", "n", "method", "criterion", "reason", "k_hat", "in_play", "r_stop", "cells", "budget",
+                    "share", "mode", "delta", "epsilon"]
+
+
+def adaptive_groups(cube: xr.Dataset) -> pd.DataFrame:
+    """The decision record of every adaptive group (ordercube.pipeline.run.rounds), one row per criterion: its stop reason, k̂,
+    the k's it could not tell apart, the look it stopped at, the group's cells against the fixed budget, and the
+    rule's mode, delta and epsilon."""
+    records = json.loads(str(cube.attrs.get("ordercube_adaptive", "{}")))
+    rows = [{"dataset": record["dataset"], "n": record["n"], "method": record["method"], "criterion": name,
+             "reason": race["reason"], "k_hat": race["k_hat"], "in_play": " ".join(map(str, race["in_play"])),
+             "r_stop": race["r_stop"], "cells": record["cells"], "budget": record["budget"],
+             "share": record["cells"] / record["budget"], "mode": record.get("mode", "t"), "delta": record["delta"],
+             "epsilon": record["epsilon"]}
+            for record in records.values() for name, race in record["criteria"].items()]
+    table = pd.DataFrame(rows, columns=ADAPTIVE_COLUMNS)
+    return table.sort_values(["dataset", "n", "method", "criterion"], ignore_index=True)
+
+
+# selection.csv's columns after (dataset, n, method, criterion, k_hat): reduce_uncertainty's fields renamed
+UNCERTAINTY_COLUMNS = {"frequency": "k_hat_frequency", "frequency_low": "k_hat_frequency_low",
+                       "frequency_high": "k_hat_frequency_high", "score": "score_at_k_hat"}
+
+
+def selection_table(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per (dataset, n, method, criterion) with values: k̂, how sure it is, the true k, the failure rate.
+
+    The uncertainty columns are ``ordercube.pipeline.reduce.uncertainty``'s fields: ``k_hat_frequency`` (with its
+    bootstrap interval ``_low``, ``_high``), ``score_at_k_hat`` and ``score_se``, ``runner_up`` and
+    ``difference`` (with ``_low``, ``_high``), and the flags ``at_grid_edge``, ``not_separated``, ``few_trials``.
+    """
+    return table_of(Reduced.of(cube, decide))
+
+
+def table_of(reduced: Reduced) -> pd.DataFrame:
+    scores, summary = reduced.scores, reduced.summary
+    agreement = summary["agreement_mean"] if "agreement_mean" in summary else None
+    frames = []
+    for criterion in map(str, reduced.chosen.data_vars):
+        k_hat = reduced.chosen[criterion]
+        columns = {"k_hat": k_hat}
+        for field in FIELDS:
+            columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
+        columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
+                    "trials": scores[criterion].notnull().any("k").sum("trial")}
+        if agreement is not None:  # the known classes matched by the solution at k̂
+            columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
+        # the cube's true_k coordinate travels along every variable: the column keeps it once
+        frame = xr.Dataset({name: value.reset_coords(drop=True) for name, value in columns.items()})
+        frame = frame.to_dataframe(dim_order=list(DECISION_DIMS)).reset_index()
+        frame = frame[frame["trials"] > 0].rename(columns={"model": "method"})
+        frame.insert(3, "criterion", criterion)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
+    return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
+                 + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
+
+
+FLAG_MEANINGS = {
+    "at_grid_edge": "k̂ is at an edge of the grid beyond which its rule could have chosen (the largest k with a value; "
+                    "the smallest, where the criterion is defined below it, except for the largest k above a "
+                    "threshold): the curve may go on; widen k",
+    "not_separated": f"the {LEVEL:.0%} interval of the difference to the runner-up contains 0: the data do not tell "
+                     "k̂ from it; more resamples or a larger n",
+    "runner_up_better": "the runner-up scores better than k̂ beyond noise: the rule chose k̂ for another reason (the Gap "
+                        "statistic's standard-error rule, Clest's tests, a threshold)",
+    "few_trials": "fewer than 10 trials with a value: every interval is rough",
+}
+
+
+NOT_COMPUTABLE = "n/a"
+# Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
+NOT_COMPUTABLE_MEANINGS = {
+    "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
+                       "has no width, so no interval is given",
+    "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
+                  "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
+}
+
+
+def flag_notes(table: pd.DataFrame) -> list[str]:
+    """One line per flag raised somewhere in ``table`` (its name, how many rows, what it means), and one per
+    kind of interval shown as n/a."""
+    notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
+             for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    for column, meaning in NOT_COMPUTABLE_MEANINGS.items():
+        if column in table:
+            count = int((table[column].notna() & table[f"{column}_low"].isna()).sum())
+            notes += [f"{meaning} ({count} of {len(table)} rows)"] if count else []
+    return notes
+
+
+def printable(table: pd.DataFrame) -> pd.DataFrame:
+    """``selection_table``'s rows as the CLI prints them: intervals in brackets, the flags by name."""
+    def interval(value: float, low: float, high: float) -> str:
+        if np.isnan(value):
+            return "-"
+        if np.isfinite(low) and abs(value) < 1e-9 * max(abs(low), abs(high)):
+            value = 0.0  # a mean of paired differences that cancel, up to rounding (6.9e-19)
+        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) else f"{value:.3g} [{NOT_COMPUTABLE}]"
+
+    rows = []
+    for row in table.itertuples():
+        shown = {"dataset": row.dataset, "n": row.n, "method": row.method, "criterion": row.criterion, "k̂": row.k_hat,
+                 f"share [{LEVEL:.0%}]": interval(row.k_hat_frequency, row.k_hat_frequency_low, row.k_hat_frequency_high),
+                 "score ± SE": "-" if np.isnan(row.score_at_k_hat) else f"{row.score_at_k_hat:.3g} ± {row.score_se:.2g}",
+                 "runner-up": row.runner_up if row.runner_up >= 0 else "-",
+                 f"difference [{LEVEL:.0%}]": interval(row.difference, row.difference_low, row.difference_high),
+                 "flags": ",".join(flag for flag in FLAGS if getattr(row, flag)) or "-",
+                 "true k": row.true_k if row.true_k >= 0 else "-",
+                 "failure": "-" if np.isnan(row.failure_rate) else f"{row.failure_rate:.2f}"}
+        if "agreement_at_k_hat" in table.columns:
+            shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
+        rows.append(shown)
+    return pd.DataFrame(rows)
+def label_of(criterion: str) -> str:
+    """The y label of a criterion's figures: what its value is and where it is defined."""
+    return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
+
+
+def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
+    """The (dataset, model) pairs with a value somewhere in ``data``."""
+    present = data.notnull().any([dim for dim in data.dims if dim not in ("dataset", "model")])
+    return [(str(d), str(m)) for d in data["dataset"].values for m in data["model"].values
+            if bool(present.sel(dataset=d, model=m))]
+
+
+def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None) -> Figure:
+    """Mean ± 1 SE against k for every (dataset, method), one line per n; k̂ starred.
+
+    Prediction Strength's threshold is drawn as a line; the Gap statistic gets bars of its mean s_k (the
+    spread its rule uses) instead of the band.
+    """
+    mean, standard_error = summary[f"{criterion}_mean"], summary[f"{criterion}_se"]
+    pairs = _with_values(mean)
+    figure, axes = panels(len(pairs))
+    for ax, (dataset, model) in zip(axes, pairs):
+        for n in summary["n"].values:
+            at = {"dataset": dataset, "model": model, "n": n}
+            curve = mean.sel(at)
+            if int(curve.notnull().sum()) == 0:
+                continue
+            ks = curve["k"].values
+            line, = ax.plot(ks, curve, marker="o", ms=3, label=f"n = {n}")
+            if criterion == "gap" and "gap_sd_mean" in summary:
+                ax.errorbar(ks, curve, yerr=summary["gap_sd_mean"].sel(at), fmt="none", ecolor=line.get_color(), capsize=2)
+            else:
+                se = standard_error.sel(at)
+                ax.fill_between(ks, curve - se, curve + se, color=line.get_color(), alpha=0.2, lw=0)
+            k_hat = int(chosen.sel(at)) if chosen is not None else -1
+            if k_hat in ks and not np.isnan(float(curve.sel(k=k_hat))):
+                ax.plot([k_hat], [float(curve.sel(k=k_hat))], "*", ms=12, color=line.get_color(), mec="black", mew=0.7)
+        if decision is not None and decision.threshold is not None:
+            ax.axhline(float(decision.threshold), color="grey", ls="--", lw=0.9, label=f"threshold {decision.threshold:g}")
+        title(ax, f"{dataset} / {model}")
+        ax.set_xlabel("k (star: k̂)" if chosen is not None else "k")
+        ax.set_ylabel(label_of(criterion), fontsize=8)
+    if pairs:
+        axes[0].legend(fontsize=7)
+    return figure
+
+
+NO_TRUE_K = "no true k known for this dataset:\nfailure rates need labels or 'true_k: K'"
+
+
+def _draw_vs_n(ax: Axes, curve: xr.DataArray, *, ylabel: str, log: bool, errors: xr.DataArray | None = None) -> None:
+    """One panel: ``curve`` against n (log axis with the grid's n as ticks), one line per k when it has k.
+
+    With ``errors`` the curve is a fraction drawn with ± error bars; the y range holds every bar (from 0,
+    and up to 0.5 at least, so that a few failures do not fill the panel).
+    """
+    ns = curve["n"].values
+    per_k = "k" in curve.dims
+    for k in (curve["k"].values if per_k else [None]):
+        y = curve.sel(k=k) if per_k else curve
+        if int(y.notnull().sum()):
+            ax.plot(ns, y, marker="o", ms=3, label=f"k = {k}" if per_k else None)
+    if errors is not None:
+        ax.errorbar(ns, curve, yerr=errors, fmt="none", capsize=2, color="black", lw=0.8)
+        top = float((curve + errors.fillna(0)).max())
+        bottom = float((curve - errors.fillna(0)).min())
+        ax.set_ylim(min(0.0, bottom) - 0.02, max(0.5, top) * 1.05)
+    log_axis(ax, "x", ticks=ns)
+    if log:
+        log_axis(ax, "y")
+    ax.set_xlabel("n")
+    ax.set_ylabel(ylabel, fontsize=8)
+
+
+def plot_scaling(mean: xr.DataArray, scaled: xr.DataArray | None, failures: xr.DataArray | None,
+                 errors: xr.DataArray | None, truth: xr.DataArray, criterion: str) -> Figure:
+    """Shamir & Tishby's (2007) Figures 1 and 2 as a row per (dataset, method): the mean per k against n (log-log where the
+    values are positive); sqrt(n) x the mean (``scaled``: flat where the score shrinks like 1/sqrt(n)); the
+    failure rate ± 1 binomial SE (``failures``, where some dataset has a true k)."""
+    pairs = _with_values(mean)
+    log = bool((mean.fillna(1.0) > 0).all())  # Gap and BIC values can be negative: linear axes then
+    columns = 1 + (scaled is not None) + (failures is not None)
+    figure, axes = grid(len(pairs), columns)
+    for row, (dataset, model) in zip(axes, pairs):
+        at = {"dataset": dataset, "model": model}
+        _draw_vs_n(row[0], mean.sel(at), ylabel=f"mean of\n{label_of(criterion)}", log=log)
+        if scaled is not None:
+            _draw_vs_n(row[1], scaled.sel(at), ylabel="sqrt(n) x mean", log=log)
+        if failures is not None:
+            ax = row[-1]
+            if int(truth.sel(dataset=dataset)) < 0:
+                say(ax, NO_TRUE_K)
+            else:
+                _draw_vs_n(ax, failures.sel(at), ylabel="failure rate (true k not chosen)\n± 1 SE", log=False,
+                           errors=errors.sel(at) if errors is not None else None)
+        for ax in row:
+            title(ax, f"{dataset} / {model}")
+    if len(mean["k"]) > 1:
+        axes[0][0].legend(fontsize=6, ncol=2, loc="best", framealpha=0.6)
+    return figure
+
+
+def plot_selection_frequency(frequency: xr.DataArray, chosen: xr.DataArray, truth: xr.DataArray) -> Figure:
+    """How often trials chose each k, as a k x n heat map for every (dataset, method); k̂ circled, true k dashed."""
+    pairs = _with_values(frequency)
+    figure, axes = panels(len(pairs), right=COLOUR_BAR_MARGIN)
+    image = None
+    for ax, (dataset, model) in zip(axes, pairs):
+        shares = frequency.sel(dataset=dataset, model=model).transpose("k", "n")
+        ns, ks = shares["n"].values, shares["k"].values
+        image = ax.imshow(shares.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+        k_hat = chosen.sel(dataset=dataset, model=model).values
+        shown = np.isin(k_hat, ks)
+        ax.plot(np.flatnonzero(shown), np.searchsorted(ks, k_hat[shown]), "o", mfc="none", mec="red", ms=9)
+        if int(truth.sel(dataset=dataset)) in ks:
+            ax.axhline(np.searchsorted(ks, int(truth.sel(dataset=dataset))), color="white", ls="--", lw=0.8)
+        ax.set_xticks(range(len(ns)), [str(n) for n in ns], rotation=45, fontsize=7)
+        ax.set_yticks(range(len(ks)), [str(k) for k in ks], fontsize=7)
+        title(ax, f"{dataset} / {model}")
+        ax.set(xlabel="n (circle: k̂)", ylabel="k chosen by the trial")
+    if image is not None:
+        colour_bar(figure, image, "fraction of trials")
+    return figure
+
+
+def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, against_n: Collection[str] = ()) -> None:
+    summary, scores = reduced.summary, reduced.scores
+    deciding = criterion in reduced.chosen
+    decision = reduced.rules[criterion] if deciding else None
+    chosen = reduced.chosen[criterion] if deciding else None
+    names = [criterion, *(["gap_sd"] if criterion == "gap" else [])]
+    own = summary[[f"{name}_{stat}" for name in names for stat in ("mean", "se")]]
+    figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision)
+    if not deciding:  # a diagnostic (agreement): its curves only
+        return
+    # the curves against n need a (dataset, method) computed at two sample sizes at least, and are drawn
+    # here unless a section of the criterion draws its values against n itself (the classifiers' selectors)
+    several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
+    if several_n and criterion not in against_n:
+        failures = reduced.failures[criterion]
+        trials = scores[criterion].notnull().any("k").sum("trial")
+        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))
+        known = bool((reduced.truth >= 0).any())
+        scaling = criterion in CRITERIA and CRITERIA[criterion].sqrt_n_scaling
+        figures.draw(f"{criterion}_scaling", plot_scaling, summary[f"{criterion}_mean"],
+                     sqrt_n_scaled(own)[criterion] if scaling else None, failures if known else None,
+                     errors if known else None, reduced.truth, criterion)
+    figures.draw(f"{criterion}_selection_frequency", plot_selection_frequency, reduced.frequency[criterion],
+                 reduced.chosen[criterion], reduced.truth)
+
+
+# Sections of any model family, called after those the cube's criteria declare.
+GENERAL_SECTIONS = ("ordercube.pipeline.report.sweep:section",)
+
+
+def sections_for(scores: xr.Dataset) -> list[tuple[str, Section, tuple[str, ...]]]:
+    """The sections a report of ``scores`` calls, in order, each as (import path, section, the criteria that declared
+    it): those declared by the criteria present (``Criterion.report_sections``) in the registry order of the criteria,
+    then :data:`GENERAL_SECTIONS`. An import path that names no function is refused, naming the criterion."""
+    declared = declared_sections(criteria_of(scores), CRITERIA)
+    out = [(path, load_section(path, f"criterion {names[0]!r} (report_sections)"), names) for path, names in declared.items()]
+    return out + [(path, load_section(path, "the report's general sections"), ()) for path in GENERAL_SECTIONS
+                  if path not in declared]
+
+
+def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
+                 fmt: str = "png", helper: Helper | None = None) -> pd.DataFrame:
+    """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion, the files of the report's sections
+    and ``index.html`` (the whole report in one self-contained page: :mod:`ordercube.pipeline.report.html`) in ``out``; returns
+    the table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
+    ``["without_values"]`` (criteria with no value anywhere), ``["missing_cells"]`` (:func:`missing_cells`,
+    also written as ``missing_cells.csv`` when there are any), ``["published"]`` (the paper's values beside the
+    cube's, also ``published.csv``, when the config quotes any: :mod:`ordercube.pipeline.report.published`),
+    ``["published_hidden"]`` (why some are not shown), ``["sections"]`` (what each section returned, in order:
+    :class:`ordercube.pipeline.report.section.SectionResult`) and each section's own ``attrs``.
+
+    Sections (:func:`sections_for`): each criterion of the cube contributes those it declares, then come the
+    sections of any model family (the choices against a swept generator parameter).
+
+    ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
+    (:class:`ordercube.pipeline.report.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
+    is named in ``table.attrs["figures_failed"]`` with its reason, and the rest of the report is written.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    reduced = Reduced.of(cube, decide)
+    table = table_of(reduced)
+    write_csv(table, out / "selection.csv")
+    sections = sections_for(reduced.scores)
+    against_n = {name for _, section, names in sections if section.draws_against_n for name in names}
+    figures = Figures(out, fmt, helper)
+    without_values = []
+    for criterion in criteria_of(reduced.scores):
+        if bool(reduced.scores[criterion].notnull().any()):
+            _criterion_figures(figures, reduced, criterion, against_n)
+        else:  # added to the cube but not computed yet, or every one of its cells failed: no row, no figure
+            without_values.append(criterion)
+    table.attrs["without_values"] = without_values
+    missing = missing_cells(cube)
+    if not missing.empty:
+        write_csv(missing, out / "missing_cells.csv")
+    table.attrs["missing_cells"] = missing
+    adaptive = adaptive_groups(cube)
+    if not adaptive.empty:
+        write_csv(adaptive, out / "adaptive.csv")
+    table.attrs["adaptive"] = adaptive
+    published = published_in(cube)
+    context = SectionContext(cube=cube, reduced=reduced, table=table, figures=figures, published=published.values,
+                             sweeps=swept(json.loads(cube.attrs.get("ordercube_config", "{}"))))
+    results = _run_sections(sections, context)
+    for result in results:
+        table.attrs.update(result.attrs)
+    table.attrs["sections"] = results
+    quoted = published.values or published.hidden
+    table.attrs["published"] = (published_rows(table, published.values, [row for result in results
+                                                                          for row in result.published_rows])
+                                if quoted else None)
+    table.attrs["published_hidden"] = list(published.hidden)
+    if quoted:
+        write_csv(table.attrs["published"], out / PUBLISHED_CSV)
+    figures.finish()
+    table.attrs["figures"] = (figures.drawn, figures.kept)
+    table.attrs["figures_failed"] = figures.failed
+    table.attrs["figures_by_helper"] = figures.by_helper
+    from ordercube.pipeline.report.html import write_html
+
+    write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
+               flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
+               figures=figures.names, published=published, published_table=table.attrs["published"],
+               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results)
+    return table
+
+
+def _run_sections(sections: list[tuple[str, Section, tuple[str, ...]]], context: SectionContext) -> list[SectionResult]:
+    """Call each section once with ``context`` (its ``criteria``: those that declared it); what they returned, in order.
+    An error raised by a section carries a note naming it and the criteria that declared it."""
+    results = []
+    for path, section, names in sections:
+        try:
+            result = section(replace(context, criteria=names))
+        except Exception as error:
+            error.add_note(f"raised by the report section {path}"
+                           + (f", declared by the criteria {', '.join(names)}" if names else ""))
+            raise
+        if result is not None:
+            results.append(result)
+    return results

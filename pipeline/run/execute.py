@@ -1,0 +1,190 @@
+"""Computing planned tasks and storing their results: what a sweep's two executors share, and the one
+that runs in this process.
+
+Where the work runs is decided by :func:`ordercube.pipeline.run.sweep.where_to_compute`: a small sweep, or one whose
+kernels release the GIL and so share the cores among threads, costs less in the driver than a
+LocalCluster costs to start, stop and warm up (2.5-3 s here); the rest is sent to Dask
+(:mod:`ordercube.pipeline.run.on_cluster`). Both give the same cube bit for bit: a cell's value depends only on its
+coordinates and the seed, and BLAS is held to one thread here as Dask's nanny holds it in a worker.
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ordercube.pipeline.system import interrupts
+from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.cube.owner import BlockWriter, Cube
+from ordercube.pipeline.run.graph import Task, execute_task, isolate
+from ordercube.pipeline.cube.grid import Chunk
+from ordercube.pipeline.data.matrixfiles import matrix_source
+from ordercube.pipeline.run.progress import SweepProgress
+from ordercube.pipeline.run.rounds import Feed
+from ordercube.tasks.cell import BlockResult, Status, describe, variables_of
+from ordercube.tasks.datasets import SyntheticSource
+from ordercube.tasks.datasets.matrices import MATRIX_KINDS, MatrixSource
+
+
+class Interrupted(Exception):
+    """The sweep was stopped by the user (Ctrl-C or SIGTERM); what arrived is on disk."""
+
+
+class ClusterLost(Exception):
+    """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
+
+
+class DiskFull(Exception):
+    """Writing the cube failed for want of space (ENOSPC, EDQUOT) or a file size limit (EFBIG).
+
+    Every block written before is on disk: zarr writes a chunk to a temp file and renames it, so the
+    failed write left at most a temp file, which the next run removes."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(f"{error.strerror or error} ({errno.errorcode.get(error.errno or 0, error.errno)}"
+                         f"{', ' + str(error.filename) if error.filename else ''})")
+
+
+DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+@dataclass(frozen=True)
+class Summary:
+    computed: int
+    failed: int
+    infeasible: int
+    seconds: float
+    crashed: int = 0
+    isolated_tasks: int = 0
+    skipped: int = 0
+
+
+class Tally:
+    """Writes merged blocks into the cube, counts their cells by status and advances the progress bar."""
+
+    def __init__(self, progress: SweepProgress) -> None:
+        self.progress = progress
+        self.counts = {Status.OK: 0, Status.FAILED: 0, Status.INFEASIBLE: 0, Status.CRASHED: 0}
+        self.skipped = 0
+        self.isolated_tasks = 0
+        self.started = time.perf_counter()
+        self._lock = threading.Lock()  # compute threads count the tasks they cut up
+
+    def count_isolated(self) -> None:
+        with self._lock:
+            self.isolated_tasks += 1
+
+    def store(self, cube_arrays: BlockWriter, done: Iterable[tuple[Chunk, BlockResult]]) -> None:
+        # Pieces of the same storage chunk are written together: at small n the writes set the pace.
+        for chunk, result in cube_arrays.write_merged(done):
+            for code in self.counts:
+                self.counts[code] += int((result.status == code).sum())
+            broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
+            self.progress.advance(chunk.cells, failed=int(broken.sum()))
+
+    def skip(self, cells: int) -> None:
+        """Cells the adaptive rule stored as skipped (ordercube.pipeline.run.rounds): done, without computing."""
+        self.skipped += cells
+        self.progress.advance(cells, failed=0)
+
+    def summary(self) -> Summary:
+        counts = self.counts
+        return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
+                       infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - self.started,
+                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks, skipped=self.skipped)
+
+
+def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
+    """Every cell of ``task`` recorded with the reason the task itself failed: as crashed when its worker
+    process died under it (Dask's KilledWorker), else as failed (a result that could not be sent, ...).
+    Only the pieces of :func:`ordercube.pipeline.run.graph.isolate` come here: one cell, or one trial of an algorithm
+    that fits every k at once."""
+    crashed = killed_worker(error)
+    reason = f"{'crashed' if crashed else 'task failed'}: {describe(error)}"
+    results = []
+    for chunk, spec in task.blocks:
+        shape = (len(chunk.k), len(chunk.trial))
+        results.append((chunk, BlockResult(values={name: np.full(shape, np.nan) for name in variables_of(spec)},
+                                           status=np.full(shape, Status.CRASHED if crashed else Status.FAILED,
+                                                          dtype=np.int8),
+                                           reason=np.full(shape, reason, dtype=object), seconds=np.zeros(shape))))
+    return results
+
+
+def killed_worker(error: BaseException) -> bool:
+    return type(error).__name__ == "KilledWorker"
+
+
+def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSource]:
+    """The generator of every synthetic dataset, by name (file and in-memory datasets carry arrays), and the trial
+    recipe of every matrix dataset (its noise and split; its clean matrix travels as the dataset's array)."""
+    sources: dict[str, SyntheticSource | MatrixSource] = {
+        d.name: SyntheticSource(d.kind, dict(d.params)) for d in config.datasets if d.data is None}
+    sources.update({d.name: matrix_source(d.kind, None, d.params) for d in config.datasets if d.kind in MATRIX_KINDS})
+    return sources
+
+
+def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube], *,
+                 show_progress: bool, threads: int = 1) -> Summary:
+    """Run every task of ``feed`` in this process on ``threads`` threads, writing each result as it finishes
+    (an adaptive feed hands out a group's next round once its results are stored: ordercube.pipeline.run.rounds).
+
+    The compiled kernels release the GIL (numba ``nogil``, scikit-learn's and numpy's loops), so threads
+    use the cores without a cluster's start, stop and warm-up; the driver's thread alone writes the cube.
+    A task that raises as a whole (run_block records a cell's own errors as failed cells, so this is
+    rare: memory, a plugin's bug) is rerun cell by cell, as on a cluster, and the cells that still
+    raise are recorded as failed. Ctrl-C stops once the tasks being computed end; what was written stays.
+    """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from threadpoolctl import threadpool_limits
+
+    synthetic = synthetic_sources(config)
+    datasets = {d.name: d for d in config.datasets}
+
+    def compute(task: Task, tally: Tally) -> list[tuple[Chunk, BlockResult]]:
+        dataset = datasets[task.dataset]
+        return _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels, tally)
+
+    with SweepProgress(feed.total, enabled=show_progress) as progress, \
+            threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
+        # BLAS held to one thread, as Dask's nanny does for a worker: the same BLAS, the same bits
+        tally = Tally(progress)
+        running: set = set()
+        try:
+            running = {pool.submit(compute, task, tally) for task in feed.take(2 * threads)}
+            cube_arrays = open_cube_for_writing().writer()  # while the first tasks compute
+            tally.skip(feed.stored([]))
+            while running:
+                interrupts.check()
+                finished, running = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+                done = [result for future in finished for result in future.result()]
+                tally.store(cube_arrays, done)
+                tally.skip(feed.stored(done))
+                running |= {pool.submit(compute, task, tally) for task in feed.take(2 * threads - len(running))}
+        except KeyboardInterrupt:
+            for future in running:
+                future.cancel()
+            raise Interrupted() from None
+        except OSError as error:
+            if error.errno in DISK_FULL:
+                raise DiskFull(error) from None
+            raise
+    return tally.summary()
+
+
+def _computed(task: Task, synthetic: SyntheticSource | None, data: np.ndarray | None, labels: np.ndarray | None,
+              tally: Tally, *, whole: bool = True) -> list[tuple[Chunk, BlockResult]]:
+    try:
+        return execute_task(task, synthetic, data, labels)
+    except Exception as error:  # the task failed as a whole
+        if not whole:
+            return failed_results(task, error)
+    tally.count_isolated()
+    return [result for piece in isolate(task) for result in _computed(piece, synthetic, data, labels, tally, whole=False)]

@@ -1,0 +1,270 @@
+"""What a sweep's executors take their tasks from: all at once, or round by round for an adaptive rule.
+
+:class:`FixedFeed` hands out a plan's tasks. :class:`AdaptiveFeed` (:mod:`ordercube.tasks.adaptive`) submits the trials of
+every adaptive group (dataset, n, method) in rounds: round l computes the trials before look r_l of the k's
+still in play. Once every cell of a round is in the cube, the group's races (one per criterion,
+:func:`ordercube.tasks.adaptive.race_by`: PSE-t, or Prediction Strength's threshold race) are run on the trial-index
+prefix 0..r_l - 1 as stored, never on the order in which cells arrived: k's eliminated by every criterion get
+no more trials, and a group whose every race has stopped (decided, settled, or unsettled at the budget)
+stops. Other groups' rounds keep the workers busy meanwhile:
+there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
+look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
+
+Decisions depend on stored values only, so the cells computed, the decisions and the cube are the same for any
+number of workers, any cut of the work into tasks, and an interrupted run resumed: a resumed run replays the
+races on the stored prefixes and carries on where the cells run out. Algorithms that fit every k of a trial at
+once (``cluster_many``) are given every k of a round: their fits depend on the k's asked for, and elimination
+would save nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Protocol
+
+import numpy as np
+
+from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
+from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.run.graph import Task
+from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
+from ordercube.pipeline.cube.attrs import BASELINE
+from ordercube.tasks.adaptive import BOUNDED, Race, race_by
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.cell import BlockResult, Status
+from ordercube.tasks.criteria import get_criterion
+
+ADAPTIVE_ATTRIBUTE = "ordercube_adaptive"
+
+
+def forget_records(cube: Cube, config: Config) -> None:
+    """Drop the decision records of the methods ``config`` runs without an adaptive rule: it fills their skipped
+    cells, and the cube then holds the fixed budget's cells for them."""
+    records = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+    kept = {key: record for key, record in records.items() if record["method"] in config.adaptive}
+    if kept != records:
+        cube.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(kept)
+
+
+class Feed(Protocol):
+    """Tasks ready now (``take``), and what the executor tells after storing results (``stored``: returns the
+    cells stored as skipped meanwhile); ``total``: the cells it may hand out, at most; ``datasets``: the names of
+    the datasets its tasks may read (a cluster receives their arrays once)."""
+
+    total: int
+    datasets: set[str]
+
+    def take(self, count: int) -> list[Task]: ...
+
+    def stored(self, done: Iterable[tuple[Chunk, BlockResult]]) -> int: ...
+
+
+class FixedFeed:
+    """A plan's tasks, handed out in order."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self._pending = iter(tasks)
+        self.total = sum(task.cells for task in tasks)
+        self.tasks = len(tasks)
+        self.datasets = {task.dataset for task in tasks}
+
+    def take(self, count: int) -> list[Task]:
+        return list(islice(self._pending, max(count, 0)))
+
+    def stored(self, done: Iterable[tuple[Chunk, BlockResult]]) -> int:
+        """Nothing to decide: no cells are skipped."""
+        return 0
+
+
+@dataclass
+class _Group:
+    """One adaptive (dataset, n, method): the look awaited, the k's in play (cube indices), the cells of the
+    round still to arrive, and the races as of the last look."""
+
+    index: tuple[int, int, int]
+    spec: AdaptiveSpec
+    criteria: tuple[str, ...]
+    planned: tuple[int, ...]
+    joint: bool
+    look: int = 0
+    in_play: tuple[int, ...] = ()
+    outstanding: int = 0
+    stopped: bool = False
+    races: dict[str, tuple[Race, tuple[int, ...]]] = field(default_factory=dict)
+
+
+class AdaptiveFeed:
+    """The adaptive groups' rounds (module docstring) and the tasks of the plan's other cells (``fixed``).
+
+    ``todo``: which cells may be computed (pending, skipped, and with ``--retry-failed`` failed or crashed);
+    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing.
+    """
+
+    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray, cube: Cube,
+                 make_tasks: Callable[[list[Chunk]], list[Task]], fixed: list[Task]) -> None:
+        self.config, self.coords, self.chunk_shape, self.cube = config, coords, chunk_shape, cube
+        self.make_tasks = make_tasks
+        self.ready: deque[Task] = deque(fixed)
+        self.mask = planned_mask(plan_of(config), coords)
+        self.todo = todo & self.mask
+        self.arrays = cube.writer()
+        self.baseline = cube.read(BASELINE) if BASELINE in cube else None
+        self.records: dict[str, Any] = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+        methods = {m.name: m for m in config.methods}
+        self.groups: dict[tuple[int, int, int], _Group] = {}
+        adaptive_models = [j for j, name in enumerate(coords.model) if name in config.adaptive]
+        for d in range(len(coords.dataset)):
+            for i in range(len(coords.n)):
+                for m in adaptive_models:
+                    planned = tuple(int(k) for k in np.flatnonzero(self.mask[d, i, m].any(axis=1)))
+                    if not planned:
+                        continue
+                    method = methods[coords.model[m]]
+                    self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.criteria, planned,
+                                                    joint=get_algorithm(method.algorithm).shares_fit_across_k,
+                                                    in_play=planned)
+        self.total = sum(task.cells for task in fixed) + int(sum(self.todo[index].sum() for index in self.groups))
+        self.datasets = {task.dataset for task in fixed} | {coords.dataset[d] for d, _, _ in self.groups}
+        self.skipped = self._reported = 0
+        for state in self.groups.values():
+            self._advance(state)
+
+    # -- what the executors call -------------------------------------------------------------------------------
+
+    def take(self, count: int) -> list[Task]:
+        taken = []
+        while self.ready and len(taken) < count:
+            taken.append(self.ready.popleft())
+        return taken
+
+    def stored(self, done: Iterable[tuple[Chunk, BlockResult]]) -> int:
+        """Count the cells that reached the cube and decide the groups whose round is complete. Returns the cells
+        stored as skipped since the last call (the first call also counts those of groups already decided)."""
+        for chunk, _ in done:
+            state = self.groups.get((chunk.dataset, chunk.n, chunk.model))
+            if state is None or state.stopped:
+                continue
+            state.outstanding -= chunk.cells
+            if state.outstanding <= 0:
+                self._advance(state)
+        reported, self._reported = self.skipped - self._reported, self.skipped
+        return reported
+
+    # -- the rounds --------------------------------------------------------------------------------------------
+
+    def _advance(self, state: _Group) -> None:
+        """Submit the cells of the current round the cube lacks; when it lacks none, decide at this look and go on
+        to the next (a resumed run replays its decisions here), or stop the group."""
+        d, i, m = state.index
+        while True:
+            todo = self._round_todo(state)
+            if todo.any():
+                chunks = [Chunk(d, i, m, chunk.k, chunk.trial) for chunk in
+                          chunks_to_compute(todo[None, None, None], np.ones((1, 1, 1, *todo.shape), dtype=bool),
+                                            self.chunk_shape)]
+                self.todo[d, i, m][todo] = False
+                state.outstanding = sum(chunk.cells for chunk in chunks)
+                self.ready.extend(self.make_tasks(chunks))
+                return
+            self._decide(state)
+            if state.stopped:
+                self._finish(state)
+                return
+            state.look += 1
+
+    def _round_todo(self, state: _Group) -> np.ndarray:
+        """The cells of the current round not in the cube yet, shape (k, trial)."""
+        d, i, m = state.index
+        need = np.zeros(self.mask.shape[3:], dtype=bool)
+        need[list(state.in_play), : state.spec.looks[state.look]] = True
+        return need & self.todo[d, i, m]
+
+    def _values(self, state: _Group, criterion: str, r: int) -> np.ndarray:
+        """The criterion's scores of trials 0..r-1, shape (r, planned k's): NaN where a cell is not ok; Lange's
+        divided by the random-labeling baseline (the score the report decides on, reduce.criterion_scores)."""
+        d, i, m = state.index
+        ks = list(state.planned)
+        raw = np.asarray(self.arrays[criterion][d, i, m, :, :r])[ks]
+        ok = np.asarray(self.arrays["status"][d, i, m, :, :r])[ks] == Status.OK
+        values = np.where(ok, raw, np.nan)
+        if get_criterion(criterion).normalised_by_random_labels and self.baseline is not None:
+            values = values / self.baseline[i, ks][:, None]
+        return values.T
+
+    def _decide(self, state: _Group) -> None:
+        r = state.spec.looks[state.look]
+        first = state.spec.looks[0]
+        in_play: set[int] = set()
+        for criterion in state.criteria:
+            values = self._values(state, criterion, r)
+            arms = tuple(k for k, column in zip(state.planned, values[:first].T) if not np.isnan(column).all())
+            columns = [state.planned.index(k) for k in arms]
+            if not arms:
+                continue
+            outcome = race_by(get_criterion(criterion).decision, values[:, columns], state.spec.looks,
+                              delta=state.spec.delta, epsilon=state.spec.epsilon, upto=r,
+                              mode=state.spec.mode,
+                              ranges=score_ranges(criterion, None if self.baseline is None else
+                                                  self.baseline[state.index[1], list(arms)], len(arms))
+                              if state.spec.mode in BOUNDED else None)
+            state.races[criterion] = (outcome, arms)
+            if outcome.reason == "running":
+                in_play |= {arms[a] for a in outcome.active}
+        if in_play and state.joint:
+            in_play = set(state.planned)
+        state.stopped = not in_play
+        state.in_play = tuple(sorted(in_play))
+
+    def _finish(self, state: _Group) -> None:
+        """Store the cells the group never needs as skipped and its decision record."""
+        d, i, m = state.index
+        r_stop = state.spec.looks[state.look]
+        leftover = self.todo[d, i, m] & self.mask[d, i, m]
+        ks = self.coords.k
+        reasons = ", ".join(f"{name} {outcome.reason}" for name, (outcome, _) in state.races.items())
+        variables = [v for name in state.criteria for v in get_criterion(name).variables]
+        rows = tuple(int(k) for k in np.flatnonzero(leftover.any(axis=1)))
+        trials = tuple(int(t) for t in np.flatnonzero(leftover.any(axis=0)))
+        if rows:
+            # one block over the rows and trials concerned, the cells it holds that were computed written back
+            # as they are: one write per storage chunk (a write per k row read and rewrote each chunk per k)
+            selection = (d, i, m, list(rows), list(trials))
+            current = {name: np.asarray(self.arrays[name].get_orthogonal_selection(selection))
+                       for name in (*variables, "status", "reason", "seconds")}
+            skip = leftover[np.ix_(rows, trials)]
+            reason = current["reason"].astype(object)
+            for j, row in enumerate(rows):
+                left = [outcome.trials[arms.index(row)] for outcome, arms in state.races.values()
+                        if row in arms and outcome.trials[arms.index(row)] < r_stop]
+                reason[j, skip[j]] = (f"adaptive: k = {ks[row]} eliminated at r = {max(left)}"
+                                      if left and len(left) == len(state.races)
+                                      else f"adaptive: stopped at r = {r_stop} ({reasons})")
+            self.arrays.write(Chunk(d, i, m, rows, trials), BlockResult(
+                values={name: np.where(skip, np.nan, current[name]) for name in variables},
+                status=np.where(skip, Status.SKIPPED, current["status"]).astype(np.int8), reason=reason,
+                seconds=np.where(skip, 0.0, current["seconds"])))
+            self.skipped += int(skip.sum())
+        self.todo[d, i, m] = False
+        self.records[f"{self.coords.dataset[d]}|{self.coords.n[i]}|{self.coords.model[m]}"] = self._record(state, r_stop)
+        self.cube.attrs[ADAPTIVE_ATTRIBUTE] = json.dumps(self.records)
+
+    def _record(self, state: _Group, r_stop: int) -> dict[str, Any]:
+        d, i, m = state.index
+        ks = self.coords.k
+        status = np.asarray(self.arrays["status"][d, i, m])
+        planned = self.mask[d, i, m]
+        criteria = {}
+        for name, (outcome, arms) in state.races.items():
+            k_hat = int(ks[arms[outcome.choice]]) if outcome.choice >= 0 else -1  # -1: no k above the threshold
+            criteria[name] = {"reason": outcome.reason, "r_stop": outcome.stop, "k_hat": k_hat,
+                              "in_play": [int(ks[arms[a]]) for a in outcome.active],
+                              "eliminated": [[int(ks[arms[a]]) for a in gone] for gone in outcome.eliminated]}
+        return {**state.spec.record(), "dataset": self.coords.dataset[d], "n": int(self.coords.n[i]),
+                "method": self.coords.model[m], "r_stop": r_stop,
+                "cells": int((planned & (status != Status.PENDING) & (status != Status.SKIPPED)).sum()),
+                "budget": int(planned.sum()), "criteria": criteria}

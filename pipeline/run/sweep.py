@@ -1,0 +1,325 @@
+"""Running a sweep: plan the cells a cube lacks, choose where to compute them, store them as they arrive.
+
+The driver (this process) is the cube's only writer. A small sweep is computed here, a larger one on a
+Dask cluster (:mod:`ordercube.pipeline.run.on_cluster`: a LocalCluster started for the run, or a scheduler given);
+:func:`where_to_compute` decides and says why. Resuming reads the cube alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ordercube.pipeline.run.cluster import (
+    CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
+)
+from ordercube.pipeline.config.adaptive import check_looks
+from ordercube.pipeline.config.study import Config, MethodSpec
+from ordercube.pipeline.system.cores import usable_cores
+from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
+from ordercube.pipeline.run.graph import Task, build_tasks
+from ordercube.pipeline.cube.grid import (
+    Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds, group_into_tasks, merge_coords,
+    plan_of, planned_mask,
+)
+from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.cube.attrs import BASELINE
+from ordercube.pipeline.system.kernel_cache import use_writable_cache
+from ordercube.pipeline.files.location import location
+from ordercube.pipeline.run.rounds import AdaptiveFeed, Feed, FixedFeed, forget_records
+from ordercube.tasks.algorithms import get_algorithm
+from ordercube.tasks.cell import Status
+from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.criteria.stability import random_labeling_disagreement
+from ordercube.tasks.seeding import Purpose, stream
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["DISK_FULL", "ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "Summary", "run_sweep", "where_to_compute"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The cells a config still needs on a cube, chunk by chunk, before they are grouped into tasks."""
+
+    config: Config
+    coords: Coords
+    chunk_shape: dict[str, int]
+    planned_cells: int
+    chunks: list[Chunk]
+
+    @property
+    def cells_to_compute(self) -> int:
+        return sum(chunk.cells for chunk in self.chunks)
+
+    @property
+    def seconds_per_point(self) -> dict[str, float]:
+        return {m.name: get_algorithm(m.algorithm).seconds_per_point * fit_work(m) for m in self.config.methods}
+
+    @property
+    def estimated_seconds(self) -> float:
+        """The rough compute time of the cells to compute on one core (the cost model that sizes tasks)."""
+        per_point = self.seconds_per_point
+        return sum(estimated_seconds(chunk, self.coords, per_point) for chunk in self.chunks)
+
+    def tasks(self, workers: int) -> list[Task]:
+        groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=self.seconds_per_point,
+                                  task_seconds=self.config.execution.task_seconds, workers=workers)
+        return build_tasks(self.config, self.coords, groups)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a sweep computes: in this process (``here``, on ``threads`` threads) or on Dask, and the line
+    that says why."""
+
+    here: bool
+    reason: str
+    threads: int = 1
+
+
+# A second thread pays for its hand-offs (the GIL between kernels, the single writer) only with this much estimated
+# work: the Lange workload at n = 100 (0.16 s estimated) computed in 0.19-0.20 s on one thread and 0.25-0.26 s on
+# two (medians of 5, quiet 2-core machine); at n = 1,000 (0.74 s) two threads won, 0.50 s against 0.53-0.61 s.
+MIN_THREAD_SECONDS = 0.25
+
+
+def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashboard_asked: bool = False) -> Placement:
+    """In this process when the work is small and nobody asked for a cluster, else on Dask.
+
+    ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
+    scheduler or a client was given; ``dashboard_asked``: a dashboard address was given (only a cluster
+    serves one). Otherwise the plan's estimated compute, shared among the threads this process would use
+    (one per core when every method's kernels release the GIL, else one), decides against the config's
+    ``execution.in_process_seconds`` (default 5): a LocalCluster costs about 2.5-3 s to start, stop and warm
+    up on this project's 2-core machine, so it pays only where its processes do what threads cannot (GIL-bound
+    kernels: from ~5 s of work its second core saves more than it costs) or where the work is long.
+    """
+    # one thread per core when every method's kernels release the GIL (else threads would queue on it), and
+    # only as many as have MIN_THREAD_SECONDS of work each
+    threads = usable_cores() if all(get_algorithm(m.algorithm).releases_gil for m in plan.config.methods) else 1
+    threads = min(threads, max(1, int(plan.estimated_seconds / MIN_THREAD_SECONDS)))
+    if elsewhere:
+        return Placement(False, "")
+    if workers == 0:
+        return Placement(True, f"computing in this process (--workers 0), on {threads} thread(s)", threads)
+    if workers is not None:
+        return Placement(False, "")
+    if dashboard_asked:
+        return Placement(False, "starting a local Dask cluster for the dashboard asked for (--dashboard-address)")
+    wall, threshold = plan.estimated_seconds / threads, plan.config.execution.in_process_seconds
+    if wall < threshold:
+        return Placement(True, f"computing in this process: about {wall:.1f} s of work on {threads} thread(s), "
+                               f"under execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
+                               "more than it saves (--workers N starts one, with its dashboard)", threads)
+    return Placement(False, f"starting a local Dask cluster: the estimated work is over execution.in_process_seconds "
+                            f"= {threshold:g}")
+
+
+def cells_to_do(status: np.ndarray, *, retry_failed: bool = False) -> np.ndarray:
+    """The cells a run may compute: pending ones, skipped ones (a method without an adaptive rule now, or whose
+    rule wants them, fills them: ordercube.pipeline.run.rounds), and with ``retry_failed`` failed and crashed ones."""
+    todo = (status == Status.PENDING) | (status == Status.SKIPPED)
+    if retry_failed:
+        todo |= (status == Status.FAILED) | (status == Status.CRASHED)
+    return todo
+
+
+def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], status: np.ndarray, *,
+              retry_failed: bool = False) -> Plan:
+    """The chunks a run computes. An adaptive method's cells are planned by its rounds (ordercube.pipeline.run.rounds) and
+    counted here as their budget; its skipped cells are left alone (its rule decided it does not need them)."""
+    mask = planned_mask(plan_of(config), coords)
+    todo = cells_to_do(status, retry_failed=retry_failed)
+    adaptive = np.array([name in config.adaptive for name in coords.model])[None, None, :, None, None]
+    todo &= ~(adaptive & (status == Status.SKIPPED))
+    return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
+                chunks=list(chunks_to_compute(mask, todo, chunk_shape)))
+
+
+def preview_plan(config: Config) -> Plan:
+    """What ``run`` would compute, without writing anything (``ordercube validate``).
+
+    Against the existing cube at ``config.out`` when there is one (checking that it may be extended),
+    else against a fresh cube.
+    """
+    path = location(config.out)
+    if not Cube.exists(path):
+        coords = config_coords(config)
+        return make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+    cube = Cube.open_for(path, config)
+    if config.adaptive:
+        check_looks(config, cube.chunk_shape["trial"])
+    stored = cube.coords
+    coords = merge_coords(stored, config_coords(config))
+    status = np.zeros(coords.shape, dtype=np.int8)
+    status[tuple(slice(0, size) for size in stored.shape)] = cube.status_for_planning(baseline=False)[0]
+    return make_plan(config, coords, cube.chunk_shape, status)
+
+
+def fill_baseline(cube: Cube, config: Config, coords: Coords) -> int:
+    """Estimate the random-labeling baseline for every planned (n, k) that lacks it; returns how many.
+
+    One estimate per (n, k), from its own stream, reused by every dataset, method and trial.
+    """
+    if not any(get_criterion(name).normalised_by_random_labels for name in config.criteria):
+        return 0
+    baseline = cube.read(BASELINE)
+    wanted_n = {n for d in config.datasets for n in d.n}
+    filled = 0
+    for i, n in enumerate(coords.n):
+        for j, k in enumerate(coords.k):
+            if n in wanted_n and k in config.k and np.isnan(baseline[i, j]):
+                rng = stream(config.seed, Purpose.BASELINE, n, k)
+                baseline[i, j] = random_labeling_disagreement(n // 2, k, rng, draws=config.baseline_draws)
+                filled += 1
+    if filled:
+        cube.write_baseline(baseline)
+    return filled
+
+
+def run_sweep(config: Config, **options: Any) -> Summary:
+    """Compute every planned cell of ``config`` that its cube lacks (see the module docstring).
+
+    The cube is locked for the whole run (:meth:`ordercube.pipeline.cube.owner.Cube.lock`): a second writer is refused.
+    ``options`` are those of :func:`_sweep_locked`.
+    """
+    path = location(config.out)
+    use_writable_cache()  # before numba is imported here or in a LocalCluster's workers: compiled once per machine
+    if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
+        scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
+                          timeout=options.get("connect_timeout", CONNECT_TIMEOUT))
+    else:  # a given dashboard port that is taken is refused before the cube changes too
+        check_dashboard_free(options.get("dashboard_address", DEFAULT_DASHBOARD))
+    if not Cube.exists(path):
+        Cube.check_new(path)
+        if path.is_local:
+            path.local().parent.mkdir(parents=True, exist_ok=True)
+    with Cube.lock(path) as lock:
+        if lock.stale:
+            options.get("echo", print)(lock.stale_note)
+        return _sweep_locked(config, **options)
+
+
+def _sweep_locked(
+    config: Config,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    scheduler_file: str | None = None,
+    retry_failed: bool = False,
+    echo: Callable[[str], None] = print,
+    show_progress: bool = True,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    wait_for_workers: float = WAIT_FOR_WORKERS,
+    notify: Callable[[str], None] = stderr_line,
+    dashboard_address: str | None = DEFAULT_DASHBOARD,
+    client: Client | None = None,
+    before_cluster: Callable[[], None] | None = None,
+    dashboard_asked: bool = False,
+) -> Summary:
+    """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
+    instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open.
+    ``before_cluster`` is called before a LocalCluster is started for the run (the API's check that a
+    script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
+    sweep too runs on a LocalCluster (the only place a dashboard is served)."""
+    path = location(config.out)
+    if Cube.exists(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
+        check_looks(config, Cube.open_for(path, config).chunk_shape["trial"])
+    if Cube.exists(path):
+        cube = Cube.open_for(path, config, writable=True)
+        coords, notes = cube.grow(config, config_coords(config))
+        for note in notes:
+            echo(note)
+        if filled := fill_baseline(cube, config, coords):  # before counting: a lost baseline is computed, not its cells
+            echo(f"computed the random-labelling baseline {BASELINE} at {filled} (n, k) that lacked it")
+        status, lost = cube.status_for_planning()
+        if lost.count:
+            echo(f"{lost.describe()}; computing them again")
+        if lost.unrecorded:  # chunks a crash left out of the manifest: recorded now, to be checked from here on
+            cube.record_unrecorded(lost.unrecorded)
+        plan = make_plan(config, coords, cube.chunk_shape, status, retry_failed=retry_failed)
+        forget_records(cube, config)
+        if not plan.chunks:
+            echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
+            return Summary(0, 0, 0, 0.0)
+        open_cube_for_writing = lambda: cube  # noqa: E731
+    else:
+        Cube.check_new(path)
+        coords = config_coords(config)
+        plan = make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
+
+        def open_cube_for_writing() -> Cube:
+            return Cube.create(path, config, coords, default_chunks(config),
+                               prepare=lambda new: fill_baseline(new, config, coords))
+
+    placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
+                                 dashboard_asked=dashboard_asked)
+    if config.adaptive:  # the rounds read the cube from the start (a resumed run replays its decisions)
+        cube = open_cube_for_writing()
+        open_cube_for_writing = lambda: cube  # noqa: E731
+        status = cube.read("status")
+
+    def feed_for(threads: int) -> Feed:
+        if not config.adaptive:
+            return FixedFeed(plan.tasks(workers=threads))
+        return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed)
+
+    if placement.here:
+        echo(placement.reason)
+        feed = feed_for(placement.threads)
+        echo(_computing(plan, feed, path))
+        return compute_here(config, feed, open_cube_for_writing, show_progress=show_progress,
+                            threads=placement.threads)
+    if placement.reason:
+        echo(placement.reason)
+    if client is None and before_cluster is not None:
+        before_cluster()
+    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
+    from ordercube.pipeline.run.on_cluster import compute_on_cluster
+
+    with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+                 connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
+        watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
+        threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
+        feed = feed_for(threads)
+        echo(_computing(plan, feed, path))
+        if line := dashboard_line(connected, dashboard_address):
+            echo(line)
+        return compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
+                                  show_progress=show_progress, watch=watch)
+
+
+def _computing(plan: Plan, feed: Feed, path: Any) -> str:
+    if isinstance(feed, FixedFeed):
+        return f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {feed.tasks} tasks -> {path}"
+    return (f"computing up to {feed.total} of {plan.planned_cells} planned cells, adaptive methods in rounds "
+            f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
+
+
+def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, retry_failed: bool) -> AdaptiveFeed:
+    """The rounds of the adaptive methods (each cut into tasks of ``execution.task_seconds``, not finer: the groups'
+    rounds share the workers), and the plan's other chunks as tasks, cut as a fixed plan's are (ordercube.pipeline.run.rounds)."""
+    config, coords = plan.config, plan.coords
+    adaptive = {j for j, name in enumerate(coords.model) if name in config.adaptive}
+
+    def tasks_of(chunks: list[Chunk], workers: int) -> list[Task]:
+        if not chunks:
+            return []
+        groups = group_into_tasks(chunks, coords, seconds_per_point=plan.seconds_per_point,
+                                  task_seconds=config.execution.task_seconds, workers=workers)
+        return build_tasks(config, coords, groups)
+
+    fixed = tasks_of([chunk for chunk in plan.chunks if chunk.model not in adaptive], threads)
+    return AdaptiveFeed(config, coords, plan.chunk_shape, cells_to_do(status, retry_failed=retry_failed), cube,
+                        lambda chunks: tasks_of(chunks, 0), fixed)
+
+
+def fit_work(method: MethodSpec) -> float:
+    """How many times the halves' fits a trial of ``method`` costs, with the fits its criteria add."""
+    return 1.0 + sum(get_criterion(name).extra_fits(method.criterion_options.get(name, get_criterion(name).options))
+                     for name in method.criteria)
