@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import xarray as xr
     from distributed import Client
 
-    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.config.specs import Config
     from ordercube.pipeline.reduce.partition import Partition
     from ordercube.pipeline.run.sweep import Plan
 

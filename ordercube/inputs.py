@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ordercube.pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.config.specs import Config
 
 
 

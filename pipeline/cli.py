@@ -29,7 +29,7 @@ from ordercube.pipeline.files.outputs import beside_cube, partition_paths, repla
 from ordercube.pipeline.config.plugins import describe, load_plugins
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
-    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.config.specs import Config
     from ordercube.pipeline.report.figures import Helper
     from ordercube.pipeline.files.location import Location
 

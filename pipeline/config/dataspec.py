@@ -21,8 +21,13 @@ import sys
 
 import numpy as np
 
-from ordercube.pipeline.config.study import MIN_N, DatasetSpec, _check_keys, _integer, _name, _n_values, _require, _steps
+from ordercube.pipeline.config.checks import (
+    check_keys as _check_keys, integer as _integer, n_values as _n_values, require as _require, steps as _steps,
+    valid_name as _name,
+)
+from ordercube.pipeline.config.specs import MIN_N, DatasetSpec
 from ordercube.pipeline.data.catalog import resolve_path
+from ordercube.pipeline.data.dissimilarity import OBJECTS, check_dissimilarities
 from ordercube.pipeline.errors import ConfigError
 from ordercube.tasks.capabilities import objects_kind
 from ordercube.tasks.datasets import SYNTHETIC, get_synthetic
@@ -75,8 +80,6 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     elif kind == "edge_list":
         spec = _edge_list_dataset(entry, key, name, n_raw, base)
     elif kind == "distances":
-        from ordercube.pipeline.data.dissimilarity import distances_dataset
-
         spec = distances_dataset(entry, key, name, n_raw, base)
     else:
         spec = _synthetic_dataset(entry, key, name, kind, n_raw)
@@ -410,3 +413,17 @@ def plain_entry(entry: Any) -> Any:
     if isinstance(labels, label_types):
         out["labels"] = f"<{len(labels)} labels given from Python>"
     return out
+
+
+def distances_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> Any:
+    """The ``DatasetSpec`` of a distance-matrix file."""
+    for extra in ("preprocess", "columns", "exclude", "params"):
+        if extra in entry:
+            raise ConfigError(f"{key}.{extra}", f"a distances dataset takes no '{extra}': its columns are its objects",
+                              "remove it (prepare the matrix before, or give the points as kind: file)")
+    spec = _table_dataset({k: v for k, v in entry.items() if k != "kind"}, key, name, "file", n_raw, base, OBJECTS)
+    check_dissimilarities(spec.data, f"{key}.path", str(spec.path))
+    size = spec.data.shape[0]
+    read = spec.read.replace(f"{size} rows x {size} features", f"{size} x {size} dissimilarities", 1)
+    return replace(spec, kind="distances", objects=OBJECTS, n_features=size, read=read,
+                   identity={**spec.identity, "kind": "distances"})

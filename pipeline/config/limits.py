@@ -24,7 +24,7 @@ from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.criteria import get_criterion
 
 if TYPE_CHECKING:
-    from ordercube.pipeline.config.study import Config
+    from ordercube.pipeline.config.specs import Config
 
 MAX_CELLS = 10**8
 MAX_DRIVER_BYTES = 2 * 2**30

@@ -7,16 +7,13 @@ Relative file paths are read from the config file's folder; the output path from
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.config.familychecks import run_family_checks
@@ -25,23 +22,20 @@ from ordercube.pipeline.config.yamlload import read_yaml
 from ordercube.tasks.algorithms import ALGORITHMS, get_algorithm
 from ordercube.tasks.algorithms.kinds import BaseAlgorithm
 from ordercube.tasks.algorithms.estimators import is_import_path
-from ordercube.pipeline.config.adaptive import AdaptiveSpec, parse_adaptive
+from ordercube.pipeline.config.adaptive import parse_adaptive
+from ordercube.pipeline.config.checks import (
+    check_keys as _check_keys, integer as _integer, n_values as _n_values, param_fix as _fix, require as _require,
+    valid_name as _name,
+)
+from ordercube.pipeline.config.specs import Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint
 from ordercube.tasks.capabilities import DataObjects, objects_kind, why_not
 from ordercube.tasks.criteria import CRITERIA, get_criterion
 from ordercube.tasks.predictors import PREDICTORS, get_predictor
 from ordercube.tasks.params import Param, ParamError, integer, number, show
-from ordercube.tasks.preprocess import STEP_NAMES, STEPS
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
             "published", "adaptive"}
 METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria", "adaptive"}
-MIN_N = 4
-# Words a reader of the cube may write for a config key: the cube's dimension 'trial' indexes the
-# config's 'resamples' (not renamed: xarray's Dataset.resample is a method). Refused with the key to write.
-ALIASES = {"trials": "resamples", "trial": "resamples"}
-ALIASES_WHY = {"resamples": "the number of resamples; the cube's 'trial' dimension indexes them"}
-# A name is also a folder or a cube label: long enough for a description, short enough for a path.
-MAX_NAME = 100
 MAX_K_VALUES = 10_000
 MAX_BASELINE_DRAWS = 100_000
 # How work is cut up: bounded so that one chunk, one task and the window of tasks in flight stay small.
@@ -51,179 +45,6 @@ EXECUTION: dict[str, Param] = {
     "max_tasks_in_flight": integer(1, 100_000),
     "in_process_seconds": number(0.0, 86_400.0),
 }
-# A sweep whose estimated compute (on one core) is below this runs in the driver. A LocalCluster costs about
-# 2.5-3 s here to start, stop and import the kernels in its workers; on 2 cores it saves half the work, so it
-# pays from about twice that. Measured (n = 10,000, 180 cells): 6.1 s here against 9.1 s on 2 workers.
-IN_PROCESS_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How the entry says its table is read (``None``: not given)."""
-
-    header: bool | None = None
-    columns: tuple[Any, ...] | None = None
-    exclude: tuple[Any, ...] = ()
-    row_names: Any = None
-    label_column: Any = None  # a column holding the labels (``labels: {column: NAME}``)
-    label_in_table: bool = False  # True: the labels must come from this table (no labels path)
-
-    def given(self) -> dict[str, Any]:
-        """The options that change what is read, for the dataset's identity (empty for the defaults)."""
-        out: dict[str, Any] = {}
-        if self.header is False:
-            out["header"] = False
-        if self.columns is not None:
-            out["columns"] = [str(c) for c in self.columns]
-        if self.exclude:
-            out["exclude"] = [str(c) for c in self.exclude]
-        if self.row_names is not None:
-            out["row_names"] = str(self.row_names)
-        if self.label_in_table:
-            out["labels_from_data"] = str(self.label_column)
-        return out
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """One dataset: a registered generator (``kind``), a file (``kind == 'file'``) or an array given from Python
-    (``kind == 'memory'``); built by :func:`ordercube.pipeline.config.dataspec.dataset_spec`."""
-
-    name: str
-    kind: str
-    params: Mapping[str, Any]
-    n: tuple[int, ...]
-    true_k: int  # -1 when unknown
-    n_features: int
-    path: str | None = None
-    labels_path: str | None = None
-    labels_column: Any = None
-    preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
-    reading: Reading = field(default_factory=Reading, compare=False)
-    read: str = field(default="", compare=False)  # what was read, one line: "62 rows x 2000 features from ..."
-    data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
-    labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
-    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
-    # (name, value) pairs a family reads from the entry and its blocks receive (ordercube.tasks.trial.BlockSpec): a
-    # classifier's learning set (ordercube.pipeline.config.supervision)
-    family_options: tuple[tuple[str, Any], ...] = ()
-    objects: str = "points"  # what its rows are (ordercube.tasks.capabilities): points, graph, dissimilarity, matrix, ...
-    provides: tuple[str, ...] = field(default=(), compare=False)  # what else it offers (ordercube.tasks.capabilities)
-    row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits."""
-
-    name: str
-    algorithm: str
-    params: Mapping[str, Any]
-    predictor: str
-    criteria: tuple[str, ...]
-    criterion_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        identity = {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
-                    "criteria": list(self.criteria)}
-        if self.criterion_options:  # only criteria that take options (Gap, Clest) appear here
-            identity["criterion_options"] = {name: dict(options) for name, options in self.criterion_options.items()}
-        return identity
-
-    @property
-    def needs_evaluation_sample(self) -> bool:
-        return any(get_criterion(name).needs_evaluation_sample for name in self.criteria)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How work is cut into tasks; never changes a result."""
-
-    trials_per_chunk: int | None = None  # None: all trials of a (dataset, n, method, k) in one chunk, up to 100
-    task_seconds: float = 0.5
-    max_tasks_in_flight: int | None = None  # None: four per worker thread
-    in_process_seconds: float = IN_PROCESS_SECONDS  # estimated work below which no cluster is started (0: never)
-
-
-@dataclass(frozen=True)
-class Config:
-    name: str
-    seed: int
-    out: str
-    datasets: tuple[DatasetSpec, ...]
-    methods: tuple[MethodSpec, ...]
-    k: tuple[int, ...]
-    resamples: int
-    baseline_draws: int
-    execution: Execution
-    raw: Mapping[str, Any] = field(repr=False, compare=False)
-    published: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    # the adaptive rule of each method that has one (ordercube.pipeline.config.adaptive), by method name; not the cube's identity
-    adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        """Everything a stored cell's value depends on; two configs agreeing here may share a cube."""
-        return {"seed": self.seed, "baseline_draws": self.baseline_draws,
-                "datasets": {d.name: dict(d.identity) for d in self.datasets},
-                "methods": {m.name: m.identity for m in self.methods}}
-
-    @property
-    def fingerprint(self) -> str:
-        return fingerprint(self.identity)
-
-    @property
-    def criteria(self) -> list[str]:
-        """Every criterion used by some method, in registry order."""
-        used = {name for method in self.methods for name in method.criteria}
-        return [name for name in CRITERIA if name in used]
-
-    @property
-    def variables(self) -> list[str]:
-        """The cube variables of those criteria (a criterion may store several: ``gap`` and ``gap_sd``)."""
-        return [variable for name in self.criteria for variable in get_criterion(name).variables]
-
-
-def fingerprint(identity: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _require(mapping: Mapping[str, Any], key: str, path: str) -> Any:
-    if key not in mapping:
-        raise ConfigError(f"{path}{key}" if path else key, "missing", f"add the key '{key}'")
-    return mapping[key]
-
-
-def _check_keys(mapping: Any, allowed: set[str], path: str) -> None:
-    if not isinstance(mapping, Mapping):
-        raise ConfigError(path or "config", f"expected a mapping, got {show(mapping)}", "write 'key: value' entries")
-    unknown = sorted(set(map(str, mapping)) - allowed)
-    if unknown:
-        shown = unknown[0] if len(unknown[0]) <= MAX_NAME else f"{unknown[0][:MAX_NAME]}…"
-        where = f"{path}.{shown}" if path else shown
-        hint = ALIASES.get(shown) if ALIASES.get(shown) in allowed else None
-        raise ConfigError(where, "unknown key", f"write '{hint}:' ({ALIASES_WHY[hint]})" if hint
-                          else f"expected one of {sorted(allowed)}")
-
-
-def _integer(value: Any, key: str, *, minimum: int, fix: str, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigError(key, f"expected an integer >= {minimum}, got {show(value)}", fix)
-    if value < minimum or (maximum is not None and value > maximum):
-        bounds = f">= {minimum}" + (f" and <= {maximum:,}" if maximum is not None else "")
-        raise ConfigError(key, f"expected an integer {bounds}, got {value:,}", fix)
-    return int(value)
-
-
-def _name(value: Any, key: str) -> str:
-    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
-        raise ConfigError(key, f"expected a name of letters, digits, '_', '-' or '.', got {show(value)}", "rename it")
-    if len(value) > MAX_NAME:
-        raise ConfigError(key, f"a name of {len(value):,} characters ({show(value, 30)}); at most {MAX_NAME}, as it "
-                          "labels the cube and names folders", f"shorten it to {MAX_NAME} characters or fewer")
-    return value
 
 
 def _k_values(value: Any) -> tuple[int, ...]:
@@ -244,60 +65,6 @@ def _k_values(value: Any) -> tuple[int, ...]:
     if len(set(ks)) != len(ks):
         raise ConfigError("k", f"repeated values in {list(ks)}", "list each k once")
     return ks
-
-
-def _n_values(value: Any, key: str) -> list[int | str]:
-    if isinstance(value, Mapping):  # a geometric grid: {from: 64, to: 131072, factor: 2}
-        _check_keys(value, {"from", "to", "factor"}, key)
-        fix = "write {from: 64, to: 131072, factor: 2}"
-        start = _integer(_require(value, "from", f"{key}."), f"{key}.from", minimum=MIN_N, fix=fix)
-        stop = _integer(_require(value, "to", f"{key}."), f"{key}.to", minimum=start, fix=f"{key}.to must not be below from")
-        factor = _integer(value.get("factor", 2), f"{key}.factor", minimum=2, fix=fix)
-        return [start * factor**i for i in range(int(np.floor(np.log(stop / start) / np.log(factor) + 1e-9)) + 1)]
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise ConfigError(key, "empty list", "give at least one sample size")
-    out: list[int | str] = []
-    for i, v in enumerate(values):
-        if v == "all":
-            out.append("all")
-        else:
-            out.append(_integer(v, f"{key}[{i}]", minimum=MIN_N, fix=f"use sample sizes >= {MIN_N} or 'all'"))
-    return out
-
-
-def _steps(value: Any, key: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ConfigError(key, f"expected a list of steps, got {show(value)}", "write '- step: {params}' items")
-    steps = []
-    for i, item in enumerate(value):
-        name, params = (item, {}) if isinstance(item, str) else (next(iter(item)), item[next(iter(item))]) \
-            if isinstance(item, Mapping) and len(item) == 1 else (None, None)
-        if not isinstance(name, str) or name not in STEP_NAMES:
-            raise ConfigError(f"{key}[{i}]", f"unknown step {show(item)}", f"expected one of {STEP_NAMES}")
-        params = {} if params is None else params
-        if not isinstance(params, Mapping):
-            raise ConfigError(f"{key}[{i}].{name}", f"expected a mapping of parameters, got {show(params)}",
-                              f"write '- {name}: {{parameter: value}}' with parameters {sorted(STEPS[name].ranges)}")
-        try:
-            STEPS[name].validate(params)
-        except ParamError as error:
-            raise ConfigError(f"{key}[{i}].{name}.{error.name}", str(error),
-                              _fix(error, STEPS[name].ranges, STEPS[name].defaults)) from None
-        steps.append((name, dict(params)))
-    return tuple(steps)
-
-
-def _fix(error: ParamError, ranges: Mapping[str, Param], defaults: Mapping[str, Any]) -> str:
-    """What to do: the error's own fix, else the default of a value out of range (a typo's message lists
-    the valid names already)."""
-    if error.fix or error.name not in ranges:
-        return error.fix
-    if error.name in defaults:
-        return f"e.g. {error.name}: {defaults[error.name]!r} (the default)"
-    return f"set {error.name} within that range"
 
 
 def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ordercube.pipeline.config.study import DatasetSpec, MethodSpec
+from ordercube.pipeline.config.specs import DatasetSpec, MethodSpec
 from ordercube.pipeline.errors import ConfigError
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.algorithms.kinds import Classifier

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ordercube.pipeline.config.adaptive import chunk_trials
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 MAX_TRIALS_PER_CHUNK = 100

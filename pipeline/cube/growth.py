@@ -18,7 +18,7 @@ import numpy as np
 import zarr
 from zarr.core.sync import sync
 
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.metadata import consolidate, describe_arrays, stored_true_k, write_true_k

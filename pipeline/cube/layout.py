@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ordercube.pipeline.config.study import Config, fingerprint
+from ordercube.pipeline.config.specs import Config, fingerprint
 from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, group_attrs, true_k_labels, variable_attrs
 from ordercube.pipeline.cube.metadata import consolidate
 from ordercube.pipeline.errors import InputError

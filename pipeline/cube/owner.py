@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zarr
 
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.attrs import BASELINE, variable_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.growth import extend, open_existing, repair

@@ -13,9 +13,6 @@ labels only (:func:`ordercube.tasks.capabilities.why_not` says which fit).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,22 +21,6 @@ from ordercube.pipeline.errors import ConfigError
 
 SYMMETRY_TOLERANCE = 1e-9  # relative to the largest dissimilarity
 OBJECTS = "dissimilarity"
-
-
-def distances_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> Any:
-    """The ``DatasetSpec`` of a distance-matrix file."""
-    from ordercube.pipeline.config.dataspec import _table_dataset
-
-    for extra in ("preprocess", "columns", "exclude", "params"):
-        if extra in entry:
-            raise ConfigError(f"{key}.{extra}", f"a distances dataset takes no '{extra}': its columns are its objects",
-                              "remove it (prepare the matrix before, or give the points as kind: file)")
-    spec = _table_dataset({k: v for k, v in entry.items() if k != "kind"}, key, name, "file", n_raw, base, OBJECTS)
-    check_dissimilarities(spec.data, f"{key}.path", str(spec.path))
-    size = spec.data.shape[0]
-    read = spec.read.replace(f"{size} rows x {size} features", f"{size} x {size} dissimilarities", 1)
-    return replace(spec, kind="distances", objects=OBJECTS, n_features=size, read=read,
-                   identity={**spec.identity, "kind": "distances"})
 
 
 def check_dissimilarities(D: Any, key: str, source: str) -> None:

@@ -24,7 +24,7 @@ import pandas as pd
 from numpy.lib import format as npy_format
 from numpy.typing import NDArray
 
-from ordercube.pipeline.config.study import Reading
+from ordercube.pipeline.data.reading import Reading
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.files.inputfile import InputFile
 from ordercube.tasks.datasets.bounds import first_nonfinite

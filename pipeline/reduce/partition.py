@@ -26,7 +26,8 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import NDArray
 
-from ordercube.pipeline.config.study import Config, DatasetSpec, MethodSpec, load_config, parse_config
+from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
+from ordercube.pipeline.config.study import load_config, parse_config
 from ordercube.pipeline.errors import ConfigError, InputError
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.algorithms.kinds import Clusterer

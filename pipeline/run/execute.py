@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ordercube.pipeline.system import interrupts
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import BlockWriter, Cube
 from ordercube.pipeline.run.graph import Task, execute_task, isolate
 from ordercube.pipeline.cube.grid import Chunk

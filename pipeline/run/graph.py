@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import Chunk, Coords
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockResult, BlockSpec, run_block

@@ -18,7 +18,7 @@ from distributed.comm.core import CommClosedError
 
 from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.run.cluster import NoWorkers, WorkerWatch
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, killed_worker, \
     synthetic_sources

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
-from ordercube.pipeline.config.study import Config
+from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask

@@ -17,7 +17,7 @@ from ordercube.pipeline.run.cluster import (
     CONNECT_TIMEOUT, DEFAULT_DASHBOARD, WAIT_FOR_WORKERS, NoWorkers, check_dashboard_free, scheduler_address, stderr_line,
 )
 from ordercube.pipeline.config.adaptive import check_looks
-from ordercube.pipeline.config.study import Config, MethodSpec
+from ordercube.pipeline.config.specs import Config, MethodSpec
 from ordercube.pipeline.system.cores import usable_cores
 from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
 from ordercube.pipeline.run.graph import Task, build_tasks

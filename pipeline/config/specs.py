@@ -1,0 +1,132 @@
+"""The validated specs of a study config: frozen records that every subpackage reads.
+
+Built by :func:`ordercube.pipeline.config.study.parse_config`; kept apart from the parsing so that the
+modules the parser calls (datasets, data files, supervision, limits) can name the specs without importing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ordercube.pipeline.config.adaptive import AdaptiveSpec
+from ordercube.pipeline.data.reading import Reading
+from ordercube.tasks.criteria import CRITERIA, get_criterion
+
+MIN_N = 4
+# A sweep whose estimated compute (on one core) is below this runs in the driver. A LocalCluster costs about
+# 2.5-3 s here to start, stop and import the kernels in its workers; on 2 cores it saves half the work, so it
+# pays from about twice that. Measured (n = 10,000, 180 cells): 6.1 s here against 9.1 s on 2 workers.
+IN_PROCESS_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset: a registered generator (``kind``), a file (``kind == 'file'``) or an array given from Python
+    (``kind == 'memory'``); built by :func:`ordercube.pipeline.config.dataspec.dataset_spec`."""
+
+    name: str
+    kind: str
+    params: Mapping[str, Any]
+    n: tuple[int, ...]
+    true_k: int  # -1 when unknown
+    n_features: int
+    path: str | None = None
+    labels_path: str | None = None
+    labels_column: Any = None
+    preprocess: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    reading: Reading = field(default_factory=Reading, compare=False)
+    read: str = field(default="", compare=False)  # what was read, one line: "62 rows x 2000 features from ..."
+    data: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    labels: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    classes: tuple[str, ...] = field(default=(), compare=False)  # the label names of a table, by code
+    # (name, value) pairs a family reads from the entry and its blocks receive (ordercube.tasks.trial.BlockSpec): a
+    # classifier's learning set (ordercube.pipeline.config.supervision)
+    family_options: tuple[tuple[str, Any], ...] = ()
+    objects: str = "points"  # what its rows are (ordercube.tasks.capabilities): points, graph, dissimilarity, matrix, ...
+    provides: tuple[str, ...] = field(default=(), compare=False)  # what else it offers (ordercube.tasks.capabilities)
+    row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits."""
+
+    name: str
+    algorithm: str
+    params: Mapping[str, Any]
+    predictor: str
+    criteria: tuple[str, ...]
+    criterion_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        identity = {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
+                    "criteria": list(self.criteria)}
+        if self.criterion_options:  # only criteria that take options (Gap, Clest) appear here
+            identity["criterion_options"] = {name: dict(options) for name, options in self.criterion_options.items()}
+        return identity
+
+    @property
+    def needs_evaluation_sample(self) -> bool:
+        return any(get_criterion(name).needs_evaluation_sample for name in self.criteria)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How work is cut into tasks; never changes a result."""
+
+    trials_per_chunk: int | None = None  # None: all trials of a (dataset, n, method, k) in one chunk, up to 100
+    task_seconds: float = 0.5
+    max_tasks_in_flight: int | None = None  # None: four per worker thread
+    in_process_seconds: float = IN_PROCESS_SECONDS  # estimated work below which no cluster is started (0: never)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    seed: int
+    out: str
+    datasets: tuple[DatasetSpec, ...]
+    methods: tuple[MethodSpec, ...]
+    k: tuple[int, ...]
+    resamples: int
+    baseline_draws: int
+    execution: Execution
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+    published: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # the adaptive rule of each method that has one (ordercube.pipeline.config.adaptive), by method name; not the cube's identity
+    adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Everything a stored cell's value depends on; two configs agreeing here may share a cube."""
+        return {"seed": self.seed, "baseline_draws": self.baseline_draws,
+                "datasets": {d.name: dict(d.identity) for d in self.datasets},
+                "methods": {m.name: m.identity for m in self.methods}}
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.identity)
+
+    @property
+    def criteria(self) -> list[str]:
+        """Every criterion used by some method, in registry order."""
+        used = {name for method in self.methods for name in method.criteria}
+        return [name for name in CRITERIA if name in used]
+
+    @property
+    def variables(self) -> list[str]:
+        """The cube variables of those criteria (a criterion may store several: ``gap`` and ``gap_sd``)."""
+        return [variable for name in self.criteria for variable in get_criterion(name).variables]
+
+
+def fingerprint(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
