@@ -15,6 +15,10 @@
 and :class:`InputError` (bad input: nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
 :class:`DiskFull` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
 
+The reducers (``criterion_scores``, ``summarise``, ``choice_per_trial``, ...) take a cube and return an
+``xarray.Dataset``, as :func:`select_k` does. This module lists the whole public API (``__all__``); the
+``ordercube.pipeline`` and ``ordercube.tasks`` subpackages are its implementation.
+
 ``import ordercube`` is cheap: the functions import xarray, zarr and distributed when first called.
 """
 
@@ -27,9 +31,24 @@ from ordercube.api import open_cube, partition, report, select_k, sweep, validat
 from ordercube.guard import MissingMainGuard
 from ordercube.pipeline.errors import ConfigError, InputError
 
-# Errors of a stopped run live beside the code that raises them, which imports distributed (seconds):
-# resolved on first use (PEP 562).
-_LAZY = {"ClusterLost": "ordercube.pipeline.run.sweep", "DiskFull": "ordercube.pipeline.run.sweep", "NoWorkers": "ordercube.pipeline.run.cluster"}
+# Resolved on first use (PEP 562): the errors of a stopped run live beside the code that raises them, which
+# imports distributed (seconds); the reducers import xarray.
+_LAZY = {
+    "ClusterLost": "ordercube.pipeline.run.sweep",
+    "DiskFull": "ordercube.pipeline.run.sweep",
+    "NoWorkers": "ordercube.pipeline.run.cluster",
+    # reducers: pure functions from a cube (an xarray.Dataset) to an xarray.Dataset
+    "choice_per_trial": "ordercube.pipeline.reduce.select",
+    "criterion_scores": "ordercube.pipeline.reduce.select",
+    "failure_rate": "ordercube.pipeline.reduce.select",
+    "selection_frequency": "ordercube.pipeline.reduce.select",
+    "sqrt_n_scaled": "ordercube.pipeline.reduce.select",
+    "summarise": "ordercube.pipeline.reduce.select",
+    "at_choice": "ordercube.pipeline.reduce.supervised",  # any variable at each trial's own k̂ (the paper's R)
+    "gain_rows": "ordercube.pipeline.reduce.supervised",
+    "selection_rows": "ordercube.pipeline.reduce.supervised",
+    "status_counts": "ordercube.pipeline.report.write",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -38,5 +57,16 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(_LAZY[name]), name)
 
 
-__all__ = ["ClusterLost", "ConfigError", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers", "open_cube", "partition",
-           "report", "select_k", "sweep", "validate"]
+__all__ = [
+    # a sweep and its cube
+    "sweep", "validate", "open_cube", "select_k", "report", "partition",
+    # reducers
+    "at_choice", "choice_per_trial", "criterion_scores", "failure_rate", "gain_rows", "selection_frequency",
+    "selection_rows", "sqrt_n_scaled", "status_counts", "summarise",
+    # errors
+    "ClusterLost", "ConfigError", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers",
+]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
