@@ -53,6 +53,7 @@ def test_a_small_kmeans_sweep_computes_without_dask_xarray_pandas_scipy_or_numba
     # nor scipy.optimize
     assert [package for package in (*HEAVY, "numba", "scipy") if loaded(modules, package)] == []
     assert {"ordercube.tasks.algorithms._lloyd", "ordercube.tasks._hungarian", "zarr"} <= modules  # the kernels and the cube: really ran
+    assert not loaded(modules, "pipeline") and not loaded(modules, "tasks")  # one namespace, though the repository is on the path
 
 
 @pytest.mark.parametrize("command", ["validate", "status"])
