@@ -217,7 +217,7 @@ def test_dockerfile_copies_the_package_and_runs_as_a_non_root_user() -> None:
     instructions = dockerfile_instructions()
     copied = {word.rstrip("/") for keyword, arguments in instructions if keyword == "COPY"
               for word in arguments.split()[:-1] if not word.startswith("--")}
-    assert {"pyproject.toml", "setup.py", "README.md", "pipeline", "tasks", "configs"} <= copied
+    assert {"pyproject.toml", "setup.py", "README.md", "ordercube", "pipeline", "tasks", "configs"} <= copied
     for path in copied:
         assert (REPO / path).exists(), f"the Dockerfile copies {path}, which does not exist"
     users = [arguments for keyword, arguments in instructions if keyword == "USER"]

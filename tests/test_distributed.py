@@ -82,9 +82,11 @@ def test_sweep_through_a_running_scheduler_equals_the_local_cluster(tmp_path, da
 def test_workers_with_other_code_are_refused_on_connect_before_anything_is_written(tmp_path):
     """Version skew, for real: the workers import a copy of ordercube whose tasks code differs by one line."""
     skewed = tmp_path / "skewed"
+    installed = skewed / "ordercube"  # the layout of an install: pipeline/ and tasks/ inside the ordercube package
+    shutil.copytree(REPO / "ordercube", installed, ignore=shutil.ignore_patterns("__pycache__"))
     for package in ("tasks", "pipeline"):
-        shutil.copytree(REPO / package, skewed / package, ignore=shutil.ignore_patterns("__pycache__"))
-    with open(skewed / "tasks" / "cell.py", "a") as cell:
+        shutil.copytree(REPO / package, installed / package, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(installed / "tasks" / "cell.py", "a") as cell:
         cell.write("# a local edit on the workers' machine\n")
     config = write_config(tmp_path / "c.yaml", **small_config())
     with dask_processes(tmp_path / "cluster", [skewed, STUBS]) as scheduler_file:
