@@ -37,9 +37,10 @@ def modules_of(package: str) -> dict[str, tuple[Path, bool]]:
                 continue
             is_package = parts[-1] == "__init__"
             found[".".join((package, *(parts[:-1] if is_package else parts)))] = (path, is_package)
-    for path in Path(spec.submodule_search_locations[0]).rglob("*.pyx"):  # compiled kernels are modules too
-        parts = path.relative_to(spec.submodule_search_locations[0]).with_suffix("").parts
-        found.setdefault(".".join((package, *parts)), (path, False))
+    for root in spec.submodule_search_locations:  # compiled kernels are modules too: sources or builds
+        for path in [*Path(root).rglob("*.pyx"), *Path(root).rglob("*.so")]:
+            parts = path.relative_to(root).parts
+            found.setdefault(".".join((package, *parts[:-1], parts[-1].split(".")[0])), (path, False))
     return found
 
 
@@ -154,6 +155,32 @@ def test_the_kernels_never_import_the_pipeline_or_the_api(ordercube_graph):
     up = sorted(f"{module} -> {target}" for module, targets in arrows.items() if module.startswith("ordercube.tasks")
                 for target in targets if not target.startswith("ordercube.tasks"))
     assert up == []
+
+
+def test_the_api_never_imports_the_cli(ordercube_graph):
+    """The CLI is a layer over the API and the pipeline, never under the API."""
+    _, arrows, _ = ordercube_graph
+    reached, todo = set(), ["ordercube"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(arrows.get(module, ()))
+    assert "ordercube.api" in reached and "ordercube.pipeline.cli" not in reached
+
+
+def test_package_inits_import_nothing_heavy(ordercube_graph):
+    """A Dask worker imports the packages on the path of a task: their __init__ files stay cheap."""
+    modules, _, _ = ordercube_graph
+    heavy = ("xarray", "zarr", "distributed", "dask", "pandas", "matplotlib")
+    found = []
+    for module, (path, is_package) in modules.items():
+        if is_package:
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level: what importing it runs
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                found += [f"{module}: {name}" for name in names if name.split(".")[0] in heavy]
+    assert found == []
 
 
 def test_no_private_name_is_imported_across_subpackages(ordercube_graph):
