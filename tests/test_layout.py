@@ -150,6 +150,23 @@ def test_no_import_cycle_between_modules(ordercube_graph):
     assert unexpected == []
 
 
+def test_the_pipeline_subpackages_import_one_way(ordercube_graph):
+    """Walls between config, data, files, system, cube, run, reduce, report and the CLI: no cycle among them."""
+    _, arrows, _ = ordercube_graph
+
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:3])  # ordercube.pipeline.config, ordercube.pipeline.errors, ...
+
+    between: dict[str, set[str]] = {}
+    for module, targets in arrows.items():
+        if module.startswith("ordercube.pipeline."):
+            between.setdefault(part(module), set()).update(
+                part(target) for target in targets if target.startswith("ordercube.pipeline.") and part(target) != part(module))
+    assert {"ordercube.pipeline.config", "ordercube.pipeline.data", "ordercube.pipeline.cube"} <= set(between)
+    assert "ordercube.pipeline.data" in between["ordercube.pipeline.config"]  # config reads data files, not the reverse
+    assert cycles(between) == []
+
+
 def test_the_kernels_never_import_the_pipeline_or_the_api(ordercube_graph):
     _, arrows, _ = ordercube_graph
     up = sorted(f"{module} -> {target}" for module, targets in arrows.items() if module.startswith("ordercube.tasks")
