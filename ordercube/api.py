@@ -121,7 +121,7 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
     """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`ordercube.pipeline.reduce.select.select_k`).
 
     ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
-    output of :func:`pipeline.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
+    output of :func:`ordercube.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
     ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
     """
     from ordercube.pipeline.reduce.select import decisions

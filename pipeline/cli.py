@@ -153,7 +153,7 @@ def _cube_location(where: str, key: str) -> Location:
     place = location(where, key=key)
     if place.url and place.url.startswith("memory://"):
         raise InputError(f"{key}: {where!r} is in the memory of one Python process and vanishes when it exits; "
-                         "use memory:// from Python (pipeline.open_cube, the API), or give a path or an "
+                         "use memory:// from Python (ordercube.open_cube, the API), or give a path or an "
                          "s3:// URL here")
     return place
 

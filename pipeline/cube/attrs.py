@@ -73,7 +73,7 @@ VARIABLES: dict[str, dict[str, str]] = {
               "description": f"per resample, the Hungarian-matched disagreement between the second half's own clustering "
                              f"and the first half's solution extended to it by the predictor, {LANGE_2002}, eq. (5); "
                              f"dimensionless, in [0, 1). Stored raw, NOT normalised: the report and "
-                             f"pipeline.criterion_scores divide it by the variable '{BASELINE}' at the same (n, k), "
+                             f"ordercube.criterion_scores divide it by the variable '{BASELINE}' at the same (n, k), "
                              f"S = S(alpha)/S(rho_k) of {LANGE_2004}, eq. (5) ({LANGE_2002}, eq. (6))"},
     "pairwise": {"long_name": "pairwise co-membership instability",
                  "description": f"per resample, theta_k: the share of m random pairs of the evaluation sample that the two "

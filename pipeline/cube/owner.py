@@ -20,7 +20,7 @@ Everything the rest of the code does with a cube goes through :class:`Cube`:
 - the status scan, lost values read as pending: :meth:`Cube.status_for_planning`, :meth:`Cube.count_cells`,
   :meth:`Cube.verify`; and the cube as an ``xarray.Dataset``: :meth:`Cube.dataset`, :meth:`Cube.load`.
 
-:func:`open_cube` and :func:`load_cube` are the readers of the Python API (``pipeline.open_cube``), one line each
+:func:`open_cube` and :func:`load_cube` are the readers of the Python API (``ordercube.open_cube``), one line each
 over the Cube.
 """
 
