@@ -16,8 +16,10 @@ and :class:`InputError` (bad input: nothing written), :class:`ClusterLost`, :cla
 :class:`DiskFull` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
 
 The reducers (``criterion_scores``, ``summarise``, ``choice_per_trial``, ...) take a cube and return an
-``xarray.Dataset``, as :func:`select_k` does. This module lists the whole public API (``__all__``); the
-``ordercube.pipeline`` and ``ordercube.tasks`` subpackages are its implementation.
+``xarray.Dataset``, as :func:`select_k` does. The public API is listed in one place for each reader: this module's
+``__all__`` for users, :mod:`ordercube.plugin`'s for the authors of a plug-in (a package that adds a dataset kind,
+an algorithm, a predictor or a criterion through the entry-point group ``ordercube.plugins``). The
+``ordercube.pipeline`` and ``ordercube.tasks`` subpackages are their implementation.
 
 ``import ordercube`` is cheap: the functions import xarray, zarr and distributed when first called.
 """
