@@ -6,10 +6,10 @@ kind (``piecewise_constant``, of a new kind of objects, ``series``), an algorith
 """
 
 from ordercube_demo.family import Segmenter, check_series, heldout_sse, piecewise_constant
-from ordercube.tasks.capabilities import ObjectKind
-from ordercube.tasks.criteria import Criterion, Decision
-from ordercube.tasks.datasets import SyntheticDataset
-from ordercube.tasks.registry import register_algorithm, register_criterion, register_dataset, register_objects
+from ordercube.plugin import (
+    Criterion, Decision, ObjectKind, SyntheticDataset, register_algorithm, register_criterion, register_dataset,
+    register_objects,
+)
 
 register_objects("series", ObjectKind(dataset="a series of (time, value) points", taken="series",
                                       source="kind: piecewise_constant", unit="time points",

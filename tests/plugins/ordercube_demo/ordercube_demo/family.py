@@ -9,11 +9,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube_demo.segmentation import heldout_error, segment_all
-from ordercube.tasks.algorithms.kinds import BaseAlgorithm
-from ordercube.tasks.criteria import get_criterion
-from ordercube.tasks.datasets import ParameterError, get_synthetic
-from ordercube.tasks.seeding import Purpose, stream
-from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
+from ordercube.plugin import (
+    BaseAlgorithm, BlockSpec, ParameterError, Purpose, TrialOutcome, TrialRunner, get_criterion, get_synthetic,
+    scattered, stream,
+)
 
 
 def piecewise_constant(n: int, rng: np.random.Generator, *, segments: int, jump: float,

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import html
-from typing import Any
+
+from ordercube.plugin import SectionContext, SectionResult
 
 
-def section(context: Any) -> Any:
+def section(context: SectionContext) -> SectionResult:
     """Write ``changepoints.csv`` (one row per dataset, n, method and k: the mean held-out error, k̂, the planted
     number of segments) and say in one line per block whether k̂ found the planted number."""
-    from ordercube.pipeline.report.section import SectionResult
-
     blocks = ["dataset", "n", "model"]
     mean = context.reduced.summary["heldout_sse_mean"].to_dataframe("heldout_sse_mean").reset_index()
     chosen = context.reduced.chosen["heldout_sse"].to_dataframe("k_hat").reset_index()
