@@ -4,9 +4,11 @@ into a cube and a report; plug-ins that fail are named in an error, exit code 2.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,3 +213,75 @@ def test_a_plugin_that_fails_is_named_with_exit_code_2(site, tmp_path, code, say
     assert "plug-in 'zz-bad-plugin' (entry point bad = zz_bad_plugin of group ordercube.plugins)" in done.stderr
     assert says in done.stderr and "pip uninstall zz-bad-plugin" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ordercube.plugin: the one module a plug-in imports from
+
+HEAVY = ("xarray", "zarr", "dask", "distributed", "pandas", "matplotlib")
+
+
+def _ordercube_imports(source: str) -> set[str]:
+    """The ``ordercube`` modules a piece of Python imports from, and the names it takes from ``ordercube.plugin``
+    (as ``ordercube.plugin:NAME``)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "ordercube"}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] == "ordercube":
+            found.add(node.module)
+            if node.module == "ordercube.plugin":
+                found |= {f"ordercube.plugin:{alias.name}" for alias in node.names}
+    return found
+
+
+def _readme_plugin_code() -> str:
+    """The python code blocks of the README's section "Writing a plug-in"."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Writing a plug-in\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M)
+    assert blocks, "the README's section 'Writing a plug-in' has no python code block"
+    return "\n".join(blocks)
+
+
+def test_every_name_the_plugin_module_lists_resolves():
+    import ordercube.plugin as plugin
+
+    assert len(plugin.__all__) == len(set(plugin.__all__))
+    missing = [name for name in plugin.__all__ if getattr(plugin, name, None) is None]
+    assert missing == []
+    assert plugin.SectionResult(title="t").title == "t" and plugin.TrialOutcome(values={}).failed == {}
+    assert set(plugin.__all__) <= set(dir(plugin))
+    with pytest.raises(AttributeError, match="'ordercube.plugin' has no attribute 'CRITERIA'"):
+        plugin.CRITERIA  # noqa: B018  (a registry itself is not the API: register_* is)
+
+
+def test_the_demo_plugin_and_the_readme_import_only_ordercube_plugin():
+    import ordercube.plugin as plugin
+
+    # the check itself tells an internal import from a public one
+    assert _ordercube_imports("from ordercube.tasks.trial import scattered\nimport ordercube.plugin\n") == {
+        "ordercube.tasks.trial", "ordercube.plugin"}
+    public = {"ordercube.plugin", *(f"ordercube.plugin:{name}" for name in plugin.__all__)}
+    sources = {str(path.relative_to(DEMO)): path.read_text(encoding="utf-8") for path in sorted(DEMO.rglob("*.py"))}
+    sources["README.md, Writing a plug-in"] = _readme_plugin_code()
+    for where, source in sources.items():
+        imports = _ordercube_imports(source)
+        assert imports - public == set(), f"{where} imports {sorted(imports - public)}, not from ordercube.plugin"
+    for where in ("ordercube_demo/__init__.py", "ordercube_demo/family.py", "ordercube_demo/report.py",
+                  "README.md, Writing a plug-in"):
+        assert "ordercube.plugin" in _ordercube_imports(sources[where]), where
+
+
+def test_importing_the_plugin_module_loads_nothing_heavy(tmp_path):
+    code = ("import sys\nimport ordercube.plugin\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+            "ordercube.plugin.SectionContext\n"
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("ORDERCUBE_PLUGINS", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after = done.stdout.splitlines()
+    assert before == "[]"
+    assert "pandas" in after and "xarray" in after  # the report's section types, resolved on first use
