@@ -2,8 +2,8 @@
 
 The block's algorithm record gives the trial runner of its family (:mod:`ordercube.tasks.trial`); this loop runs it once
 per trial and lays its outcome into the cube's arrays. It knows no family: clusterers
-(:mod:`ordercube.tasks.clustering`), classifiers (:mod:`ordercube.tasks.supervised`), matrix models (:mod:`ordercube.tasks.matrix`) and a
-plug-in's own kinds all pass through it.
+(:mod:`ordercube.tasks.clustering`), classifiers (:mod:`ordercube.tasks.supervised`), matrix models
+(:mod:`ordercube.tasks.matrix`) and a plug-in's own kinds all pass through it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+import ordercube.tasks.plugins  # noqa: F401  (installs the plug-in loader: a worker's lookups find plug-ins)
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.criteria import get_criterion
 from ordercube.tasks.trial import BlockResult, BlockSpec, Status, TrialOutcome, describe

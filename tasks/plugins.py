@@ -4,8 +4,8 @@ A distribution declares an entry point in the group ``ordercube.plugins``; its v
 import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
 once per process: by the driver before a config is read (:func:`ordercube.pipeline.config.plugins.load_plugins`), and
 elsewhere (a worker of any cluster) on the first lookup of a name no registry holds (``get_algorithm``,
-``get_criterion``, ``get_predictor``, ``get_synthetic`` call :func:`load_on_miss`), so that a worker needs no
-preload. The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
+``get_criterion``, ``get_predictor``, ``get_synthetic`` reach :func:`load_on_miss` through :mod:`ordercube.tasks.misses`), so a
+worker needs no preload. The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
 loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
 the next :func:`load`.
 
@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
+
+from ordercube.tasks import misses
 
 GROUP = "ordercube.plugins"
 VARIABLE = "ORDERCUBE_PLUGINS"
@@ -241,3 +243,6 @@ def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:
     if getattr(record, "name", name) != name:
         return f"the record is named {record.name!r}", "register it under its own name"
     return None
+
+
+misses.install(load_on_miss)  # the registries' lookups reach the loader through this hook

@@ -159,7 +159,7 @@ def get_algorithm(name: str) -> BaseAlgorithm:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_algorithm(name)

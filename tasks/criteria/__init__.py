@@ -40,7 +40,7 @@ def get_criterion(name: str) -> Criterion:
     try:
         return CRITERIA[name]
     except KeyError:
-        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_criterion(name)

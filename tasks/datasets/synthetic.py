@@ -339,7 +339,7 @@ def get_synthetic(name: str) -> SyntheticDataset:
     try:
         return SYNTHETIC[name]
     except KeyError:
-        from ordercube.tasks.plugins import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
 
         if load_on_miss():
             return get_synthetic(name)
