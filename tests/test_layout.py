@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 
 
 
