@@ -182,6 +182,27 @@ def test_the_api_never_imports_the_cli(ordercube_graph):
     assert "ordercube.api" in reached and "ordercube.pipeline.cli" not in reached
 
 
+# What the command may take from the pipeline itself, each for a reason; the work is the API's (ordercube.commands).
+CLI_MAY_IMPORT = {
+    "ordercube.pipeline.errors": "InputError: a bad input's message and exit 2",
+    "ordercube.pipeline.system.interrupts": "the process's signal handlers: Ctrl-C and SIGTERM stop a sweep",
+    "ordercube.pipeline.config.plugins": "the installed plug-ins, loaded before a command names them",
+    "ordercube.pipeline.cli_print": "the command's own printing of what the API returned",
+    "ordercube.pipeline.config.specs": "the Config type, for type checking only",
+}
+
+
+def test_the_cli_is_a_layer_over_the_api(ordercube_graph):
+    """``cli.py`` parses arguments, calls one function of the API per command and prints: from the pipeline it
+    imports only what :data:`CLI_MAY_IMPORT` lists (at module level, in functions and for type checking)."""
+    _, arrows, _ = ordercube_graph
+    taken = arrows["ordercube.pipeline.cli"]
+    assert sorted(target for target in taken if target.startswith("ordercube.pipeline.") and target not in CLI_MAY_IMPORT) == []
+    assert "ordercube.commands" in taken
+    printing = {target for target in arrows["ordercube.pipeline.cli_print"] if target.startswith("ordercube.pipeline.")}
+    assert not any(target.startswith(("ordercube.pipeline.run", "ordercube.pipeline.cube")) for target in printing), printing
+
+
 def test_package_inits_import_nothing_heavy(ordercube_graph):
     """A Dask worker imports the packages on the path of a task: their __init__ files stay cheap."""
     modules, _, _ = ordercube_graph
