@@ -147,9 +147,7 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.report.figures import FORMATS
     from ordercube.pipeline.files.location import location
-    from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, claim_folder, output_folder, report_folder
-    from ordercube.pipeline.reduce.select import criterion_scores, decisions
-    from ordercube.pipeline.report.write import status_counts, write_report
+    from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, output_folder, report_folder
 
     if fmt not in FORMATS:
         raise InputError(f"fmt: {fmt!r} is not one of {list(FORMATS)}; e.g. fmt='svg' for vector figures")
@@ -158,14 +156,28 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         target = report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder), key="folder")
     else:
         cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
+    _, table = write_checked_report(cube, target, decide, decide_key="decide", folder_key="folder", fmt=fmt)
+    return pd.DataFrame() if table is None else table
+
+
+def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, *, decide_key: str, folder_key: str,
+                         fmt: str, helper: Any = None) -> tuple[dict[str, int], pd.DataFrame | None]:
+    """``decide`` checked against the cube's criteria (a bad one named by ``decide_key``), then the report written
+    into ``folder`` (named ``folder_key``): the cube's cell counts and the table, None (nothing written) when no
+    cell is computed. :func:`report` and ``ordercube report`` (through :mod:`ordercube.commands`) both call it."""
+    from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, claim_folder
+    from ordercube.pipeline.reduce.select import criterion_scores, decisions
+    from ordercube.pipeline.report.write import status_counts, write_report
+
     try:
         decisions(criterion_scores(cube), decide)
     except ValueError as error:
-        raise InputError(f"decide: {error}") from None
-    if status_counts(cube)["ok"] == 0:
-        return pd.DataFrame()
-    claim_folder(target, FIGURE_RECORD, key="folder")  # marked as a report's first: an interrupted one is recognised
-    return write_report(cube, target, decide, fmt=fmt)
+        raise InputError(f"{decide_key}: {error}") from None
+    counts = status_counts(cube)
+    if counts["ok"] == 0:  # nothing to tabulate or draw: the disk is left as it is
+        return counts, None
+    claim_folder(folder, FIGURE_RECORD, key=folder_key)  # marked as a report's first: an interrupted one is recognised
+    return counts, write_report(cube, folder, decide, fmt=fmt, helper=helper)
 
 
 def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, method: str, *, k: int | None = None,

@@ -146,23 +146,16 @@ def report_command(cube: str, out: str | None, decide: Decide, *, key: str, fmt:
                    ) -> tuple[xr.Dataset, Location, Path, dict[str, int], pd.DataFrame | None]:
     """``ordercube report``: the cube, its place, the report folder, its cell counts and the table written
     (None, and nothing written, when no cell is computed). ``key`` names the option ``decide`` came from."""
+    from ordercube.api import write_checked_report
     from ordercube.pipeline.cube.owner import Cube
-    from ordercube.pipeline.files.outputs import RECORD, claim_folder, report_folder
-    from ordercube.pipeline.reduce.select import criterion_scores, decisions
-    from ordercube.pipeline.report.write import status_counts, write_report
+    from ordercube.pipeline.files.outputs import report_folder
 
     place = command_place(cube, "CUBE")
     loaded = Cube.open(place).load()
     folder = report_folder(place, out)
-    try:
-        decisions(criterion_scores(loaded), decide)
-    except ValueError as error:
-        raise InputError(f"{key}: {error}") from None
-    counts = status_counts(loaded)
-    if counts["ok"] == 0:  # nothing to tabulate or draw: the disk is left as it is
-        return loaded, place, folder, counts, None
-    claim_folder(folder, RECORD)
-    return loaded, place, folder, counts, write_report(loaded, folder, decide, fmt=fmt, helper=helper)
+    counts, table = write_checked_report(loaded, folder, decide, decide_key=key, folder_key="--out", fmt=fmt,
+                                         helper=helper)
+    return loaded, place, folder, counts, table
 
 
 def partition_command(cube: str, dataset: str, method: str, *, k: int | None, criterion: str | None,
