@@ -14,7 +14,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -244,25 +244,33 @@ def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
     if len(given) > 1:
         raise InputError(f"{given[1]}: given together with {given[0]}; pass only one of client=, workers=, "
                          "scheduler=, scheduler_file=")
+    check_run_limits(workers, {name: options.get(name) for name in ("connect_timeout", "wait_for_workers")},
+                     option=str, example=lambda name, value: f"{name}={value}")
+    if client is not None:
+        _check_client(client)
+
+
+def check_run_limits(workers: Any, waits: Mapping[str, Any], *, option: Callable[[str], str],
+                     example: Callable[[str, object], str]) -> None:
+    """``workers`` an integer from 0 to :func:`ordercube.pipeline.system.cores.max_workers`, each of ``waits`` a
+    number of seconds > 0 and at most a week. A message names the option as ``option(name)`` and gives
+    ``example(name, value)`` as the fix (``workers=2`` here, ``--workers 2`` for the CLI)."""
     from ordercube.pipeline.run.cluster import MAX_WAIT_SECONDS
     from ordercube.pipeline.system.cores import WORKERS_PER_CORE, max_workers
 
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
-        raise InputError(f"workers: expected an integer >= 0, got {workers!r}; e.g. workers=2 (0: compute in this "
-                         "process)")
+        raise InputError(f"{option('workers')}: expected an integer >= 0, got {workers!r}; e.g. "
+                         f"{example('workers', 2)} (0: compute in this process)")
     if workers is not None and workers > max_workers():
-        raise InputError(f"workers: {workers} is more than the {max_workers()} local workers started at most "
-                         f"({WORKERS_PER_CORE} per usable core); give fewer, e.g. workers=2")
-    for name in ("connect_timeout", "wait_for_workers"):
-        value = options.get(name)
+        raise InputError(f"{option('workers')}: {workers} is more than the {max_workers()} local workers started at "
+                         f"most ({WORKERS_PER_CORE} per usable core); give fewer, e.g. {example('workers', 2)}")
+    for name, value in waits.items():
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
                                       and math.isfinite(value) and value > 0):
-            raise InputError(f"{name}: expected a number of seconds > 0, got {value!r}; e.g. {name}=60")
+            raise InputError(f"{option(name)}: expected a number of seconds > 0, got {value!r}; e.g. {example(name, 60)}")
         if value is not None and value > MAX_WAIT_SECONDS:
-            raise InputError(f"{name}: {value:g} seconds is more than the {MAX_WAIT_SECONDS:g} (a week) waited at "
-                             f"most; give fewer seconds, e.g. {name}=600")
-    if client is not None:
-        _check_client(client)
+            raise InputError(f"{option(name)}: {value:g} seconds is more than the {MAX_WAIT_SECONDS:g} (a week) waited "
+                             f"at most; give fewer seconds, e.g. {example(name, 600)}")
 
 
 def _check_out(parsed: Config) -> Config:

@@ -110,19 +110,13 @@ def _dashboard(address: str | None, off: bool, *, elsewhere: bool) -> str | None
 
 def _check_run_options(workers: int | None, connect_timeout: float | None, wait_for_workers: float | None) -> None:
     """--workers within :func:`ordercube.pipeline.system.cores.max_workers`, the waits within a week."""
-    from ordercube.pipeline.run.cluster import MAX_WAIT_SECONDS
-    from ordercube.pipeline.system.cores import WORKERS_PER_CORE, max_workers
+    from ordercube.api import check_run_limits
 
-    if workers is not None and workers < 0:
-        raise InputError(f"--workers: expected an integer >= 0, got {workers}; e.g. --workers 2 (0: compute in "
-                         "this process)")
-    if workers is not None and workers > max_workers():
-        raise InputError(f"--workers: {workers} is more than the {max_workers()} local workers started at most "
-                         f"({WORKERS_PER_CORE} per usable core); give fewer, e.g. --workers 2")
-    for option, value in (("--connect-timeout", connect_timeout), ("--wait-for-workers", wait_for_workers)):
-        if value is not None and value > MAX_WAIT_SECONDS:
-            raise InputError(f"{option}: {value:g} seconds is more than the {MAX_WAIT_SECONDS:g} (a week) waited at "
-                             f"most; give fewer seconds, e.g. {option} 600")
+    def option(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    check_run_limits(workers, {"connect_timeout": connect_timeout, "wait_for_workers": wait_for_workers},
+                     option=option, example=lambda name, value: f"{option(name)} {value}")
 
 
 def status_command(cube: str, *, verify: bool) -> tuple[str | None, dict[str, int]]:
