@@ -60,7 +60,7 @@ def _difference(cv: np.ndarray, swap: np.ndarray, oracle: np.ndarray) -> float:
 
 def selection_rows(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per (dataset, n, method, selector): N, R (the oracle's error at the trial's k̂; mean and its
-    standard error), the selector's own estimate at k̂ (its optimism is estimate - R), mean |k_O - k̂| and
+    standard error), the selector's own estimate at k̂ (its optimism is estimate - R), mean ``|k_O - k̂|`` and
     the 95% quantile of L_selector - L_O over trials."""
     oracle = oracle_of(scores)
     if oracle is None:
