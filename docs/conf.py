@@ -65,6 +65,8 @@ html_title = "ordercube"
 html_static_path = ["_static"]
 html_css_files = ["ordercube.css"]
 html_last_updated_fmt = None
+# Without it a first visit (empty localStorage) logs "Got invalid theme mode" as a console error.
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
