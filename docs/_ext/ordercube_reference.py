@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -33,12 +34,14 @@ def _literal(value: Any) -> str:
     return f"``{text}``" if text else "``''``"
 
 
-def _list_table(header: list[str], rows: Iterable[list[str]], widths: str = "auto") -> list[str]:
+def _list_table(header: list[str] | None, rows: Iterable[list[str]], widths: str = "auto") -> list[str]:
     rows = list(rows)
     if not rows:
         return []
-    lines = [".. list-table::", "   :header-rows: 1", f"   :widths: {widths}", ""]
-    for row in [header, *rows]:
+    lines = [".. list-table::", f"   :header-rows: {0 if header is None else 1}", f"   :widths: {widths}", ""]
+    if header is None:
+        lines.insert(2, "   :stub-columns: 1")
+    for row in ([] if header is None else [header]) + rows:
         lines.append(f"   * - {_cell(row[0])}")
         lines.extend(f"     - {_cell(cell)}" for cell in row[1:])
     return lines + [""]
@@ -167,9 +170,12 @@ def render_cli(parser: argparse.ArgumentParser | None = None) -> str:
     """Every command of the parser with its usage, arguments and flags."""
     parser = parser or cli_parser()
     lines = _title("Command line")
-    lines += [_escape(parser.description or ""), "",
-              f"Exit codes and behaviour are described in :doc:`the guide <../guide/index>`. Run "
-              f"``{parser.prog} COMMAND --help`` for the same text in a terminal.", ""]
+    from ordercube.pipeline import cli
+
+    exits = [paragraph for paragraph in (inspect.getdoc(cli) or "").split("\n\n") if paragraph.startswith("Exit codes")]
+    lines += [_escape(parser.description or ""), "", *exits, "",
+              f"How to use them is in :doc:`the guide <../guide/index>`. Run ``{parser.prog} COMMAND --help`` for "
+              "the same text in a terminal.", ""]
     top = [action for action in _arguments(parser) if action.option_strings]
     if top:
         lines += [".. program:: " + parser.prog, ""]
@@ -195,9 +201,16 @@ def config_schema() -> dict[str, Any]:
     """The keys a config accepts, where they go and the values declared for them, read from the config reader."""
     from ordercube.pipeline.config import adaptive, study
     from ordercube.pipeline.config import dataspec
+    from ordercube.tasks.adaptive import MODES
+    from ordercube.tasks.criteria.base import ADJUSTABLE, DECISION_RANGES
+    from ordercube.tasks.preprocess import STEPS
 
     dataset_keys = _dataset_keys(dataspec)
     return {
+        "steps": dict(STEPS),
+        "modes": list(MODES),
+        "decision": dict(DECISION_RANGES),
+        "adjustable": dict(ADJUSTABLE),
         "top": sorted(study.TOP_KEYS),
         "methods": sorted(study.METHOD_KEYS),
         "datasets": dataset_keys,
@@ -216,14 +229,26 @@ def _dataset_keys(dataspec: Any) -> list[str]:
 
     try:
         dataspec.dataset_spec({"name": "probe", "\u0000": 1}, 0, None, _Path("."), (2,))
-    except ConfigError as error:
-        text = str(error)
-        start, end = text.find("expected one of ["), text.rfind("]")
-        if start >= 0 and end > start:
-            inner = text[start + len("expected one of ["): end]
-            return [item.strip().strip("'\"") for item in inner.split(",") if item.strip()]
+    except ConfigError as error:  # one error, or several at once (one line each)
+        found = re.search(r"unknown key; expected one of \[([^\]]*)\]", str(error))
+        if found:
+            return [item.strip().strip("'\"") for item in found.group(1).split(",") if item.strip()]
     return sorted({"name", "kind", "params", "n", "true_k", "learning", "sweep", "nodes", "format",
                    *dataspec.TABLE_KEYS})
+
+
+def _config_defaults() -> list[str] | None:
+    """What a config that omits a key gets, from the module that fills it in (its docstring and values)."""
+    try:
+        defaults = import_module("ordercube.pipeline.config.defaults")
+    except ImportError:  # a version of the reader without defaults: every key is required
+        return None
+    lines = (inspect.getdoc(defaults) or "").splitlines()
+    values = [(name, getattr(defaults, name)) for name in ("RESAMPLES", "CLUSTERING_CRITERIA")
+              if hasattr(defaults, name)]
+    if values:
+        lines += ["", *_list_table(["value", "is"], [[f"``{name}``", _literal(value)] for name, value in values])]
+    return lines
 
 
 def render_config() -> str:
@@ -253,6 +278,32 @@ def render_config() -> str:
               "How the work is cut up (it changes no value of the cube).", ""]
     lines += _list_table(["key", "accepts"], [[f"``{name}``", _escape(param.describe())]
                                               for name, param in schema["execution"].items()])
+    defaults = _config_defaults()
+    if defaults is not None:
+        lines += [".. _config-defaults:", "", *_title("Keys a config may omit", "-"), *defaults, ""]
+    lines += [f"``adaptive.mode`` is one of {', '.join(f'``{mode}``' for mode in schema['modes'])}.", ""]
+    lines += [".. _config-preprocess:", "", *_title("``preprocess`` steps", "-"),
+              "The steps a dataset's ``preprocess`` list may name, in order, each with its parameters' declared ranges.",
+              ""]
+    rows = []
+    for name, step in schema["steps"].items():
+        defaults = step.defaults
+        for parameter, param in step.ranges.items():
+            default = "(required)" if parameter in step.required else \
+                (_literal(defaults[parameter]) if parameter in defaults else "\\-")
+            rows.append([f"``{name}``", f"``{parameter}``", default, _escape(param.describe())])
+        if not step.ranges:
+            rows.append([f"``{name}``", "\\-", "\\-", "takes no parameters"])
+    lines += _list_table(["step", "parameter", "default", "accepts"], rows)
+    lines += [".. _config-decision:", "", *_title("Decision rules", "-"),
+              "The fields of a criterion's decision rule that ``ordercube report --decide CRITERION.FIELD=VALUE`` "
+              "(and the reducers' ``decide``) may change, per rule, and the values each accepts.", ""]
+    lines += _list_table(["rule", "fields"], [[f"``{rule}``", ", ".join(f"``{field}``" for field in fields) or "\\-"]
+                                              for rule, fields in schema["adjustable"].items()])
+    lines += _list_table(["field", "accepts"], [[f"``{field}``", _escape(param.describe())]
+                                                for field, param in schema["decision"].items()])
+    lines += ["The parameters of each algorithm, criterion and dataset kind are on their own pages: "
+              ":doc:`algorithms`, :doc:`criteria`, :doc:`datasets`.", ""]
     return "\n".join(lines)
 
 
@@ -300,11 +351,14 @@ def render_algorithms(records: Mapping[str, Any] | None = None) -> str:
                  ["needs", ", ".join(f"``{need}``" for need in record.needs) or "\\-"],
                  ["gives", ", ".join(f"``{give}``" for give in record.gives) or "\\-"],
                  ["needs a predictor", "yes" if record.needs_predictor else "no"]]
+        matched = getattr(record, "predictor", None)  # the predictor a method gets when its config names none
+        if matched:
+            facts.append(["matched predictor", f":ref:`{matched} <{_label('predictor', matched)}>`"])
         if record.max_features is not None:
             facts.append(["at most features", str(record.max_features)])
         if record.variants:
             facts.append(["variants (objects)", ", ".join(f"``{objects}``" for objects in record.variants)])
-        lines += _list_table(["", ""], facts)
+        lines += _list_table(None, facts)
         rows = _param_rows(record.defaults, record.ranges)
         lines += ["Parameters:", "", *_list_table(["parameter", "default", "accepts"], rows)] if rows else \
             ["It takes no parameters.", ""]
@@ -342,7 +396,7 @@ def render_criteria(records: Mapping[str, Any] | None = None) -> str:
                                    "oracle", "needs_coordinates", "sqrt_n_scaling") if getattr(record, flag, False)]
         if flags:
             facts.append(["declares", ", ".join(f"``{flag}``" for flag in flags)])
-        lines += _list_table(["", ""], facts)
+        lines += _list_table(None, facts)
         rows = _param_rows(record.options, record.ranges)
         lines += ["Options:", "", *_list_table(["option", "default", "accepts"], rows)] if rows else \
             ["It takes no options.", ""]
@@ -388,7 +442,7 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
             provides = ", ".join(f"``{item}``" for item in record.provides(dict(record.defaults))) or "\\-"
         except Exception:  # provisions that need a required parameter
             provides = "(depends on its parameters)"
-        lines += _list_table(["", ""], [["objects", f"``{record.objects}``"], ["provides (defaults)", provides],
+        lines += _list_table(None, [["objects", f"``{record.objects}``"], ["provides (defaults)", provides],
                                          ["required", ", ".join(f"``{p}``" for p in record.required) or "\\-"],
                                          ["optional", ", ".join(f"``{p}``" for p in record.optional) or "\\-"]])
         if record.defaults:
