@@ -10,8 +10,8 @@ Two passes over every HTML page of the build:
    page), every stylesheet's ``url(...)`` too, and no script, stylesheet, image, font or frame is loaded from
    another host (links *to* other sites are fine; loading *from* them is not).
 2. Headless Chromium (Debian's ``chromium``) loads it, driven through the DevTools protocol on a pipe, with
-   every host name unresolvable: any console error, uncaught exception, failed request or request that
-   leaves the machine is a problem.
+   every host name unresolvable: any console error, uncaught exception, failed request, request that leaves
+   the machine or image it cannot show is a problem.
 
 Prints a summary (pages, links, images, stylesheets checked; pages loaded) and exits 1 with the list of
 problems, or 2 when there is no build or no browser.
@@ -38,6 +38,9 @@ LOADS = {("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src"),
          ("video", "src"), ("audio", "src"), ("embed", "src"), ("object", "data"), ("input", "src")}
 LOAD_SECONDS = 30.0  # one page, in the browser, on a loaded machine
 SETTLE_SECONDS = 0.5  # quiet time after the load event before a page counts as done
+# Images the browser could not decode or show (a data: URI that is not an image fails no request).
+BROKEN_IMAGES = ("Array.from(document.images).filter(i => i.loading !== 'lazy' && (!i.complete || i.naturalWidth === 0))"
+                 ".map(i => i.currentSrc.length > 100 ? i.currentSrc.slice(0, 100) + '...' : i.currentSrc)")
 
 
 class Page(HTMLParser):
@@ -236,6 +239,8 @@ class Browser:
             elif loaded and time.monotonic() - quiet_since >= SETTLE_SECONDS:
                 break
         problems = [] if loaded else [f"did not finish loading within {LOAD_SECONDS:.0f} s"]
+        broken = self.call("Runtime.evaluate", session=self.session, returnByValue=True, expression=BROKEN_IMAGES)
+        problems += [f"image not shown: {source}" for source in broken.get("result", {}).get("value") or []]
         requested: dict[str, str] = {}
         for event in self.events:
             method, params = event["method"], event.get("params", {})

@@ -201,16 +201,20 @@ def test_check_site_finds_broken_links_anchors_and_external_loads(tmp_path):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)")
 def test_check_site_fails_a_page_that_logs_an_error_or_requests_the_network_in_chromium(tmp_path):
-    good = _site(tmp_path / "good", {"index.html": "<p>fine</p><script>console.log('only a log')</script>"})
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+    good = _site(tmp_path / "good", {"index.html": f"<p>fine</p><img alt='dot' src='data:image/png;base64,{png}'>"
+                                                   "<script>console.log('only a log')</script>"})
     done = _check(good)
     assert done.returncode == 0, done.stderr
     assert "1 pages loaded in chromium" in done.stdout
     # markup that passes the static pass, and fails only in the browser
     bad = _site(tmp_path / "bad", {"index.html": "<script>console.error('broken widget')</script>",
                                    "b.html": "<script>undefined_function()</script>",
-                                   "c.html": "<script>fetch('https://cdn.example.org/font.woff2')</script>"})
+                                   "c.html": "<script>fetch('https://cdn.example.org/font.woff2')</script>",
+                                   "d.html": '<img alt="x" src="data:image/png;base64,bm90IGFuIGltYWdl">'})
     done = _check(bad)
     assert done.returncode == 1
     assert "index.html: console error: broken widget" in done.stderr
     assert "b.html: uncaught exception: ReferenceError: undefined_function is not defined" in done.stderr
     assert "c.html: requests https://cdn.example.org/font.woff2" in done.stderr
+    assert "d.html: image not shown: data:image/png;base64,bm90IGFuIGltYWdl" in done.stderr
