@@ -53,8 +53,11 @@ def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
         assert f"``{record.reads}``" in criteria[name] and record.decision.rule in criteria[name]
         for option, declared in record.ranges.items():
             assert f"``{option}``" in criteria[name] and reference._escape(declared.describe()) in criteria[name]
-    # the citation comes from the kernel's docstring: Lange et al.'s criterion cites its paper
+    # the citation comes from the docstrings: the kernel's (Lange et al.'s criterion), else its module's
     assert "Lange et al. (2002)" in criteria["lange"]
+    assert "Tibshirani & Walther 2005" in criteria["prediction_strength"]
+    uncited = [name for name, section in algorithms.items() if not reference.YEAR.search(section)]
+    assert uncited == [], f"algorithms whose docstrings cite no paper: {uncited}"
 
 
 def test_a_plugins_registrations_appear_in_the_reference(tmp_path):

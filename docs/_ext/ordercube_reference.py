@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import re
+import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -325,13 +327,35 @@ def _kernels(record: Any) -> list[Any]:
     return [value for value in found if value is not None]
 
 
-def _citation(record: Any) -> str:
-    for kernel in _kernels(record):
-        text = _first_paragraph(kernel)
-        if text:
-            return text
-    doc = inspect.getdoc(type(record))
-    return "" if doc is None else ""
+YEAR = re.compile(r"\b(19|20)\d\d\b")
+
+
+def _paragraphs(doc: str | None) -> list[str]:
+    """A docstring's plain paragraphs (no section headings, examples or literal blocks), dedented."""
+    found = []
+    for paragraph in (doc or "").split("\n\n"):
+        paragraph = textwrap.dedent(paragraph).strip()
+        lines = paragraph.splitlines()
+        if not paragraph or any(set(line.strip()) <= set("-=~^") and line.strip() for line in lines) or \
+                any(line.lstrip().startswith(">>>") for line in lines) or paragraph.endswith("::"):
+            continue
+        found.append(_pipes(paragraph))
+    return found
+
+
+def _citation(record: Any) -> list[str]:
+    """What a record's kernel does (the first paragraph of its docstring) and the paragraph that cites its paper:
+    the first one with a year in the kernels' docstrings, then their modules', then the record type's."""
+    kernels = [_resolve(kernel) for kernel in _kernels(record)]
+    kernels += [_resolve(function) for function in getattr(record, "computations", {}).values()]
+    kernels = [kernel for kernel in kernels if kernel is not None]
+    first = next((text for text in map(_first_paragraph, kernels) if text), "")
+    sources = [kernel.__doc__ for kernel in kernels]
+    sources += [getattr(sys.modules.get(getattr(kernel, "__module__", "") or ""), "__doc__", None) for kernel in kernels]
+    sources.append(type(record).__doc__)
+    cited = next((paragraph for doc in sources for paragraph in _paragraphs(inspect.cleandoc(doc) if doc else "")
+                  if YEAR.search(paragraph)), "")
+    return [text for text in dict.fromkeys([first, cited]) if text]
 
 
 def render_algorithms(records: Mapping[str, Any] | None = None) -> str:
@@ -344,9 +368,8 @@ def render_algorithms(records: Mapping[str, Any] | None = None) -> str:
                            ", ".join(record.gives) or "\\-"] for name, record in records.items()])
     for name, record in records.items():
         lines += [f".. _{_label('algorithm', name)}:", "", *_title(name, "-")]
-        citation = _citation(record)
-        if citation:
-            lines += [citation, ""]
+        for paragraph in _citation(record):
+            lines += [paragraph, ""]
         facts = [["kind", _escape(record.kind)], ["takes", f"``{record.takes}``"],
                  ["needs", ", ".join(f"``{need}``" for need in record.needs) or "\\-"],
                  ["gives", ", ".join(f"``{give}``" for give in record.gives) or "\\-"],
@@ -375,9 +398,8 @@ def render_criteria(records: Mapping[str, Any] | None = None) -> str:
                            _escape(record.description)] for name, record in records.items()])
     for name, record in records.items():
         lines += [f".. _{_label('criterion', name)}:", "", *_title(name, "-"), _escape(record.description), ""]
-        citation = _citation(record)
-        if citation:
-            lines += [citation, ""]
+        for paragraph in _citation(record):
+            lines += [paragraph, ""]
         decision = record.decision
         rule = decision.rule + "".join(f", {field} {getattr(decision, field)}" for field in
                                        ("threshold", "method", "se_factor", "p_max", "d_min")
@@ -435,9 +457,8 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
     lines += [".. _datasets-generators:", "", *_title("Generators", "-")]
     for name, record in records.items():
         lines += [f".. _{_label('dataset', name)}:", "", *_title(name, "~")]
-        text = _first_paragraph(record.sample)
-        if text:
-            lines += [text, ""]
+        for paragraph in _citation(record):
+            lines += [paragraph, ""]
         try:
             provides = ", ".join(f"``{item}``" for item in record.provides(dict(record.defaults))) or "\\-"
         except Exception:  # provisions that need a required parameter
