@@ -1,4 +1,4 @@
-"""Gaussian mixtures with full covariances fitted by EM, compiled with numba.
+"""Gaussian mixtures with full covariances fitted by EM (Dempster, Laird & Rubin 1977), compiled with numba.
 
 The EM of :class:`sklearn.mixture.GaussianMixture` (``covariance_type='full'``, ``init_params='kmeans'``)
 step for step: each restart starts from the hard partition of one k-means++-seeded Lloyd run (this project's
