@@ -56,7 +56,10 @@ def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
     # the citation comes from the docstrings: the kernel's (Lange et al.'s criterion), else its module's
     assert "Lange et al. (2002)" in criteria["lange"]
     assert "Tibshirani & Walther 2005" in criteria["prediction_strength"]
-    uncited = [name for name, section in algorithms.items() if not reference.YEAR.search(section)]
+    from ordercube.tasks import plugins
+
+    added = {entry.split(" ", 1)[1] for plugin in plugins.loaded() for entry in plugin.registered}  # not ours to cite
+    uncited = [name for name, section in algorithms.items() if not reference.YEAR.search(section) and name not in added]
     assert uncited == [], f"algorithms whose docstrings cite no paper: {uncited}"
 
 
