@@ -176,7 +176,7 @@ def render_cli(parser: argparse.ArgumentParser | None = None) -> str:
 
     exits = [paragraph for paragraph in (inspect.getdoc(cli) or "").split("\n\n") if paragraph.startswith("Exit codes")]
     lines += [_escape(parser.description or ""), "", *exits, "",
-              f"How to use them is in :doc:`the guide <../guide/index>`. Run ``{parser.prog} COMMAND --help`` for "
+              f"How to use them is in :doc:`the guide <../guide/cli>`. Run ``{parser.prog} COMMAND --help`` for "
               "the same text in a terminal.", ""]
     top = [action for action in _arguments(parser) if action.option_strings]
     if top:
@@ -258,7 +258,7 @@ def render_config() -> str:
     lines = _title("Config file")
     lines += ["Every key a config (YAML, or a dict given to :func:`ordercube.sweep`) may hold, read from the sets and",
               "declared ranges the config reader checks against; an unknown key is refused with the list below.",
-              "What each key means, with examples, is in :doc:`the guide <../guide/index>`.", ""]
+              "What each key means, with examples, is in :doc:`the guide <../guide/config>`.", ""]
     sections = [
         ("Top level", "config-top", schema["top"], ""),
         ("Each entry of ``datasets``", "config-datasets", schema["datasets"],
@@ -269,7 +269,7 @@ def render_config() -> str:
          "declared ranges; ``predictor`` one of :doc:`predictors`; ``criteria`` a list of :doc:`criteria` names, "
          "each optionally with its options (``{gap: {references: 50}}``)."),
         ("``adaptive`` (top level or per method)", "config-adaptive", schema["adaptive"],
-         "The adaptive resampling rule; see :doc:`the guide <../guide/index>`."),
+         "The adaptive resampling rule; see :doc:`the guide <../guide/adaptive>`."),
     ]
     for heading, label, keys, note in sections:
         lines += [f".. _{label}:", "", *_title(heading, "-")]
