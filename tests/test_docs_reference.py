@@ -164,8 +164,8 @@ def test_the_config_page_lists_the_keys_the_reader_accepts_and_their_ranges():
         assert f"``{name}``" in page and reference._escape(declared.describe()) in page
     for name, step in STEPS.items():
         for parameter, declared in step.ranges.items():
-            assert re.search(rf"``{name}``\n\s+- ``{parameter}``\n\s+- [^\n]+\n\s+- {re.escape(reference._escape(declared.describe()))}",
-                             page), (name, parameter)
+            accepts = re.escape(reference._escape(declared.describe()))
+            assert re.search(rf"``{name}``\n\s+- ``{parameter}``\n\s+- [^\n]+\n\s+- {accepts}", page), (name, parameter)
 
 
 # ----------------------------------------------------------------------------------------- docs/check_site.py
