@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import re
 import sys
 import textwrap
@@ -32,8 +33,12 @@ def _title(text: str, mark: str = "=") -> list[str]:
 
 
 def _literal(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value)
-    return f"``{text}``" if text else "``''``"
+    """A default as a config writes it (``null``, ``true``, ``"rows"``, ``[1, 2]``), else as Python shows it."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return f"``{text}``"
 
 
 def _list_table(header: list[str] | None, rows: Iterable[list[str]], widths: str = "auto") -> list[str]:
