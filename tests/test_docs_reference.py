@@ -20,7 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-sys.path.insert(0, str(ROOT / "docs"))
 
 import ordercube_reference as reference  # noqa: E402
 
@@ -94,6 +93,7 @@ def test_a_plugins_registrations_appear_in_the_reference(tmp_path):
     criteria, predictors = done.stdout.split("@@")
     section = _sections(criteria, "criterion")["demo_constant"]
     assert "a constant for the test" in section and "Nobody & Someone 2031, eq. 2" in section
+    assert "Added by the plug-in module 'demo_reference_plugin' (named in ORDERCUBE_PLUGINS)" in section
     assert "``weight``" in section and "a finite number > 0 and <= 1" in section
     assert "Nobody & Someone 2031, eq. 1" in _sections(predictors, "predictor")["demo_first_label"]
     # and not in this process, where no plug-in is named

@@ -102,6 +102,14 @@ def _label(kind: str, name: str) -> str:
     return f"{kind}-{name}".lower().replace("_", "-").replace(".", "-")
 
 
+def _added_by(kind: str, name: str) -> list[str]:
+    """``Added by <plug-in>.`` for a record an installed plug-in registered, else nothing."""
+    from ordercube.tasks import plugins
+
+    owners = [plugin for plugin in plugins.loaded() if f"{kind} {name}" in plugin.registered]
+    return [f"Added by the {_escape(str(owners[0]))}.", ""] if owners else []
+
+
 def load_plugins() -> None:
     """Register what installed plug-ins add (entry-point group ``ordercube.plugins`` and ``ORDERCUBE_PLUGINS``)."""
     from ordercube.tasks import plugins
@@ -372,7 +380,7 @@ def render_algorithms(records: Mapping[str, Any] | None = None) -> str:
                          [[f":ref:`{name} <{_label('algorithm', name)}>`", _escape(record.kind), record.takes,
                            ", ".join(record.gives) or "\\-"] for name, record in records.items()])
     for name, record in records.items():
-        lines += [f".. _{_label('algorithm', name)}:", "", *_title(name, "-")]
+        lines += [f".. _{_label('algorithm', name)}:", "", *_title(name, "-"), *_added_by("algorithm", name)]
         for paragraph in _citation(record):
             lines += [paragraph, ""]
         facts = [["kind", _escape(record.kind)], ["takes", f"``{record.takes}``"],
@@ -402,7 +410,8 @@ def render_criteria(records: Mapping[str, Any] | None = None) -> str:
                          [[f":ref:`{name} <{_label('criterion', name)}>`", record.reads, record.decision.rule,
                            _escape(record.description)] for name, record in records.items()])
     for name, record in records.items():
-        lines += [f".. _{_label('criterion', name)}:", "", *_title(name, "-"), _escape(record.description), ""]
+        lines += [f".. _{_label('criterion', name)}:", "", *_title(name, "-"), *_added_by("criterion", name),
+                  _escape(record.description), ""]
         for paragraph in _citation(record):
             lines += [paragraph, ""]
         decision = record.decision
@@ -438,7 +447,7 @@ def render_predictors(records: Mapping[str, Any] | None = None) -> str:
     lines += ["Every registered predictor (``methods[].predictor``): the extension operator that transfers a",
               "clustering solution to new objects, and the objects it reads.", ""]
     for name, predictor in records.items():
-        lines += [f".. _{_label('predictor', name)}:", "", *_title(name, "-"),
+        lines += [f".. _{_label('predictor', name)}:", "", *_title(name, "-"), *_added_by("predictor", name),
                   f"Reads: ``{predictor_takes(name)}``.", ""]
         text = _first_paragraph(predictor)
         if text:
@@ -461,7 +470,7 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
               "of the papers' datasets.", ""]
     lines += [".. _datasets-generators:", "", *_title("Generators", "-")]
     for name, record in records.items():
-        lines += [f".. _{_label('dataset', name)}:", "", *_title(name, "~")]
+        lines += [f".. _{_label('dataset', name)}:", "", *_title(name, "~"), *_added_by("dataset", name)]
         for paragraph in _citation(record):
             lines += [paragraph, ""]
         try:
