@@ -365,7 +365,7 @@ def test_select_k_of_a_cube_that_lost_its_baseline_refuses_or_counts_its_cells_p
 
 @pytest.mark.timeout(120)
 def test_select_k_of_xarrays_open_zarr_in_a_fresh_process(small_cube):
-    """The README's opener in a process that has never opened the cube (its true_k is a Dask array there)."""
+    """The opener of docs/explanation/cube.md in a process that has never opened the cube (its true_k is a Dask array there)."""
     script = ("import sys, xarray as xr, ordercube\n"
               "chosen = ordercube.select_k(xr.open_zarr(sys.argv[1]))\n"
               "print(chosen['lange'].values.ravel().tolist(), chosen['true_k'].values.tolist())\n")
@@ -406,10 +406,9 @@ def test_sweep_on_in_memory_arrays_and_dataframes(tmp_path, client):
 
 
 def test_the_readme_api_example_runs(tmp_path):
-    """The README's notebook example, as a user pastes it (needs data-in's in-memory datasets too)."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## The Python API"):readme.index("## The config")]
-    example = next(block for block in section.split("```python")[1:] if "load_iris" in block).split("```")[0]
+    """The notebook example of docs/guide/python-api.md, as a user pastes it (in-memory datasets too)."""
+    section = (REPO / "docs" / "guide" / "python-api.md").read_text()
+    example = next(block for block in section.split("```python")[1:] if "ordercube.sweep(config, data=" in block).split("```")[0]
     result = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr

@@ -234,12 +234,11 @@ def _ordercube_imports(source: str) -> set[str]:
     return found
 
 
-def _readme_plugin_code() -> str:
-    """The python code blocks of the README's section "Writing a plug-in"."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Writing a plug-in\n", 1)[1].split("\n## ", 1)[0]
+def _plugin_page_code() -> str:
+    """The python code blocks of the docs' page "Writing a plug-in" (docs/guide/plugins.md)."""
+    section = (REPO / "docs" / "guide" / "plugins.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M)
-    assert blocks, "the README's section 'Writing a plug-in' has no python code block"
+    assert blocks, "docs/guide/plugins.md ('Writing a plug-in') has no python code block"
     return "\n".join(blocks)
 
 
@@ -263,12 +262,12 @@ def test_the_demo_plugin_and_the_readme_import_only_ordercube_plugin():
         "ordercube.tasks.trial", "ordercube.plugin"}
     public = {"ordercube.plugin", *(f"ordercube.plugin:{name}" for name in plugin.__all__)}
     sources = {str(path.relative_to(DEMO)): path.read_text(encoding="utf-8") for path in sorted(DEMO.rglob("*.py"))}
-    sources["README.md, Writing a plug-in"] = _readme_plugin_code()
+    sources["docs/guide/plugins.md"] = _plugin_page_code()
     for where, source in sources.items():
         imports = _ordercube_imports(source)
         assert imports - public == set(), f"{where} imports {sorted(imports - public)}, not from ordercube.plugin"
     for where in ("ordercube_demo/__init__.py", "ordercube_demo/family.py", "ordercube_demo/report.py",
-                  "README.md, Writing a plug-in"):
+                  "docs/guide/plugins.md"):
         assert "ordercube.plugin" in _ordercube_imports(sources[where]), where
 
 

@@ -273,7 +273,7 @@ def test_a_damaged_cube_is_exit_2_naming_the_file_on_every_command(cube, damage,
 
 
 def test_a_flipped_value_byte_is_found_by_reading_values_not_by_counting_them(cube):
-    """As the README says: ``report`` (which reads every value) and ``status --verify`` exit 2 naming the chunk;
+    """As docs/explanation/faults.md says: ``report`` (which reads every value) and ``status --verify`` exit 2 naming the chunk;
     plain ``status`` and ``run`` read the status, coordinates and baseline, not every value chunk."""
     config, path = cube
     _flip_a_byte(path / "lange" / "c" / "0" / "1" / "0" / "0" / "0")

@@ -203,7 +203,7 @@ def test_a_missing_or_malformed_scheduler_file_exits_2_naming_the_file_and_the_p
 
 
 def test_a_scheduler_without_workers_is_waited_for_out_loud_then_exit_3_and_the_resume_command_runs(tmp_path, config):
-    """The README's own recipe starts the scheduler, the workers and the driver at once: the driver waits
+    """The recipe of docs/guide/cluster.md starts the scheduler, the workers and the driver at once: the driver waits
     for the scheduler file (up to --connect-timeout), then for workers (up to --wait-for-workers), saying so."""
     scheduler_file, cube = tmp_path / "scheduler.json", tmp_path / "c.zarr"
     first = Run(str(config), "--out", str(cube), "--scheduler-file", str(scheduler_file), "--connect-timeout", "60",

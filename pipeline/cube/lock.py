@@ -13,7 +13,7 @@ local file keyed by its URL, spelled one way (:meth:`ordercube.pipeline.files.lo
 ``~/.cache/ordercube/locks`` (``$XDG_CACHE_HOME``), which keeps two runs *on this machine* from writing it,
 and on S3 also through a lock object ``s3://bucket/x.zarr.lock`` created by a conditional write (see
 :mod:`ordercube.pipeline.cube.remote`), which keeps out runs on other machines
-(see the README's "Cubes on object storage" for what that does not cover).
+(see docs/guide/object-storage.md for what that does not cover).
 """
 
 from __future__ import annotations

@@ -285,7 +285,7 @@ def check_is_scheduler(address: str, option: str, *, timeout: float) -> None:
     except TypeError as error:  # a tls:// address without the TLS settings of Dask's config
         raise InputError(f"{option} {address}: cannot connect ({error}); a tls:// scheduler needs Dask's TLS "
                          "settings (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...__TLS__CLIENT__CERT, ...__TLS__CLIENT__KEY: "
-                         "see README, 'On a Dask cluster')") from None
+                         "see docs/guide/cluster.md)") from None
     except TimeoutError:
         raise InputError(f"{option} {address}: no answer from a Dask scheduler there within {timeout:g} s "
                          f"(--connect-timeout); {fix}") from None
@@ -333,7 +333,7 @@ def check_software(client: Client, *, option: str = "--scheduler") -> None:
     if problem:
         raise InputError(f"{option}: version skew: {problem}. Cells computed there would not match this "
                          "config's results elsewhere; install the same ordercube and libraries on the driver and "
-                         "every worker (one image or environment for all: see README, 'On a Dask cluster')")
+                         "every worker (one image or environment for all: see docs/guide/cluster.md)")
 
 
 class WorkerWatch:
