@@ -124,15 +124,31 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
                             yield Chunk(d, i, m, ks, trials)
 
 
-def estimated_seconds(chunk: Chunk, coords: Coords, seconds_per_point: Mapping[str, float]) -> float:
-    """A rough cost model for grouping work into tasks: ~0.5 ms per cell plus a per-point cost.
+#: The engine's own time per cell (drawing the trial, the criteria's bookkeeping, the write), whatever the method:
+#: the quickstart's 72-cell reduced grid spent 0.5-0.7 ms a cell outside its fits on this project's 2-core machine.
+CELL_SECONDS = 5e-4
 
-    ``seconds_per_point`` gives, for each model, the compute time of one cell per point and cluster
-    (its algorithm's ``seconds_per_point``, measured on this project's 2-core machine).
+
+@dataclass(frozen=True)
+class CellCost:
+    """The estimated compute of one cell of a method: ``fixed`` seconds plus ``per_point`` seconds per point
+    and order (``n * k``). Built by the sweep from the method's declarations (:func:`ordercube.pipeline.run.sweep.fit_work`)."""
+
+    fixed: float
+    per_point: float
+
+
+def estimated_seconds(chunk: Chunk, coords: Coords, costs: Mapping[str, CellCost]) -> float:
+    """A rough cost model for grouping work into tasks: each cell costs its method's ``fixed`` seconds plus
+    ``per_point`` seconds times n times k (at the chunk's mean k).
+
+    ``costs`` gives, for each model, its :class:`CellCost`: its algorithm's per-fit costs (measured on this
+    project's 2-core machine) times the fits a trial of it makes, its criteria's included.
     """
+    cost = costs[coords.model[chunk.model]]
     n = coords.n[chunk.n]
-    mean_k = float(np.mean([coords.k[i] for i in chunk.k]))
-    return chunk.cells * (5e-4 + seconds_per_point[coords.model[chunk.model]] * n * mean_k)
+    mean_k = sum(coords.k[i] for i in chunk.k) / len(chunk.k)
+    return chunk.cells * (cost.fixed + cost.per_point * n * mean_k)
 
 
 def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
@@ -145,7 +161,7 @@ def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
             for part in np.array_split(np.array(chunk.trial), pieces)]
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_point: Mapping[str, float],
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[str, CellCost],
                      task_seconds: float, workers: int) -> list[list[Chunk]]:
     """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
 
@@ -153,12 +169,12 @@ def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_poi
     tasks; a small grid is cut finer, so that every worker gets about three tasks (``workers = 0``: not cut
     finer, for a round of an adaptive group, which shares the workers with the other groups' rounds).
     """
-    costs = [estimated_seconds(chunk, coords, seconds_per_point) for chunk in chunks]
-    target = max(min(task_seconds, sum(costs) / (3 * workers)) if workers else task_seconds, 1e-6)
+    chunk_costs = [estimated_seconds(chunk, coords, costs) for chunk in chunks]
+    target = max(min(task_seconds, sum(chunk_costs) / (3 * workers)) if workers else task_seconds, 1e-6)
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []
     cost = 0.0
-    for chunk, chunk_cost in zip(chunks, costs):
+    for chunk, chunk_cost in zip(chunks, chunk_costs):
         for piece in split_by_cost(chunk, chunk_cost, target):
             piece_cost = chunk_cost * len(piece.trial) / len(chunk.trial)
             if current and (piece.dataset != current[0].dataset or cost + piece_cost > target):

@@ -43,7 +43,13 @@ class BaseAlgorithm:
     check : callable or None
         ``check(params)`` tests the given parameters together and raises ``ParamError``.
     seconds_per_point : float
-        Rough compute time of one cell per point and order, used only to size tasks.
+        Compute time of one fit per point and order (a trial's two halves together count as one fit of its n
+        points), used only to estimate the work (to size tasks, to choose between this process and a cluster).
+        Measured on this project's 2-core machine by ``benchmarks/cost_model.py`` (the cube's ``seconds`` of
+        reduced shipped configs against the estimate).
+    seconds_per_fit : float
+        Compute time of one fit whatever its size (restarts set up, calls around the kernel), in the same
+        units; with ``seconds_per_point`` the estimate of a fit is ``seconds_per_fit + seconds_per_point * n * k``.
     releases_gil : bool
         Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
         sweep in one process may compute on one thread per core instead of starting a cluster.
@@ -68,6 +74,7 @@ class BaseAlgorithm:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     check: Callable[[Mapping[str, Any]], None] | None = None
     seconds_per_point: float = 2.5e-6
+    seconds_per_fit: float = 0.0
     releases_gil: bool = False
     takes: str = "points"
     needs: tuple[str, ...] = ()

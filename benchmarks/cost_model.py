@@ -1,0 +1,166 @@
+"""The cost model against the clock: estimated compute of each shipped config beside what it measured.
+
+For every ``configs/*.yaml`` (reduced by ``same_bits.shrink``: at most 3 resamples, the 2 smallest sample
+sizes, 4 values of k spread over the grid, 2 values of each swept parameter; ``--resamples`` lowers them
+further), an iris example with the Gap statistic (the first call a user makes: ``n`` = all 150 rows, k from 2
+to 10, ``gap`` with its 20 reference sets), and a set of one-criterion methods on iris (one method per
+criterion, so that each criterion's cost is separable in the cube), this script
+
+1. asks the plan for its estimate (``Plan.estimated_seconds``: the same figure that sizes the tasks, decides
+   between this process and a LocalCluster and prints "about N s of work"), per method;
+2. runs the grid in this process (``workers=0``, as many threads as the placement would use) into a fresh
+   cube and measures the compute: the sum of the cube's ``seconds`` variable (per method, the time inside the
+   kernels) and the process's CPU time over the run (driver, writes and Dask's threads included);
+3. prints one table, config x method: estimate, measured, and their ratio (estimate / measured: below 1
+   the model underestimates). The target is a ratio within [0.5, 2]; rows outside it are marked ``*``.
+
+Nothing is asserted: the times depend on the machine and on its load. A kernel's first call in a fresh
+environment includes its compilation (numba's cache then holds it): run the script twice for warm figures.
+
+    python benchmarks/cost_model.py [--only NAME ...] [--resamples R] [--skip NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from same_bits import CAPS, shrink  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+
+#: Tighter caps where the shared ones leave minutes of work (path-based clustering with Gap's 21 and Clest's 40
+#: fits per trial and k: ~70 s a resample at 4 values of k on two shared cores).
+TIGHTER: dict[str, dict[str, int]] = {"lange2002_table1": {"resamples": 1}}
+
+#: The first call of a user: iris, every row, k from 2 to 10, the Gap statistic with its default options.
+IRIS_GAP: dict[str, Any] = {
+    "name": "iris_gap", "seed": 1936, "n": ["all"], "k": {"from": 2, "to": 10}, "resamples": 3,
+    "datasets": [{"name": "iris"}],
+    "methods": [{"name": "kmeans", "algorithm": "kmeans", "predictor": "nearest_centroid", "criteria": ["gap"]}],
+}
+
+
+def _method(name: str, algorithm: str, criterion: Any, predictor: str = "nearest_centroid") -> dict[str, Any]:
+    return {"name": name, "algorithm": algorithm, "predictor": predictor, "criteria": [criterion]}
+
+
+#: One method per criterion on iris: each criterion's cost is then one method's ``seconds`` in the cube.
+IRIS_CRITERIA: dict[str, Any] = {
+    "name": "iris_criteria", "seed": 1936, "n": ["all"], "k": {"from": 2, "to": 8}, "resamples": 3,
+    "datasets": [{"name": "iris"}],
+    "methods": [
+        _method("lange", "kmeans", "lange"),
+        _method("pairwise", "kmeans", "pairwise"),
+        _method("gap_b10", "kmeans", {"gap": {"references": 10}}),
+        _method("gap_b20", "kmeans", {"gap": {"references": 20}}),
+        _method("clest_s10", "kmeans", {"clest": {"splits": 10}}),
+        _method("prediction_strength", "kmeans", "prediction_strength"),
+        _method("bic", "gaussian_mixture_em", "bic"),
+        _method("silhouette", "kmeans", "silhouette"),
+    ],
+}
+
+
+def iris_data() -> dict[str, Any]:
+    from sklearn.datasets import load_iris  # shipped with scikit-learn: nothing is downloaded
+
+    iris = load_iris()
+    return {"iris": (iris.data, iris.target)}
+
+
+def estimates(config: Any, data: Any) -> tuple[dict[str, float], float, int]:
+    """The plan's estimated seconds per method, the placement's threads, and the cells to compute."""
+    import ordercube
+    from ordercube.pipeline.cube.grid import estimated_seconds
+    from ordercube.pipeline.run.sweep import where_to_compute
+
+    plan = ordercube.validate(config, data=data)
+    costs = plan.cell_costs if hasattr(plan, "cell_costs") else plan.seconds_per_point  # before the calibration
+    by_method: dict[str, float] = defaultdict(float)
+    for chunk in plan.chunks:
+        by_method[plan.coords.model[chunk.model]] += estimated_seconds(chunk, plan.coords, costs)
+    threads = where_to_compute(plan, workers=0, elsewhere=False).threads
+    return dict(by_method), threads, plan.cells_to_compute
+
+
+def measure(config: dict[str, Any], data: Any, folder: Path) -> tuple[dict[str, float], float, float]:
+    """Run ``config`` in this process into a fresh cube: its ``seconds`` per method, CPU and wall time."""
+    import ordercube
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    cube = ordercube.sweep(config, data=data, out=str(folder / f"{config['name']}.zarr"), workers=0)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    seconds = cube["seconds"].load()
+    per_method = {str(m): float(np.nansum(seconds.sel(model=m).values)) for m in seconds["model"].values}
+    return per_method, cpu, wall
+
+
+def ratio_cell(estimate: float, measured: float) -> str:
+    if measured <= 0:
+        return "-"
+    r = estimate / measured
+    return f"{r:5.2f}{'*' if not 0.5 <= r <= 2.0 else ' '}"
+
+
+def configs_to_run(only: list[str], skip: list[str], caps: dict[str, int]) -> list[tuple[str, dict, Any, list[str]]]:
+    runs = []
+    for path in sorted(CONFIGS.glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text())
+        small, notes = shrink(raw, {**caps, **{key: min(value, caps[key])
+                                               for key, value in TIGHTER.get(path.stem, {}).items()}})
+        small.pop("out", None)
+        runs.append((path.stem, small, None, notes))
+    for extra in (IRIS_GAP, IRIS_CRITERIA):
+        runs.append((extra["name"], dict(extra, resamples=min(extra["resamples"], caps["resamples"])), "iris", []))
+    return [r for r in runs if (not only or r[0] in only) and r[0] not in skip]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=[], help="config names (file stems, iris_gap, iris_criteria)")
+    parser.add_argument("--skip", nargs="*", default=[])
+    parser.add_argument("--resamples", type=int, default=CAPS["resamples"], help="resamples cap (default 3)")
+    args = parser.parse_args()
+    caps = dict(CAPS, resamples=args.resamples)
+    iris = None
+    rows = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cost_model_") as tmp:
+        for name, config, needs, notes in configs_to_run(args.only, args.skip, caps):
+            if needs == "iris" and iris is None:
+                iris = iris_data()
+            data = iris if needs == "iris" else None
+            estimate, threads, cells = estimates(config, data)
+            measured, cpu, wall = measure(config, data, Path(tmp))
+            total_estimate, total_measured = sum(estimate.values()), sum(measured.values())
+            print(f"{name}: {cells} cells on {threads} thread(s), {wall:.1f} s wall"
+                  + (f" (reduced: {'; '.join(notes)})" if notes else ""), flush=True)
+            rows.append((name, "(all)", total_estimate, total_measured, cpu))
+            if len(measured) > 1:
+                rows += [(name, method, estimate.get(method, 0.0), measured[method], float("nan"))
+                         for method in measured]
+    print()
+    print(f"{'config':<24} {'method':<20} {'estimate s':>10} {'seconds s':>10} {'cpu s':>8} "
+          f"{'est/sec':>8} {'est/cpu':>8}")
+    for name, method, est, sec, cpu in rows:
+        cpu_text = f"{cpu:8.2f}" if cpu == cpu else f"{'':>8}"
+        print(f"{name:<24} {method:<20} {est:10.2f} {sec:10.2f} {cpu_text} {ratio_cell(est, sec):>8} "
+              f"{ratio_cell(est, cpu) if cpu == cpu else '':>8}")
+    print(f"\n(* outside [0.5, 2]; est/sec: estimate over the cube's seconds; est/cpu: over the process's CPU time)")
+    print(f"whole script: {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
