@@ -72,12 +72,26 @@ def test_criteria_sharing_their_fits_count_them_once():
 def test_the_algorithm_prices_a_fit_and_the_fits_multiply_it():
     kmeans = get_algorithm("kmeans")
     for spec in (method("lange"), method("gap", "clest")):
-        cost = cell_cost(spec)
-        assert cost.per_point == pytest.approx(fit_work(spec) * kmeans.seconds_per_point)
-        assert cost.fixed == pytest.approx(CELL_SECONDS + fit_work(spec) * kmeans.seconds_per_fit)
-    slower = estimate(["lange"], algorithm="gaussian_mixture_em", predictor="gaussian_posterior")
-    assert (slower > estimate(["lange"])) == (get_algorithm("gaussian_mixture_em").seconds_per_point
-                                              > kmeans.seconds_per_point)
+        for features in (1, 4, 2000):
+            cost = cell_cost(spec, features=features)
+            per_fit = kmeans.seconds_per_point + features * kmeans.seconds_per_feature
+            assert cost.per_point == pytest.approx(fit_work(spec) * per_fit, rel=1e-12)
+            assert cost.fixed == pytest.approx(CELL_SECONDS + fit_work(spec) * kmeans.seconds_per_fit, rel=1e-12)
+            assert cost.per_order and cost.points_power == kmeans.points_power
+    assert cell_cost(method("lange"), features=2000).per_point > cell_cost(method("lange"), features=2).per_point
+    one_fit = cell_cost(method("lange", algorithm="path_based"))  # one tree cut at every k of a trial
+    assert not one_fit.per_order and one_fit.points_power == get_algorithm("path_based").points_power > 1
+
+
+def test_a_criterion_adds_its_own_seconds_as_declared():
+    clest = get_criterion("clest")
+    for splits, n in ((3, 50), (30, 400)):
+        own = cell_cost(method("clest", clest={"splits": splits})).criteria(n)
+        assert own > 0 and own == pytest.approx(clest.seconds_per_cell({**clest.options, "splits": splits}, n), rel=1e-12)
+    by_splits = {s: estimate([{"clest": {"splits": s}}]) for s in (2, 12, 22)}
+    assert by_splits[12] > by_splits[2]
+    assert by_splits[22] - by_splits[12] == pytest.approx(by_splits[12] - by_splits[2], rel=1e-9)
+    assert cell_cost(method("lange")).criteria(100) == 0.0  # read from the halves' fits: nothing of its own
 
 
 @pytest.fixture
@@ -89,7 +103,9 @@ def undeclared_criterion():
     VARIABLES.pop("cost_probe")
 
 
-def test_a_criterion_without_a_declaration_adds_no_fits(undeclared_criterion):
+def test_a_criterion_without_a_declaration_adds_no_fits_and_no_seconds(undeclared_criterion):
     assert undeclared_criterion.extra_fits(undeclared_criterion.options) == 0.0 and not undeclared_criterion.shares_fits
+    assert undeclared_criterion.seconds_per_cell(undeclared_criterion.options, 1000) == 0.0
+    assert cell_cost(method("cost_probe")).criteria(1000) == 0.0
     assert fit_work(method("cost_probe")) == fit_work(method("lange")) == 1.0
     assert fit_work(method("cost_probe", "gap")) == fit_work(method("gap"))

@@ -7,7 +7,7 @@ xarray), ``k`` and ``trial`` (a *resample*: ``Dataset.resample`` is a method).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,31 +124,39 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
                             yield Chunk(d, i, m, ks, trials)
 
 
-#: The engine's own time per cell (drawing the trial, the criteria's bookkeeping, the write), whatever the method:
-#: the quickstart's 72-cell reduced grid spent 0.5-0.7 ms a cell outside its fits on this project's 2-core machine.
+#: The engine's own time per cell (drawing the trial, the predictor, the bookkeeping of its values), whatever the
+#: method: the quickstart's reduced grid spent 0.5-0.7 ms a cell outside its fits on this project's 2-core machine.
 CELL_SECONDS = 5e-4
 
 
 @dataclass(frozen=True)
 class CellCost:
-    """The estimated compute of one cell of a method: ``fixed`` seconds plus ``per_point`` seconds per point
-    and order (``n * k``). Built by the sweep from the method's declarations (:func:`ordercube.pipeline.run.sweep.fit_work`)."""
+    """The estimated compute of one cell of a method on a dataset, built by the sweep from the declarations of
+    the method's algorithm and criteria (:func:`ordercube.pipeline.run.sweep.cell_cost`).
+
+    A cell costs ``fixed`` seconds, plus ``per_point`` seconds times ``n ** points_power`` times k (``per_order``:
+    a fit per k) or divided among the chunk's ks (one fit serves every k of a trial), plus ``criteria(n)``: the
+    criteria's own seconds beyond their fits.
+    """
 
     fixed: float
     per_point: float
+    points_power: float = 1.0
+    per_order: bool = True
+    criteria: Callable[[int], float] | None = None
 
 
-def estimated_seconds(chunk: Chunk, coords: Coords, costs: Mapping[str, CellCost]) -> float:
-    """A rough cost model for grouping work into tasks: each cell costs its method's ``fixed`` seconds plus
-    ``per_point`` seconds times n times k (at the chunk's mean k).
-
-    ``costs`` gives, for each model, its :class:`CellCost`: its algorithm's per-fit costs (measured on this
-    project's 2-core machine) times the fits a trial of it makes, its criteria's included.
-    """
-    cost = costs[coords.model[chunk.model]]
+def estimated_seconds(chunk: Chunk, coords: Coords, costs: Mapping[tuple[str, str], CellCost]) -> float:
+    """A rough cost model for grouping work into tasks and choosing where to compute: the chunk's cells at their
+    (dataset, model)'s :class:`CellCost`, at the chunk's n and mean k."""
+    cost = costs[coords.dataset[chunk.dataset], coords.model[chunk.model]]
     n = coords.n[chunk.n]
-    mean_k = sum(coords.k[i] for i in chunk.k) / len(chunk.k)
-    return chunk.cells * (cost.fixed + cost.per_point * n * mean_k)
+    if cost.per_order:
+        fits = cost.per_point * n**cost.points_power * sum(coords.k[i] for i in chunk.k) / len(chunk.k)
+    else:
+        fits = cost.per_point * n**cost.points_power / len(chunk.k)
+    own = cost.criteria(n) if cost.criteria is not None else 0.0
+    return chunk.cells * (cost.fixed + fits + own)
 
 
 def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
@@ -161,7 +169,7 @@ def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
             for part in np.array_split(np.array(chunk.trial), pieces)]
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[str, CellCost],
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[tuple[str, str], CellCost],
                      task_seconds: float, workers: int) -> list[list[Chunk]]:
     """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
 

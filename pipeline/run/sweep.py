@@ -57,9 +57,10 @@ class Plan:
         return sum(chunk.cells for chunk in self.chunks)
 
     @property
-    def cell_costs(self) -> dict[str, CellCost]:
-        """Each method's estimated cost of one cell (:func:`cell_cost`)."""
-        return {m.name: cell_cost(m) for m in self.config.methods}
+    def cell_costs(self) -> dict[tuple[str, str], CellCost]:
+        """The estimated cost of one cell of each (dataset, method) (:func:`cell_cost`)."""
+        return {(d.name, m.name): cell_cost(m, features=d.n_features) for d in self.config.datasets
+                for m in self.config.methods}
 
     @property
     def estimated_seconds(self) -> float:
@@ -320,6 +321,11 @@ def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, r
                         lambda chunks: tasks_of(chunks, 0), fixed)
 
 
+def criterion_options(method: MethodSpec, name: str) -> dict[str, Any]:
+    """The options criterion ``name`` runs with in ``method``: its defaults under the method's own."""
+    return {**get_criterion(name).options, **method.criterion_options.get(name, {})}
+
+
 def fit_work(method: MethodSpec) -> float:
     """How many times the halves' fits a trial of ``method`` costs: 1 (the halves) plus the fits each criterion
     declares (``Criterion.extra_fits`` of its resolved options; 0 when it declares none). Criteria that name the
@@ -327,7 +333,7 @@ def fit_work(method: MethodSpec) -> float:
     alone, shared = 0.0, {}
     for name in method.criteria:
         criterion = get_criterion(name)
-        fits = float(criterion.extra_fits({**criterion.options, **method.criterion_options.get(name, {})}))
+        fits = float(criterion.extra_fits(criterion_options(method, name)))
         if criterion.shares_fits:
             shared[criterion.shares_fits] = max(fits, shared.get(criterion.shares_fits, 0.0))
         else:
@@ -335,10 +341,19 @@ def fit_work(method: MethodSpec) -> float:
     return 1.0 + alone + sum(shared.values())
 
 
-def cell_cost(method: MethodSpec) -> CellCost:
-    """The estimated compute of one cell of ``method``: the engine's :data:`CELL_SECONDS`, plus its fits
-    (:func:`fit_work`) times its algorithm's declared cost of one fit (``seconds_per_fit`` and
-    ``seconds_per_point`` per point and order)."""
+def cell_cost(method: MethodSpec, *, features: int = 1) -> CellCost:
+    """The estimated compute of one cell of ``method`` on data of ``features`` features: the engine's
+    :data:`CELL_SECONDS`, its fits (:func:`fit_work`) times its algorithm's declared cost of one fit
+    (``seconds_per_fit``, and ``seconds_per_point`` + ``features`` x ``seconds_per_feature`` per point and
+    order), and its criteria's own declared seconds (``Criterion.seconds_per_cell``)."""
     algorithm = get_algorithm(method.algorithm)
     fits = fit_work(method)
-    return CellCost(fixed=CELL_SECONDS + fits * algorithm.seconds_per_fit, per_point=fits * algorithm.seconds_per_point)
+    own = [(get_criterion(name).seconds_per_cell, criterion_options(method, name)) for name in method.criteria]
+
+    def criteria(n: int) -> float:
+        return sum(seconds(options, n) for seconds, options in own)
+
+    return CellCost(fixed=CELL_SECONDS + fits * algorithm.seconds_per_fit,
+                    per_point=fits * (algorithm.seconds_per_point + max(features, 1) * algorithm.seconds_per_feature),
+                    points_power=algorithm.points_power, per_order=not algorithm.shares_fit_across_k,
+                    criteria=criteria)

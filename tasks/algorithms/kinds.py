@@ -48,8 +48,15 @@ class BaseAlgorithm:
         Measured on this project's 2-core machine by ``benchmarks/cost_model.py`` (the cube's ``seconds`` of
         reduced shipped configs against the estimate).
     seconds_per_fit : float
-        Compute time of one fit whatever its size (restarts set up, calls around the kernel), in the same
-        units; with ``seconds_per_point`` the estimate of a fit is ``seconds_per_fit + seconds_per_point * n * k``.
+        Compute time of one fit whatever its size (restarts set up, calls around the kernel). The estimate of
+        a fit of n points with d features at order k is ``seconds_per_fit + n ** points_power * k *
+        (seconds_per_point + d * seconds_per_feature)``; without k when one fit serves every k of a trial
+        (``shares_fit_across_k``: that fit's cost is shared among the trial's ks).
+    seconds_per_feature : float
+        Compute time per point, order and feature, beyond ``seconds_per_point`` (distances to centroids).
+    points_power : float
+        How the cost of a fit grows with n: 1 for k-means' passes over the points, 2-3 for algorithms that
+        hold and merge pairwise matrices.
     releases_gil : bool
         Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
         sweep in one process may compute on one thread per core instead of starting a cluster.
@@ -75,6 +82,8 @@ class BaseAlgorithm:
     check: Callable[[Mapping[str, Any]], None] | None = None
     seconds_per_point: float = 2.5e-6
     seconds_per_fit: float = 0.0
+    seconds_per_feature: float = 0.0
+    points_power: float = 1.0
     releases_gil: bool = False
     takes: str = "points"
     needs: tuple[str, ...] = ()

@@ -224,6 +224,10 @@ class Criterion:
         to choose between this process and a cluster, the "about N s of work" line). Default: no fits (0), as
         for a criterion computed from the halves' fits alone; a plug-in whose criterion fits models of its own
         declares them here, else its work is underestimated.
+    seconds_per_cell : callable
+        ``seconds_per_cell(options, n)`` → its own compute time per cell beyond the fits it declares (a
+        classifier trained per split, O(n^2) distances), in seconds on this project's 2-core machine, for a
+        trial of ``n`` points. Default: 0 (its work is in its fits). Measured by ``benchmarks/cost_model.py``.
     shares_fits : str
         Criteria of a method that name the same tag make their extra fits once and share them (BIC and AIC: one
         mixture per trial and k): the estimate counts the group's largest ``extra_fits`` once. Empty (the
@@ -283,6 +287,7 @@ class Criterion:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
+    seconds_per_cell: Callable[[Mapping[str, Any], int], float] = lambda options, n: 0.0
     shares_fits: str = ""
     models: tuple[str, ...] | None = None
     reads: str = "labels"
