@@ -9,13 +9,16 @@ criterion, so that each criterion's cost is separable in the cube), this script
 1. asks the plan for its estimate (``Plan.estimated_seconds``: the same figure that sizes the tasks, decides
    between this process and a LocalCluster and prints "about N s of work"), per method;
 2. runs the grid in this process (``workers=0``, as many threads as the placement would use) into a fresh
-   cube and measures the compute: the sum of the cube's ``seconds`` variable (per method, the time inside the
-   kernels) and the process's CPU time over the run (driver, writes and Dask's threads included);
-3. prints one table, config x method: estimate, measured, and their ratio (estimate / measured: below 1
-   the model underestimates). The target is a ratio within [0.5, 2]; rows outside it are marked ``*``.
+   cube and measures the compute three ways: ``seconds``, the sum of the cube's ``seconds`` variable (wall-clock
+   time inside the kernels, per method); ``cpu``, the process's CPU time over the run (driver, data and cube
+   included); ``work``, the CPU time of the resamples alone (:func:`measure`: the run's CPU time less that of a
+   run of one resample, scaled), which does not grow when other processes share the cores as wall-clock time does;
+3. prints one table, config x method, with the ratios estimate / seconds and estimate / work (below 1 the model
+   underestimates). The target is a ratio within [0.5, 2]; rows outside it are marked ``*``. The load average
+   is printed last: on a shared machine the cube's ``seconds`` grow with it and ``work`` is the figure to read.
 
-Nothing is asserted: the times depend on the machine and on its load. A kernel's first call in a fresh
-environment includes its compilation (numba's cache then holds it): run the script twice for warm figures.
+Nothing is asserted: the times depend on the machine and on its load. A kernel's first call in a process
+includes its compilation or the loading of numba's cache: each config runs once, untimed, first.
 
     python benchmarks/cost_model.py [--only NAME ...] [--resamples R] [--skip NAME ...]
 """
@@ -23,6 +26,7 @@ environment includes its compilation (numba's cache then holds it): run the scri
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -43,7 +47,7 @@ CONFIGS = REPO / "configs"
 #: Tighter reductions where the shared caps leave minutes of work: path-based clustering (cubic in n) with Gap's
 #: 21 and Clest's 40 fits per trial took 146 s for one resample at 4 values of k on two shared cores. Fewer
 #: reference sets and splits keep every criterion's code path (the estimate is linear in both: tests/test_cost_model.py).
-TIGHTER: dict[str, dict[str, int]] = {"lange2002_table1": {"resamples": 1, "n": 200, "references": 4, "splits": 4}}
+TIGHTER: dict[str, dict[str, int]] = {"lange2002_table1": {"resamples": 2, "n": 200, "references": 4, "splits": 4}}
 
 
 def tighten(raw: dict[str, Any], caps: dict[str, int]) -> list[str]:
@@ -119,20 +123,29 @@ def estimates(config: Any, data: Any) -> tuple[dict[str, float], float, int]:
     return dict(by_method), threads, plan.cells_to_compute
 
 
-def measure(config: dict[str, Any], data: Any, folder: Path) -> tuple[dict[str, float], float, float]:
-    """Run ``config`` in this process into a fresh cube: its ``seconds`` per method, CPU and wall time.
+def measure(config: dict[str, Any], data: Any, folder: Path) -> tuple[dict[str, float], float, float, float]:
+    """Run ``config`` in this process into a fresh cube: its ``seconds`` per method, the CPU time of the run, its
+    wall time, and the CPU time of its work alone.
 
-    A run of one resample comes first, untimed, into a scratch cube: the kernels' compilation (or the loading
-    of numba's cache) and first imports are not the sweep's work."""
+    A run of one resample comes first, untimed, into a scratch cube: the kernels' compilation (or the loading of
+    numba's cache) and first imports are not the sweep's work. A second run of one resample is timed: the CPU
+    time of a run of R resamples minus that of one resample, times R / (R - 1), is the work's CPU time without
+    what a run costs whatever its size (reading the data, making the cube), and unlike the cube's ``seconds``
+    (wall-clock time) it does not grow when other processes share the cores."""
     import ordercube
 
+    resamples = config["resamples"]
     ordercube.sweep(dict(config, resamples=1), data=data, out=str(folder / f"{config['name']}.warm.zarr"), workers=0)
+    one = time.process_time()
+    ordercube.sweep(dict(config, resamples=1), data=data, out=str(folder / f"{config['name']}.one.zarr"), workers=0)
+    one = time.process_time() - one
     cpu, wall = time.process_time(), time.perf_counter()
     cube = ordercube.sweep(config, data=data, out=str(folder / f"{config['name']}.zarr"), workers=0)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     seconds = cube["seconds"].load()
     per_method = {str(m): float(np.nansum(seconds.sel(model=m).values)) for m in seconds["model"].values}
-    return per_method, cpu, wall
+    work = (cpu - one) * resamples / (resamples - 1) if resamples > 1 else float("nan")
+    return per_method, cpu, wall, work
 
 
 def ratio_cell(estimate: float, measured: float) -> str:
@@ -156,14 +169,17 @@ def configs_to_run(only: list[str], skip: list[str], caps: dict[str, int]) -> li
     return [r for r in runs if (not only or r[0] in only) and r[0] not in skip]
 
 
-HEADER = (f"{'config':<22} {'method':<20} {'cells':>5} {'estimate s':>10} {'seconds s':>10} {'cpu s':>8} "
-          f"{'est/sec':>8} {'est/cpu':>8}")
+HEADER = (f"{'config':<22} {'method':<20} {'cells':>5} {'estimate':>9} {'seconds':>9} {'cpu':>7} {'work':>7} "
+          f"{'est/sec':>8} {'est/work':>8}")
 
 
-def row(name: str, method: str, cells: str, estimate: float, seconds: float, cpu: float | None) -> str:
-    return (f"{name:<22} {method:<20} {cells:>5} {estimate:10.3f} {seconds:10.3f} "
-            f"{'' if cpu is None else f'{cpu:8.2f}':>8} {ratio_cell(estimate, seconds):>8} "
-            f"{'' if cpu is None else ratio_cell(estimate, cpu):>8}")
+def row(name: str, method: str, cells: str, estimate: float, seconds: float, cpu: float | None,
+        work: float | None) -> str:
+    def number(value: float | None, width: int) -> str:
+        return f"{'':>{width}}" if value is None or value != value else f"{value:{width}.3f}"
+
+    return (f"{name:<22} {method:<20} {cells:>5} {estimate:9.3f} {seconds:9.3f} {number(cpu, 7)} {number(work, 7)} "
+            f"{ratio_cell(estimate, seconds):>8} {ratio_cell(estimate, work) if work and work == work else '':>8}")
 
 
 def main() -> None:
@@ -186,24 +202,27 @@ def main() -> None:
             # one method per run where the config asks (each method's CPU time apart), else the whole config
             runs = ([dict(config, name=f"{name}_{m['name']}", methods=[m]) for m in config["methods"]]
                     if name in SEPARATE else [config])
-            measured, cpu, wall, cpu_of = {}, 0.0, 0.0, {}
+            measured, cpu, wall, work, work_of = {}, 0.0, 0.0, 0.0, {}
             for one in runs:
-                seconds, one_cpu, one_wall = measure(one, data, Path(tmp))
+                seconds, one_cpu, one_wall, one_work = measure(one, data, Path(tmp))
                 measured.update(seconds)
-                cpu, wall = cpu + one_cpu, wall + one_wall
+                cpu, wall, work = cpu + one_cpu, wall + one_wall, work + one_work
                 if len(runs) > 1:
-                    cpu_of[one["methods"][0]["name"]] = one_cpu
+                    work_of[one["methods"][0]["name"]] = one_work
             notes_of.append(f"{name}: {cells} cells on {threads} thread(s) in {wall:.1f} s"
                             + (f"; reduced: {', '.join(notes)}" if notes else ""))
-            block = [row(name, "(all)", str(cells), sum(estimate.values()), sum(measured.values()), cpu)]
+            block = [row(name, "(all)", str(cells), sum(estimate.values()), sum(measured.values()), cpu, work)]
             if len(measured) > 1:
-                block += [row(name, method, "", estimate.get(method, 0.0), measured[method], cpu_of.get(method))
+                block += [row(name, method, "", estimate.get(method, 0.0), measured[method], None, work_of.get(method))
                           for method in measured]
             print("\n".join(block), flush=True)
             lines += block
     print("\n" + "\n".join(notes_of))
-    print("\n* outside [0.5, 2]. est/sec: the estimate over the sum of the cube's seconds (the kernels' time); "
-          "est/cpu: over the process's CPU time during the run (driver, baselines and writes included)")
+    print("\nseconds: the sum of the cube's seconds (wall-clock time in the kernels); cpu: the process's CPU time "
+          "during the run (driver, data and cube included); work: the CPU time of the resamples alone (see measure). "
+          "* outside [0.5, 2].")
+    print(f"load average over the last 1, 5, 15 minutes: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores")
     print(f"whole script: {time.perf_counter() - started:.0f} s")
 
 

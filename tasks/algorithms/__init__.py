@@ -66,8 +66,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                  max_features=1, seconds_per_point=4.5e-7, seconds_per_fit=1e-4, releases_gil=True),
     # use with the nearest_neighbor predictor (Lange et al. 2002, section 3; Shamir & Tishby 2007, Fig. 2 rings)
     "spectral": Clusterer("spectral", Deferred("ordercube.tasks.algorithms.spectral:spectral"), defaults={"n_neighbors": 10},
-                          cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=3.5e-5,
-                          seconds_per_fit=1e-2,  # every k of a trial at once: 13 ms at n = 100, 47 ms at n = 1,000
+                          cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=5e-5,
+                          # every k of a trial at once: 13 ms at n = 100, 42-47 ms at 1,000, 0.55 s at 10,000
+                          seconds_per_fit=1e-2,
                           ranges={"n_neighbors": integer(1, 1_000_000)},
                           ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:spectral_many")),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, section 3)
@@ -116,8 +117,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
     "path_based": Clusterer("path_based", Deferred("ordercube.tasks.algorithms.hierarchical:path_based"),
                             cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:path_based_many"),
-                            # every k of a trial at once, cubic-like in n: 2.2 ms at n = 50, 26 ms at 200, 172 ms at 400
-                            seconds_per_point=1.6e-8, points_power=2.7, seconds_per_fit=2e-3, pair_bytes=24.0,
+                            # every k of a trial at once, cubic in n: 2.2 ms at n = 50, 26 ms at 200, 166 ms at 400, 1.33 s
+                            # at 800
+                            seconds_per_point=2.6e-9, points_power=3.0, seconds_per_fit=2e-3, pair_bytes=24.0,
                             ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:path_based_many")),
     # Correlation clustering of a signed graph by annealed Gibbs sampling (Frank, Chehreghani & Buhmann 2011,
     # section 3): k is the largest number of clusters, some may stay empty (criterion k_effective); use with
@@ -140,11 +142,14 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
     # Matrix models whose order is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): every k of a trial
     # from one SVD / one GreConD run; what each computes is its criteria's (ordercube.tasks.criteria.matrix).
-    "truncated_svd": MatrixModel("truncated_svd", seconds_per_point=1e-8,
-                                 releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
+    # their costs per matrix cell (row and column) and rank: the CPU time of benchmarks/cost_model.py's reduced
+    # frank_svd_image (camera, 4,096 x 64) and frank_bmf (3,000 x 500) runs over their ranks
+    "truncated_svd": MatrixModel("truncated_svd", seconds_per_point=0.0, seconds_per_feature=1.4e-9,
+                                 releases_gil=True),
     "boolean_svd": MatrixModel("boolean_svd", needs=("boolean",), seconds_per_point=4e-6,
                                releases_gil=True),  # 2.5 ms a cell: hc, every criterion, k 1..20
-    "boolean_mf": MatrixModel("boolean_mf", needs=("boolean",), seconds_per_point=2e-7, releases_gil=True),
+    "boolean_mf": MatrixModel("boolean_mf", needs=("boolean",), seconds_per_point=0.0, seconds_per_feature=9e-11,
+                              releases_gil=True),
 }
 
 
