@@ -79,7 +79,7 @@ def _method(name: str, algorithm: str, criterion: Any, predictor: str = "nearest
     return {"name": name, "algorithm": algorithm, "predictor": predictor, "criteria": [criterion]}
 
 
-#: One method per criterion on iris: each criterion's cost is then one method's ``seconds`` in the cube.
+#: One method per criterion on iris, each run on its own: each criterion's cost is then a run's work.
 IRIS_CRITERIA: dict[str, Any] = {
     # n = 70: pairwise draws an evaluation sample, 2n of the 150 rows
     "name": "iris_criteria", "seed": 1936, "n": [70], "k": {"from": 2, "to": 8}, "resamples": 3,
@@ -95,10 +95,6 @@ IRIS_CRITERIA: dict[str, Any] = {
         _method("silhouette", "kmeans", "silhouette"),
     ],
 }
-
-
-#: Configs whose methods run one at a time, so that each has its own CPU time (one criterion per method).
-SEPARATE = frozenset({"iris_criteria"})
 
 
 def iris_data() -> dict[str, Any]:
@@ -155,7 +151,8 @@ def ratio_cell(estimate: float, measured: float) -> str:
     return f"{r:5.2f}{'*' if not 0.5 <= r <= 2.0 else ' '}"
 
 
-def configs_to_run(only: list[str], skip: list[str], caps: dict[str, int]) -> list[tuple[str, dict, Any, list[str]]]:
+def configs_to_run(only: list[str], skip: list[str], caps: dict[str, int]) -> list[tuple[str, dict, Any, list[str], int]]:
+    """(name, reduced config, the in-memory data it needs, what was reduced, the resamples it may grow back to)."""
     runs = []
     for path in sorted(CONFIGS.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
@@ -163,10 +160,29 @@ def configs_to_run(only: list[str], skip: list[str], caps: dict[str, int]) -> li
         small, notes = shrink(raw, {**caps, **{key: min(value, caps[key]) for key, value in tighter.items() if key in caps}})
         notes += tighten(small, tighter)
         small.pop("out", None)
-        runs.append((path.stem, small, None, notes))
-    for extra in (IRIS_GAP, IRIS_CRITERIA):
-        runs.append((extra["name"], dict(extra, resamples=min(extra["resamples"], caps["resamples"])), "iris", []))
-    return [r for r in runs if (not only or r[0] in only) and r[0] not in skip]
+        runs.append((path.stem, small, None, notes, int(raw.get("resamples", caps["resamples"]))))
+    small = min(IRIS_GAP["resamples"], caps["resamples"])
+    runs.append((IRIS_GAP["name"], dict(IRIS_GAP, resamples=small), "iris", [], 20))
+    for method in IRIS_CRITERIA["methods"]:  # one run per criterion: each its own work
+        name = f"iris:{method['name']}"
+        runs.append((name, dict(IRIS_CRITERIA, name=name.replace(":", "_"), methods=[method], resamples=small),
+                     "iris", [], 30))
+    def wanted(name: str) -> bool:
+        return not only or name in only or name.split(":")[0] in only
+
+    return [r for r in runs if wanted(r[0]) and r[0] not in skip]
+
+
+#: The estimated work below which a reduced grid gets back some of its resamples (at most the config's own): the
+#: CPU time of a run's fixed part (reading the data, making the cube) varies by tenths of a second.
+MIN_WORK = 1.0
+
+
+def grow(resamples: int, estimate: float, most: int) -> int:
+    """The resamples that bring ``estimate`` (seconds at ``resamples``) to :data:`MIN_WORK`, at most ``most``."""
+    if estimate <= 0 or estimate >= MIN_WORK:
+        return resamples
+    return max(resamples, min(most, int(np.ceil(resamples * MIN_WORK / estimate))))
 
 
 HEADER = (f"{'config':<22} {'method':<20} {'cells':>5} {'estimate':>9} {'seconds':>9} {'cpu':>7} {'work':>7} "
@@ -184,7 +200,8 @@ def row(name: str, method: str, cells: str, estimate: float, seconds: float, cpu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=[], help="config names (file stems, iris_gap, iris_criteria)")
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="config names (file stems, iris_gap, iris: for every iris:CRITERION run, or one of them)")
     parser.add_argument("--skip", nargs="*", default=[])
     parser.add_argument("--resamples", type=int, default=CAPS["resamples"], help="resamples cap (default 3)")
     args = parser.parse_args()
@@ -194,26 +211,22 @@ def main() -> None:
     started = time.perf_counter()
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory(prefix="cost_model_") as tmp:
-        for name, config, needs, notes in configs_to_run(args.only, args.skip, caps):
+        for name, config, needs, notes, most in configs_to_run(args.only, args.skip, caps):
             if needs == "iris" and iris is None:
                 iris = iris_data()
             data = iris if needs == "iris" else None
             estimate, threads, cells = estimates(config, data)
-            # one method per run where the config asks (each method's CPU time apart), else the whole config
-            runs = ([dict(config, name=f"{name}_{m['name']}", methods=[m]) for m in config["methods"]]
-                    if name in SEPARATE else [config])
-            measured, cpu, wall, work, work_of = {}, 0.0, 0.0, 0.0, {}
-            for one in runs:
-                seconds, one_cpu, one_wall, one_work = measure(one, data, Path(tmp))
-                measured.update(seconds)
-                cpu, wall, work = cpu + one_cpu, wall + one_wall, work + one_work
-                if len(runs) > 1:
-                    work_of[one["methods"][0]["name"]] = one_work
+            grown = grow(config["resamples"], sum(estimate.values()), most)
+            if grown > config["resamples"]:  # a small grid's work would be lost in what any run costs
+                notes = [*notes, f"resamples back up to {grown} (work of {MIN_WORK:g} s estimated)"]
+                config = dict(config, resamples=grown)
+                estimate, threads, cells = estimates(config, data)
+            measured, cpu, wall, work = measure(config, data, Path(tmp))
             notes_of.append(f"{name}: {cells} cells on {threads} thread(s) in {wall:.1f} s"
                             + (f"; reduced: {', '.join(notes)}" if notes else ""))
             block = [row(name, "(all)", str(cells), sum(estimate.values()), sum(measured.values()), cpu, work)]
             if len(measured) > 1:
-                block += [row(name, method, "", estimate.get(method, 0.0), measured[method], None, work_of.get(method))
+                block += [row(name, method, "", estimate.get(method, 0.0), measured[method], None, None)
                           for method in measured]
             print("\n".join(block), flush=True)
             lines += block

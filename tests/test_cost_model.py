@@ -109,3 +109,16 @@ def test_a_criterion_without_a_declaration_adds_no_fits_and_no_seconds(undeclare
     assert cell_cost(method("cost_probe")).criteria(1000) == 0.0
     assert fit_work(method("cost_probe")) == fit_work(method("lange")) == 1.0
     assert fit_work(method("cost_probe", "gap")) == fit_work(method("gap"))
+
+
+def test_an_algorithm_scales_its_fits_with_its_parameters():
+    kmeans = get_algorithm("kmeans")
+    lange = method("lange")
+    base = cell_cost(lange)
+    for n_init in (1, 10, 40):
+        cost = cell_cost(MethodSpec(name="m", algorithm="kmeans", params={"n_init": n_init},
+                                    predictor="nearest_centroid", criteria=("lange",)))
+        scale = kmeans.fit_scale({**kmeans.defaults, "n_init": n_init})
+        assert cost.per_point == pytest.approx(scale * base.per_point, rel=1e-12)
+        assert cost.fixed - CELL_SECONDS == pytest.approx(scale * (base.fixed - CELL_SECONDS), rel=1e-12)
+    assert kmeans.fit_scale({**kmeans.defaults, "n_init": 40}) == 4 * kmeans.fit_scale(kmeans.defaults)

@@ -59,7 +59,7 @@ class Plan:
     @property
     def cell_costs(self) -> dict[tuple[str, str], CellCost]:
         """The estimated cost of one cell of each (dataset, method) (:func:`cell_cost`)."""
-        return {(d.name, m.name): cell_cost(m, features=d.n_features) for d in self.config.datasets
+        return {(d.name, m.name): cell_cost(m, features=d.n_features, objects=d.objects) for d in self.config.datasets
                 for m in self.config.methods}
 
     @property
@@ -341,13 +341,15 @@ def fit_work(method: MethodSpec) -> float:
     return 1.0 + alone + sum(shared.values())
 
 
-def cell_cost(method: MethodSpec, *, features: int = 1) -> CellCost:
-    """The estimated compute of one cell of ``method`` on data of ``features`` features: the engine's
+def cell_cost(method: MethodSpec, *, features: int = 1, objects: str | None = None) -> CellCost:
+    """The estimated compute of one cell of ``method`` on data of ``features`` features whose rows are
+    ``objects`` (the algorithm's variant for them, when it has one): the engine's
     :data:`CELL_SECONDS`, its fits (:func:`fit_work`) times its algorithm's declared cost of one fit
     (``seconds_per_fit``, and ``seconds_per_point`` + ``features`` x ``seconds_per_feature`` per point and
-    order), and its criteria's own declared seconds (``Criterion.seconds_per_cell``)."""
-    algorithm = get_algorithm(method.algorithm)
-    fits = fit_work(method)
+    order, scaled by ``fit_scale`` of the method's parameters), and its criteria's own declared seconds
+    (``Criterion.seconds_per_cell``)."""
+    algorithm = get_algorithm(method.algorithm).on(objects)
+    fits = fit_work(method) * algorithm.fit_scale({**algorithm.defaults, **method.params})
     own = [(get_criterion(name).seconds_per_cell, criterion_options(method, name)) for name in method.criteria]
 
     def criteria(n: int) -> float:

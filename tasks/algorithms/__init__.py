@@ -53,12 +53,13 @@ def _gibbs_schedule(params: Mapping[str, Any]) -> None:
 
 ALGORITHMS: dict[str, BaseAlgorithm] = {
     # costs (CPU time of one fit, best of 3, on this project's 2-core machine, for each algorithm below): 10
-    # restarts took 0.08 ms at n = 31, k = 5 and 0.3 us + 0.04-0.09 us per feature per point and cluster beyond
-    # (d = 2 to 2,000)
+    # restarts took 0.08 ms at n = 31, k = 5 and 0.3 us + 0.02-0.09 us per feature per point and cluster beyond
+    # (d = 2 to 2,000; 2 us at d = 20)
     "kmeans": Clusterer("kmeans", Deferred("ordercube.tasks.algorithms.kmeans:kmeans_labels"),
                         defaults={"n_init": 10, "max_iter": 300, "tol": 1e-4},
                         ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=3e-7,
-                        seconds_per_feature=5e-8, seconds_per_fit=5e-5, releases_gil=True, fit=Deferred("ordercube.tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
+                        seconds_per_feature=7e-8, seconds_per_fit=5e-5, fit_scale=lambda params: params["n_init"] / 10,
+                        releases_gil=True, fit=Deferred("ordercube.tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Clusterer("kmeans_1d_exact", Deferred("ordercube.tasks.algorithms.kmeans1d:exact_labels"),
                                  cluster_many=Deferred("ordercube.tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
@@ -74,7 +75,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, section 3)
     "gaussian_mixture": Clusterer("gaussian_mixture", Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture"),
                                   defaults={"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
-                                  seconds_per_point=2e-5, seconds_per_fit=2e-3,
+                                  seconds_per_point=2e-5, seconds_per_fit=2e-3, fit_scale=lambda params: params["n_init"],
                                   fit=Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture_fit"),
                                   model="mixture",
                                   ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
@@ -85,6 +86,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                      defaults={"n_init": 1, "max_iter": 100, "tol": 1e-3, "reg_covar": 1e-6},
                                      # 0.1 ms + 0.15-0.45 us per point and component at n = 50-800
                                      seconds_per_point=3e-7, seconds_per_fit=1e-4, releases_gil=True,
+                                     fit_scale=lambda params: params["n_init"],
                                      fit=Deferred("ordercube.tasks.algorithms.mixture_em:mixture_em_fit"), model="mixture",
                                      ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0),
                                              "reg_covar": number(0.0, low_open=True)}),
@@ -108,6 +110,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                                    "max_iter": 10, "tol": 1e-3, "n_init": 10},
                                          # 1.1 us per point and cluster at n = 800
                                          seconds_per_point=1.1e-6, seconds_per_fit=1e-4, releases_gil=True,
+                                         fit_scale=lambda params: (1 + params["n_init"]) / 11,
                                          ranges={"cooling": number(0.0, 1.0, low_open=True, high_open=True),
                                                  "final_temperature": number(0.0, 1.0, low_open=True, high_open=True),
                                                  "settle": integer(0, MAX_TEMPERATURES), "max_iter": ITERATIONS,
@@ -132,6 +135,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                            "final_temperature": number(0.0, low_open=True)},
                                    fit=Deferred("ordercube.tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
                                    takes="graph", min_points_per_cluster=1, seconds_per_point=2e-5, releases_gil=True,
+                                   fit_scale=lambda params: params["restarts"] / 10,
                                    check=_gibbs_schedule),
     # Classifiers of Daudin & Mary-Huard 2008 (every k of a trial from one neighbour sort / one dynamic-programming
     # pass). genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).

@@ -57,6 +57,9 @@ class BaseAlgorithm:
     points_power : float
         How the cost of a fit grows with n: 1 for k-means' passes over the points, 2-3 for algorithms that
         hold and merge pairwise matrices.
+    fit_scale : callable
+        ``fit_scale(params)`` → the cost of a fit with the resolved ``params`` relative to one with the defaults,
+        at which the costs above are measured (restarts: ``n_init / 10`` for k-means). Default: 1.
     releases_gil : bool
         Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
         sweep in one process may compute on one thread per core instead of starting a cluster.
@@ -84,6 +87,7 @@ class BaseAlgorithm:
     seconds_per_fit: float = 0.0
     seconds_per_feature: float = 0.0
     points_power: float = 1.0
+    fit_scale: Callable[[Mapping[str, Any]], float] = lambda params: 1.0
     releases_gil: bool = False
     takes: str = "points"
     needs: tuple[str, ...] = ()
