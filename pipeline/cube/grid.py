@@ -125,8 +125,9 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
 
 
 #: The engine's own time per cell (drawing the trial, the predictor, the bookkeeping of its values), whatever the
-#: method: the quickstart's reduced grid spent 0.5-0.7 ms a cell outside its fits on this project's 2-core machine.
-CELL_SECONDS = 5e-4
+#: method: the reduced shamir_tishby2007_fig1 grid of benchmarks/cost_model.py (1,638 cells of exact 1-D k-means
+#: at n = 64 and 128) took 0.19 ms of CPU time a cell, fits included, on this project's 2-core machine.
+CELL_SECONDS = 1.5e-4
 
 
 @dataclass(frozen=True)
