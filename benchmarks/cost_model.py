@@ -3,9 +3,10 @@
 For every ``configs/*.yaml`` (reduced by ``same_bits.shrink``: at most 3 resamples, the 2 smallest sample
 sizes, 4 values of k spread over the grid, 2 values of each swept parameter; ``--resamples`` lowers them
 further; a grid estimated under 1 s of work gets resamples back, at most the config's own, so that its work
-stands out of what any run costs), an iris example with the Gap statistic (the first call a user makes: ``n`` = all 150 rows, k from 2
-to 10, ``gap`` with its 20 reference sets), and one run per criterion on iris (``iris:NAME``: k-means, or the
-mixture for BIC, with that criterion alone, so that each criterion's cost stands apart), this script
+stands out of what any run costs), an iris example with the Gap statistic (the first call a user makes: ``n`` =
+all 150 rows, k from 2 to 10, ``gap`` with its 20 reference sets), and one run per criterion on iris
+(``iris:NAME``: k-means, or the mixture for BIC, with that criterion alone, so that each criterion's cost stands
+apart), this script
 
 1. asks the plan for its estimate (``Plan.estimated_seconds``: the same figure that sizes the tasks, decides
    between this process and a LocalCluster and prints "about N s of work"), per method;
