@@ -68,8 +68,8 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     # use with the nearest_neighbor predictor (Lange et al. 2002, section 3; Shamir & Tishby 2007, Fig. 2 rings)
     "spectral": Clusterer("spectral", Deferred("ordercube.tasks.algorithms.spectral:spectral"), defaults={"n_neighbors": 10},
                           cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=5e-5,
-                          # every k of a trial at once: 13 ms at n = 100, 42-47 ms at 1,000, 0.55 s at 10,000
-                          seconds_per_fit=1e-2,
+                          # every k of a trial at once: 12.5 ms at n = 100, 42-47 ms at 1,000, 0.55 s at 10,000
+                          seconds_per_fit=7.5e-3,
                           ranges={"n_neighbors": integer(1, 1_000_000)},
                           ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:spectral_many")),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, section 3)
