@@ -7,7 +7,7 @@ xarray), ``k`` and ``trial`` (a *resample*: ``Dataset.resample`` is a method).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,15 +124,40 @@ def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, i
                             yield Chunk(d, i, m, ks, trials)
 
 
-def estimated_seconds(chunk: Chunk, coords: Coords, seconds_per_point: Mapping[str, float]) -> float:
-    """A rough cost model for grouping work into tasks: ~0.5 ms per cell plus a per-point cost.
+#: The engine's own time per cell (drawing the trial, the predictor, the bookkeeping of its values), whatever the
+#: method: the reduced shamir_tishby2007_fig1 grid of benchmarks/cost_model.py (1,638 cells of exact 1-D k-means
+#: at n = 64 and 128) took 0.19 ms of CPU time a cell, fits included, on this project's 2-core machine.
+CELL_SECONDS = 1.5e-4
 
-    ``seconds_per_point`` gives, for each model, the compute time of one cell per point and cluster
-    (its algorithm's ``seconds_per_point``, measured on this project's 2-core machine).
+
+@dataclass(frozen=True)
+class CellCost:
+    """The estimated compute of one cell of a method on a dataset, built by the sweep from the declarations of
+    the method's algorithm and criteria (:func:`ordercube.pipeline.run.sweep.cell_cost`).
+
+    A cell costs ``fixed`` seconds, plus ``per_point`` seconds times ``n ** points_power`` times k (``per_order``:
+    a fit per k) or divided among the chunk's ks (one fit serves every k of a trial), plus ``criteria(n)``: the
+    criteria's own seconds beyond their fits.
     """
+
+    fixed: float
+    per_point: float
+    points_power: float = 1.0
+    per_order: bool = True
+    criteria: Callable[[int], float] | None = None
+
+
+def estimated_seconds(chunk: Chunk, coords: Coords, costs: Mapping[tuple[str, str], CellCost]) -> float:
+    """A rough cost model for grouping work into tasks and choosing where to compute: the chunk's cells at their
+    (dataset, model)'s :class:`CellCost`, at the chunk's n and mean k."""
+    cost = costs[coords.dataset[chunk.dataset], coords.model[chunk.model]]
     n = coords.n[chunk.n]
-    mean_k = float(np.mean([coords.k[i] for i in chunk.k]))
-    return chunk.cells * (5e-4 + seconds_per_point[coords.model[chunk.model]] * n * mean_k)
+    if cost.per_order:
+        fits = cost.per_point * n**cost.points_power * sum(coords.k[i] for i in chunk.k) / len(chunk.k)
+    else:
+        fits = cost.per_point * n**cost.points_power / len(chunk.k)
+    own = cost.criteria(n) if cost.criteria is not None else 0.0
+    return chunk.cells * (cost.fixed + fits + own)
 
 
 def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
@@ -145,7 +170,7 @@ def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
             for part in np.array_split(np.array(chunk.trial), pieces)]
 
 
-def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_point: Mapping[str, float],
+def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[tuple[str, str], CellCost],
                      task_seconds: float, workers: int) -> list[list[Chunk]]:
     """Blocks of one dataset grouped until a task is worth about ``task_seconds`` of compute.
 
@@ -153,12 +178,12 @@ def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, seconds_per_poi
     tasks; a small grid is cut finer, so that every worker gets about three tasks (``workers = 0``: not cut
     finer, for a round of an adaptive group, which shares the workers with the other groups' rounds).
     """
-    costs = [estimated_seconds(chunk, coords, seconds_per_point) for chunk in chunks]
-    target = max(min(task_seconds, sum(costs) / (3 * workers)) if workers else task_seconds, 1e-6)
+    chunk_costs = [estimated_seconds(chunk, coords, costs) for chunk in chunks]
+    target = max(min(task_seconds, sum(chunk_costs) / (3 * workers)) if workers else task_seconds, 1e-6)
     tasks: list[list[Chunk]] = []
     current: list[Chunk] = []
     cost = 0.0
-    for chunk, chunk_cost in zip(chunks, costs):
+    for chunk, chunk_cost in zip(chunks, chunk_costs):
         for piece in split_by_cost(chunk, chunk_cost, target):
             piece_cost = chunk_cost * len(piece.trial) / len(chunk.trial)
             if current and (piece.dataset != current[0].dataset or cost + piece_cost > target):

@@ -22,8 +22,8 @@ from ordercube.pipeline.system.cores import usable_cores
 from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
 from ordercube.pipeline.run.graph import Task, build_tasks
 from ordercube.pipeline.cube.grid import (
-    Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds, group_into_tasks, merge_coords,
-    plan_of, planned_mask,
+    CELL_SECONDS, CellCost, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds,
+    group_into_tasks, merge_coords, plan_of, planned_mask,
 )
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.cube.attrs import BASELINE
@@ -57,17 +57,19 @@ class Plan:
         return sum(chunk.cells for chunk in self.chunks)
 
     @property
-    def seconds_per_point(self) -> dict[str, float]:
-        return {m.name: get_algorithm(m.algorithm).seconds_per_point * fit_work(m) for m in self.config.methods}
+    def cell_costs(self) -> dict[tuple[str, str], CellCost]:
+        """The estimated cost of one cell of each (dataset, method) (:func:`cell_cost`)."""
+        return {(d.name, m.name): cell_cost(m, features=d.n_features, objects=d.objects) for d in self.config.datasets
+                for m in self.config.methods}
 
     @property
     def estimated_seconds(self) -> float:
         """The rough compute time of the cells to compute on one core (the cost model that sizes tasks)."""
-        per_point = self.seconds_per_point
-        return sum(estimated_seconds(chunk, self.coords, per_point) for chunk in self.chunks)
+        costs = self.cell_costs
+        return sum(estimated_seconds(chunk, self.coords, costs) for chunk in self.chunks)
 
     def tasks(self, workers: int) -> list[Task]:
-        groups = group_into_tasks(self.chunks, self.coords, seconds_per_point=self.seconds_per_point,
+        groups = group_into_tasks(self.chunks, self.coords, costs=self.cell_costs,
                                   task_seconds=self.config.execution.task_seconds, workers=workers)
         return build_tasks(self.config, self.coords, groups)
 
@@ -310,7 +312,7 @@ def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, r
     def tasks_of(chunks: list[Chunk], workers: int) -> list[Task]:
         if not chunks:
             return []
-        groups = group_into_tasks(chunks, coords, seconds_per_point=plan.seconds_per_point,
+        groups = group_into_tasks(chunks, coords, costs=plan.cell_costs,
                                   task_seconds=config.execution.task_seconds, workers=workers)
         return build_tasks(config, coords, groups)
 
@@ -319,7 +321,41 @@ def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, r
                         lambda chunks: tasks_of(chunks, 0), fixed)
 
 
+def criterion_options(method: MethodSpec, name: str) -> dict[str, Any]:
+    """The options criterion ``name`` runs with in ``method``: its defaults under the method's own."""
+    return {**get_criterion(name).options, **method.criterion_options.get(name, {})}
+
+
 def fit_work(method: MethodSpec) -> float:
-    """How many times the halves' fits a trial of ``method`` costs, with the fits its criteria add."""
-    return 1.0 + sum(get_criterion(name).extra_fits(method.criterion_options.get(name, get_criterion(name).options))
-                     for name in method.criteria)
+    """How many times the halves' fits a trial of ``method`` costs: 1 (the halves) plus the fits each criterion
+    declares (``Criterion.extra_fits`` of its resolved options; 0 when it declares none). Criteria that name the
+    same ``Criterion.shares_fits`` make their fits once: that group counts its largest declaration, once."""
+    alone, shared = 0.0, {}
+    for name in method.criteria:
+        criterion = get_criterion(name)
+        fits = float(criterion.extra_fits(criterion_options(method, name)))
+        if criterion.shares_fits:
+            shared[criterion.shares_fits] = max(fits, shared.get(criterion.shares_fits, 0.0))
+        else:
+            alone += fits
+    return 1.0 + alone + sum(shared.values())
+
+
+def cell_cost(method: MethodSpec, *, features: int = 1, objects: str | None = None) -> CellCost:
+    """The estimated compute of one cell of ``method`` on data of ``features`` features whose rows are
+    ``objects`` (the algorithm's variant for them, when it has one): the engine's
+    :data:`CELL_SECONDS`, its fits (:func:`fit_work`) times its algorithm's declared cost of one fit
+    (``seconds_per_fit``, and ``seconds_per_point`` + ``features`` x ``seconds_per_feature`` per point and
+    order, scaled by ``fit_scale`` of the method's parameters), and its criteria's own declared seconds
+    (``Criterion.seconds_per_cell``)."""
+    algorithm = get_algorithm(method.algorithm).on(objects)
+    fits = fit_work(method) * algorithm.fit_scale({**algorithm.defaults, **method.params})
+    own = [(get_criterion(name).seconds_per_cell, criterion_options(method, name)) for name in method.criteria]
+
+    def criteria(n: int) -> float:
+        return sum(seconds(options, n) for seconds, options in own)
+
+    return CellCost(fixed=CELL_SECONDS + fits * algorithm.seconds_per_fit,
+                    per_point=fits * (algorithm.seconds_per_point + max(features, 1) * algorithm.seconds_per_feature),
+                    points_power=algorithm.points_power, per_order=not algorithm.shares_fit_across_k,
+                    criteria=criteria)

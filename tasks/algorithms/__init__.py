@@ -52,25 +52,31 @@ def _gibbs_schedule(params: Mapping[str, Any]) -> None:
 
 
 ALGORITHMS: dict[str, BaseAlgorithm] = {
-    # seconds_per_point: a Lange cell with 10 restarts took 0.5-0.75 us per point and cluster on one core here
-    # (180 cells: 0.9 s at n = 1,000, 5.2 s at n = 10,000)
+    # costs (CPU time of one fit, best of 3, on this project's 2-core machine, for each algorithm below): 10
+    # restarts took 0.08 ms at n = 31, k = 5 and 0.3 us + 0.02-0.09 us per feature per point and cluster beyond
+    # (d = 2 to 2,000; 2 us at d = 20)
     "kmeans": Clusterer("kmeans", Deferred("ordercube.tasks.algorithms.kmeans:kmeans_labels"),
                         defaults={"n_init": 10, "max_iter": 300, "tol": 1e-4},
-                        ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=6e-7,
+                        ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0)}, seconds_per_point=3e-7,
+                        seconds_per_feature=7e-8, seconds_per_fit=5e-5, fit_scale=lambda params: params["n_init"] / 10,
                         releases_gil=True, fit=Deferred("ordercube.tasks.algorithms.kmeans:kmeans_fit"), model="centroids"),
     # the global optimum of the k-means objective for 1-D data (deterministic: no restarts needed)
     "kmeans_1d_exact": Clusterer("kmeans_1d_exact", Deferred("ordercube.tasks.algorithms.kmeans1d:exact_labels"),
                                  cluster_many=Deferred("ordercube.tasks.algorithms.kmeans1d:kmeans_1d_exact_many"),
-                                 max_features=1, seconds_per_point=1.5e-7, releases_gil=True),
+                                 # every k of a trial at once: 0.14 ms at n = 64, 1.9 ms at n = 4,096
+                                 max_features=1, seconds_per_point=4.5e-7, seconds_per_fit=1e-4, releases_gil=True),
     # use with the nearest_neighbor predictor (Lange et al. 2002, section 3; Shamir & Tishby 2007, Fig. 2 rings)
     "spectral": Clusterer("spectral", Deferred("ordercube.tasks.algorithms.spectral:spectral"), defaults={"n_neighbors": 10},
-                          cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=2e-5,
+                          cluster_many=Deferred("ordercube.tasks.algorithms.spectral:spectral_many"), seconds_per_point=5e-5,
+                          # every k of a trial at once: 12.5 ms at n = 100, 42-47 ms at 1,000, 0.55 s at 10,000
+                          seconds_per_fit=7.5e-3,
                           ranges={"n_neighbors": integer(1, 1_000_000)},
                           ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:spectral_many")),
     # use with the gaussian_posterior predictor (the Bayes rule of the mixture; Lange et al. 2002, section 3)
     "gaussian_mixture": Clusterer("gaussian_mixture", Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture"),
                                   defaults={"covariance_type": "full", "n_init": 1, "max_iter": 100, "reg_covar": 1e-6},
-                                  seconds_per_point=2e-5, fit=Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture_fit"),
+                                  seconds_per_point=2e-5, seconds_per_fit=2e-3, fit_scale=lambda params: params["n_init"],
+                                  fit=Deferred("ordercube.tasks.algorithms.mixture:gaussian_mixture_fit"),
                                   model="mixture",
                                   ranges={"covariance_type": choice("full", "tied", "diag", "spherical"),
                                           "n_init": RESTARTS, "max_iter": ITERATIONS, "reg_covar": number(0.0)}),
@@ -78,7 +84,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     # initialisation; 11-21x faster at n = 250-500, d = 2: ordercube.tasks.algorithms.mixture_em); use with gaussian_posterior
     "gaussian_mixture_em": Clusterer("gaussian_mixture_em", Deferred("ordercube.tasks.algorithms.mixture_em:mixture_em_labels"),
                                      defaults={"n_init": 1, "max_iter": 100, "tol": 1e-3, "reg_covar": 1e-6},
-                                     seconds_per_point=1e-6, releases_gil=True,
+                                     # 0.1 ms + 0.15-0.45 us per point and component at n = 50-800
+                                     seconds_per_point=3e-7, seconds_per_fit=1e-4, releases_gil=True,
+                                     fit_scale=lambda params: params["n_init"],
                                      fit=Deferred("ordercube.tasks.algorithms.mixture_em:mixture_em_fit"), model="mixture",
                                      ranges={"n_init": RESTARTS, "max_iter": ITERATIONS, "tol": number(0.0),
                                              "reg_covar": number(0.0, low_open=True)}),
@@ -88,7 +96,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     "agglomerative": Clusterer("agglomerative", Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative"),
                                defaults={"linkage": "ward"},
                                cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative_many"),
-                               seconds_per_point=2e-6, ranges={"linkage": choice(*LINKAGES)}, pair_bytes=16.0,
+                               # every k of a trial at once: 2.3 ms at n = 50, 33 ms at n = 800
+                               seconds_per_point=4e-5, seconds_per_fit=2e-3, ranges={"linkage": choice(*LINKAGES)},
+                               pair_bytes=16.0,
                                ).with_dissimilarity_variant(
                                    Deferred("ordercube.tasks.algorithms.dissimilarity:agglomerative_many"),
                                    {"linkage": choice("average", "complete", "single")}),
@@ -98,7 +108,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                          Deferred("ordercube.tasks.algorithms.annealing:deterministic_annealing"),
                                          defaults={"cooling": 0.7, "final_temperature": 1e-3, "settle": 5,
                                                    "max_iter": 10, "tol": 1e-3, "n_init": 10},
-                                         seconds_per_point=4e-6, releases_gil=True,
+                                         # 1.1 us per point and cluster at n = 800
+                                         seconds_per_point=1.1e-6, seconds_per_fit=1e-4, releases_gil=True,
+                                         fit_scale=lambda params: (1 + params["n_init"]) / 11,
                                          ranges={"cooling": number(0.0, 1.0, low_open=True, high_open=True),
                                                  "final_temperature": number(0.0, 1.0, low_open=True, high_open=True),
                                                  "settle": integer(0, MAX_TEMPERATURES), "max_iter": ITERATIONS,
@@ -108,7 +120,9 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     # It holds three square matrices of a half (minimax distances, cross sums, merge costs).
     "path_based": Clusterer("path_based", Deferred("ordercube.tasks.algorithms.hierarchical:path_based"),
                             cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:path_based_many"),
-                            seconds_per_point=2e-4, pair_bytes=24.0,
+                            # every k of a trial at once, cubic in n: 2.2 ms at n = 50, 26 ms at 200, 166 ms at 400, 1.33 s
+                            # at 800
+                            seconds_per_point=2.6e-9, points_power=3.0, seconds_per_fit=2e-3, pair_bytes=24.0,
                             ).with_dissimilarity_variant(Deferred("ordercube.tasks.algorithms.dissimilarity:path_based_many")),
     # Correlation clustering of a signed graph by annealed Gibbs sampling (Frank, Chehreghani & Buhmann 2011,
     # section 3): k is the largest number of clusters, some may stay empty (criterion k_effective); use with
@@ -121,6 +135,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                            "final_temperature": number(0.0, low_open=True)},
                                    fit=Deferred("ordercube.tasks.algorithms.correlation:gibbs_fit_on_half"), model="graph_partition",
                                    takes="graph", min_points_per_cluster=1, seconds_per_point=2e-5, releases_gil=True,
+                                   fit_scale=lambda params: params["restarts"] / 10,
                                    check=_gibbs_schedule),
     # Classifiers of Daudin & Mary-Huard 2008 (every k of a trial from one neighbour sort / one dynamic-programming
     # pass). genes: the g genes of largest |t| on the learning set only (0: all); odd_only: refuse even k (ties).
@@ -131,11 +146,14 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
                                seconds_per_point=1.2e-7, points_beyond_k=0, releases_gil=True),
     # Matrix models whose order is a rank (Frank, Chehreghani & Buhmann 2011, section 2.4-2.6): every k of a trial
     # from one SVD / one GreConD run; what each computes is its criteria's (ordercube.tasks.criteria.matrix).
-    "truncated_svd": MatrixModel("truncated_svd", seconds_per_point=1e-8,
-                                 releases_gil=True),  # 1.4 ms a cell: camera, 4096 rows, k 1..64
+    # their costs per matrix cell (row and column) and rank: the CPU time of benchmarks/cost_model.py's reduced
+    # frank_svd_image (camera, 4,096 x 64) and frank_bmf (3,000 x 500) runs over their ranks
+    "truncated_svd": MatrixModel("truncated_svd", seconds_per_point=0.0, seconds_per_feature=1.4e-9,
+                                 releases_gil=True),
     "boolean_svd": MatrixModel("boolean_svd", needs=("boolean",), seconds_per_point=4e-6,
                                releases_gil=True),  # 2.5 ms a cell: hc, every criterion, k 1..20
-    "boolean_mf": MatrixModel("boolean_mf", needs=("boolean",), seconds_per_point=2e-7, releases_gil=True),
+    "boolean_mf": MatrixModel("boolean_mf", needs=("boolean",), seconds_per_point=0.0, seconds_per_feature=9e-11,
+                              releases_gil=True),
 }
 
 

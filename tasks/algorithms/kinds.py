@@ -43,7 +43,23 @@ class BaseAlgorithm:
     check : callable or None
         ``check(params)`` tests the given parameters together and raises ``ParamError``.
     seconds_per_point : float
-        Rough compute time of one cell per point and order, used only to size tasks.
+        Compute time of one fit per point and order (a trial's two halves together count as one fit of its n
+        points), used only to estimate the work (to size tasks, to choose between this process and a cluster).
+        Measured on this project's 2-core machine by ``benchmarks/cost_model.py`` (the cube's ``seconds`` of
+        reduced shipped configs against the estimate).
+    seconds_per_fit : float
+        Compute time of one fit whatever its size (restarts set up, calls around the kernel). The estimate of
+        a fit of n points with d features at order k is ``seconds_per_fit + n ** points_power * k *
+        (seconds_per_point + d * seconds_per_feature)``; without k when one fit serves every k of a trial
+        (``shares_fit_across_k``: that fit's cost is shared among the trial's ks).
+    seconds_per_feature : float
+        Compute time per point, order and feature, beyond ``seconds_per_point`` (distances to centroids).
+    points_power : float
+        How the cost of a fit grows with n: 1 for k-means' passes over the points, 2-3 for algorithms that
+        hold and merge pairwise matrices.
+    fit_scale : callable
+        ``fit_scale(params)`` → the cost of a fit with the resolved ``params`` relative to one with the defaults,
+        at which the costs above are measured (restarts: ``n_init / 10`` for k-means). Default: 1.
     releases_gil : bool
         Whether its kernels spend their time outside the GIL (numba ``nogil``, numpy's array loops), so that a
         sweep in one process may compute on one thread per core instead of starting a cluster.
@@ -68,6 +84,10 @@ class BaseAlgorithm:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     check: Callable[[Mapping[str, Any]], None] | None = None
     seconds_per_point: float = 2.5e-6
+    seconds_per_fit: float = 0.0
+    seconds_per_feature: float = 0.0
+    points_power: float = 1.0
+    fit_scale: Callable[[Mapping[str, Any]], float] = lambda params: 1.0
     releases_gil: bool = False
     takes: str = "points"
     needs: tuple[str, ...] = ()

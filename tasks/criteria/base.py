@@ -218,8 +218,20 @@ class Criterion:
     algorithms : tuple of str or None
         The only algorithms it is defined for (BIC and AIC: the Gaussian mixture), or None for any.
     extra_fits : callable
-        ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (used only to
-        size tasks): the Gap statistic's sample and reference sets, Clest's splits.
+        ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (one fit of the
+        trial's n points at every k), as a function of its resolved options: the Gap statistic's sample and its
+        ``references`` sets, Clest's ``splits``, BIC's mixture. Used only to estimate the work (to size tasks,
+        to choose between this process and a cluster, the "about N s of work" line). Default: no fits (0), as
+        for a criterion computed from the halves' fits alone; a plug-in whose criterion fits models of its own
+        declares them here, else its work is underestimated.
+    seconds_per_cell : callable
+        ``seconds_per_cell(options, n)`` → its own compute time per cell beyond the fits it declares (a
+        classifier trained per split, O(n^2) distances), in seconds on this project's 2-core machine, for a
+        trial of ``n`` points. Default: 0 (its work is in its fits). Measured by ``benchmarks/cost_model.py``.
+    shares_fits : str
+        Criteria of a method that name the same tag make their extra fits once and share them (BIC and AIC: one
+        mixture per trial and k): the estimate counts the group's largest ``extra_fits`` once. Empty (the
+        default): its fits are its own.
     reads : str
         What it is computed from, matched against what the method's algorithm gives (``gives`` of
         :mod:`ordercube.tasks.algorithms.kinds`): ``"labels"`` (the halves' fits, by ``evaluate`` or ``evaluate_trial``; the
@@ -275,6 +287,8 @@ class Criterion:
     ranges: Mapping[str, Param] = field(default_factory=dict)
     algorithms: tuple[str, ...] | None = None
     extra_fits: Callable[[Mapping[str, Any]], float] = lambda options: 0.0
+    seconds_per_cell: Callable[[Mapping[str, Any], int], float] = lambda options, n: 0.0
+    shares_fits: str = ""
     models: tuple[str, ...] | None = None
     reads: str = "labels"
     computations: Mapping[str, Callable[..., NDArray[np.float64]]] = field(default_factory=dict)

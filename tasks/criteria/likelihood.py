@@ -42,6 +42,8 @@ def aic(sample: TrialSample) -> dict[str, dict[int, float]]:
 
 
 BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
+                shares_fits="gaussian_mixture",
                 description="Bayesian information criterion of the Gaussian mixture fitted to the trial's sample")
 AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
+                shares_fits="gaussian_mixture",
                 description="Akaike information criterion of the Gaussian mixture fitted to the trial's sample")
