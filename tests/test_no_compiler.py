@@ -214,6 +214,7 @@ def test_a_sweep_with_the_twins_forced_gives_the_compiled_cube(tmp_path):
 
 def copy_sources(folder: Path) -> Path:
     """The files a build reads, outside the repository (no build/, no .so or .c left by a local build)."""
+    folder.mkdir()
     for name in SOURCES:
         source = REPO / name
         if source.is_dir():
