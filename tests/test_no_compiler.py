@@ -299,6 +299,26 @@ def test_pip_installs_with_a_failing_compiler_and_the_twins_give_the_same_bits(t
     assert {**json.loads(here.stdout), "file": "", "kernel": ""} == {**installed, "file": "", "kernel": ""}
 
 
+# -- the image ------------------------------------------------------------------------------------------------------
+
+
+def test_the_images_install_check_runs_here_and_refuses_the_twins():
+    """The Dockerfile's check after ``pip install .`` (the whole package imports; the kernels compiled; the
+    version), run against this install: it passes with the compiled kernels and fails with the twins forced."""
+    from test_compose import dockerfile_instructions
+
+    install, = [arguments for keyword, arguments in dockerfile_instructions() if keyword == "RUN" and "pip install" in arguments]
+    check = install[install.index("python -c"):]
+    assert "import ordercube, ordercube.pipeline, ordercube.tasks" in check and "ordercube --version" in check
+    env = {**clean_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    passed = subprocess.run(["sh", "-c", check], capture_output=True, text=True, cwd=REPO.parent, env=env, timeout=300)
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.splitlines()[-1] == f"ordercube {importlib.metadata.version('ordercube')}"
+    refused = subprocess.run(["sh", "-c", check], capture_output=True, text=True, cwd=REPO.parent, timeout=300,
+                             env={**env, "ORDERCUBE_PURE_KERNELS": "1"})
+    assert refused.returncode != 0 and "kernels not compiled" in refused.stderr, refused.stderr
+
+
 # -- the version ----------------------------------------------------------------------------------------------------
 
 
