@@ -355,6 +355,10 @@ def test_a_built_wheel_runs_the_quickstart_outside_the_repository(tmp_path):
     assert len(compiled) == len(KERNELS), compiled  # a compiler was there: the kernels are in the wheel
 
     python = environment_with(tmp_path / "venv", wheel)
+    digest = "from ordercube.pipeline.system.software import tasks_code_digest; print(tasks_code_digest())"
+    digests = [subprocess.run([str(interpreter), "-c", digest], capture_output=True, text=True, env=clean_env(),
+                              cwd=tmp_path, timeout=120).stdout for interpreter in (python, sys.executable)]
+    assert digests[0] == digests[1] and len(digests[0].strip()) == 12  # the same sources, .pyx included
     work = tmp_path / "work"
     work.mkdir()
     config = quickstart_cut_down(work)
