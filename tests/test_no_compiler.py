@@ -158,6 +158,35 @@ def test_the_environment_variable_chooses_the_twins_and_says_so_once(monkeypatch
     assert [record.getMessage().split(":")[0] for record in caplog.records] == ["ORDERCUBE_PURE_KERNELS is set"]
 
 
+
+def test_a_kernel_that_was_not_built_loads_its_twin_with_one_warning(monkeypatch, caplog):
+    from ordercube.tasks import kernels
+
+    monkeypatch.setattr(kernels, "_said", [])
+    monkeypatch.delenv(kernels.PURE, raising=False)
+    for name in KERNELS:
+        monkeypatch.setitem(sys.modules, name, None)  # what the import system does for a module that must not load
+    with caplog.at_level(logging.INFO, logger="ordercube"):
+        assert [kernels.load(name).__name__ for name in KERNELS] == [name + "_numba" for name in KERNELS]
+    assert [(record.levelno, record.getMessage().split(":")[0]) for record in caplog.records] == [
+        (logging.WARNING, "the compiled kernels are not built (no C compiler at install)")]
+
+
+def test_setup_skips_each_kernel_a_failing_compiler_cannot_build(tmp_path):
+    """``setup.py build_ext --inplace`` (what an editable install runs) with every compiler on PATH exiting 1."""
+    sources = tmp_path / "src"
+    for name in ["setup.py", *(Path(name.replace(".", "/").replace("ordercube/", "") + ".pyx") for name in KERNELS)]:
+        (sources / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, sources / name)
+    built = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=sources, capture_output=True,
+                           text=True, env=failing_compilers(tmp_path / "bin"), timeout=600)
+    assert built.returncode == 0, built.stderr[-3000:]
+    lines = [line for line in built.stderr.splitlines() if line.startswith("ordercube:")]
+    compiler = sysconfig.get_config_var("CC").split()[0]  # what setuptools calls, found first on PATH: ours, failing
+    assert lines == [f"ordercube: {name} not compiled ({compiler} returned non-zero exit status 1); its numba version "
+                     "will run instead, same results" for name in KERNELS], lines
+    assert not list(sources.rglob("*.so")) and len(list(sources.rglob("*.c"))) == len(KERNELS)  # translated, not built
+
 def sweep_config(folder: Path) -> Path:
     """k-means (seeding, Lloyd, the Hungarian method of the stability criteria) and deterministic annealing."""
     return write_config(
