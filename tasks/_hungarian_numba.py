@@ -1,4 +1,4 @@
-"""The numba twin of ``_hungarian.pyx``, used when the compiled kernels were not built (see kernels.py).
+"""The numba twin of ``_hungarian.pyx``, used when the compiled kernels were not built (see ``tasks/kernels.py``).
 
 The same integer operations in the same order, so the same matched weights; the tests compare the two
 on random, tied and degenerate tables.
@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 
 @njit(cache=True, nogil=True)
-def _matched(table: NDArray[np.int64], work: NDArray[np.int64]) -> np.int64:  # pragma: no cover (compiled)
+def _matched(table: NDArray[np.int64], work: NDArray[np.int64]) -> np.int64:
     """``matched`` of ``_hungarian.pyx``: shortest augmenting paths with row and column potentials on integers."""
     k = table.shape[0]
     unbounded = np.int64(0x7FFFFFFFFFFFFFFF // 4)
@@ -65,7 +65,7 @@ def _matched(table: NDArray[np.int64], work: NDArray[np.int64]) -> np.int64:  # 
 
 
 @njit(cache=True, nogil=True)
-def _matched_weights(tables: NDArray[np.int64], weights: NDArray[np.int64]) -> None:  # pragma: no cover
+def _matched_weights(tables: NDArray[np.int64], weights: NDArray[np.int64]) -> None:
     k = tables.shape[1]
     work = np.empty((6, k + 1), dtype=np.int64)
     for i in range(tables.shape[0]):

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fixed_point(X: NDArray[np.float64], centers: NDArray[np.float64], masses: NDArray[np.float64], m: int,
                  temperature: float, max_iter: int, tol: float, logits: NDArray[np.float64], sums: NDArray[np.float64],
-                 weight: NDArray[np.float64]) -> int:  # pragma: no cover (compiled)
+                 weight: NDArray[np.float64]) -> int:
     """``fixed_point`` of ``_annealing.pyx``: the soft assignments, centres and masses at one temperature."""
     n, d = X.shape
     inverse = 1.0 / temperature
@@ -66,7 +66,7 @@ def _fixed_point(X: NDArray[np.float64], centers: NDArray[np.float64], masses: N
 @njit(cache=True, nogil=True, error_model="numpy")
 def _anneal(X: NDArray[np.float64], k: int, noise: NDArray[np.float64], start: float, cooling: float, final: float,
             settle: int, max_iter: int, tol: float, scale: float, out: NDArray[np.float64]
-            ) -> tuple[int, int]:  # pragma: no cover (compiled)
+            ) -> tuple[int, int]:
     n, d = X.shape
     m, after, iterations = 1, 0, 0
     temperature = start

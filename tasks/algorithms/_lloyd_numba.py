@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _squared_distance(X: NDArray[np.float64], i: int, centers: NDArray[np.float64], c: int) -> float:  # pragma: no cover
+def _squared_distance(X: NDArray[np.float64], i: int, centers: NDArray[np.float64], c: int) -> float:
     total = 0.0
     for f in range(X.shape[1]):
         diff = X[i, f] - centers[c, f]
@@ -25,7 +25,7 @@ def _squared_distance(X: NDArray[np.float64], i: int, centers: NDArray[np.float6
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _plusplus(X: NDArray[np.float64], first: NDArray[np.int64], u: NDArray[np.float64],
-              seeds: NDArray[np.float64]) -> None:  # pragma: no cover (compiled)
+              seeds: NDArray[np.float64]) -> None:
     n, d = X.shape
     n_init, k = seeds.shape[0], seeds.shape[1]
     closest = np.empty(max(n, 1))
@@ -54,7 +54,7 @@ def _plusplus(X: NDArray[np.float64], first: NDArray[np.int64], u: NDArray[np.fl
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64]) -> float:  # pragma: no cover
+def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
     inertia = 0.0
     for i in range(X.shape[0]):
         best, chosen = math.inf, 0
@@ -69,7 +69,7 @@ def _assign(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArra
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _lloyd_restarts(X: NDArray[np.float64], centers: NDArray[np.float64], labels: NDArray[np.int64],
-                    inertia: NDArray[np.float64], max_iter: int, threshold: float) -> None:  # pragma: no cover
+                    inertia: NDArray[np.float64], max_iter: int, threshold: float) -> None:
     n, d = X.shape
     k = centers.shape[1]
     sums = np.empty(max(k * d, 1))
