@@ -4,10 +4,11 @@
 are there, and installs without them otherwise (``setup.py``). Each has a numba twin beside it
 (``_lloyd_numba`` ...) running the same operations in the same order, so a cube is the same bits either way.
 Only the time differs: numba compiles the twins once per machine, then every process pays numba's import
-and first dispatch; the kernels themselves run about as fast. Measured by
-``benchmarks/bench_kernels_fallback.py`` on a loaded 2-core machine: a process's start (import, one fit, one
-matching) 0.42 s compiled, 3.8 s for the twins from numba's cache, 21 s compiling them; per kernel call
-0.7-1.3x the compiled time; a 20-cell sweep with ``--workers 0`` 5.1 s compiled, 4.8 s with the twins.
+and first dispatch; the kernels themselves run as fast. Measured by ``benchmarks/bench_kernels_fallback.py``
+on a loaded 2-core machine (two runs): a process's start (import, one fit, one matching) 0.4-0.6 s compiled,
+3.5-3.8 s with the twins from numba's cache, 18-21 s compiling them; per kernel call 0.87-1.08x the compiled
+time; a 20-cell sweep with ``--workers 0`` 0.94x and 1.73x the compiled time (4.8 against 5.1 s, 7.8
+against 4.5 s: the start, not the kernels).
 
 ``ORDERCUBE_PURE_KERNELS=1`` in the environment chooses the twins even where the compiled kernels exist (to
 compare the two, or to rule the build out). Which ones run is said once per process, at the first kernel
@@ -45,5 +46,5 @@ def load(name: str) -> ModuleType:
         level = logging.INFO if reason.startswith(PURE) else logging.WARNING  # asked for, or a surprise to the user
         logging.getLogger("ordercube").log(
             level, "%s: using their numba versions, same results; numba compiles them once on this machine "
-            "(up to 20 s), then each process starts about 1 s later and they run as fast", reason)
+            "(up to 20 s), then each process starts 1-3 s later and they run as fast", reason)
     return importlib.import_module(name + "_numba")
