@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks.kernels import load
 from ordercube.tasks.algorithms.kmeans import kmeans, lloyd_for, squared_distances
+from ordercube.tasks.kernels import load
 
 anneal = load("ordercube.tasks.algorithms._annealing").anneal
 
