@@ -15,13 +15,20 @@ COPY pipeline/ /tmp/build/pipeline/
 COPY tasks/ /tmp/build/tasks/
 COPY ordercube/ /tmp/build/ordercube/
 COPY setup.py /tmp/build/
-# gcc builds the Cython kernels (k-means, the Hungarian method) and is removed with the sources.
+# gcc builds the Cython kernels (k-means, annealing, the Hungarian method) and is removed with the sources.
+# The install does not need it (without a compiler setup.py skips the kernels and their numba twins run, same
+# results, slower to start); here it is for speed, so the check below refuses an image without them.
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && cd /tmp/build \
     && pip install --no-cache-dir "dask==2026.8.0" "distributed==2026.8.0" . \
     && cd / && rm -rf /tmp/build \
     && apt-get purge -y --auto-remove gcc libc6-dev && rm -rf /var/lib/apt/lists/* \
-    && python -c "import ordercube.pipeline as pipeline, dask, distributed; print(pipeline.__file__, dask.__version__, distributed.__version__)"
+    && python -c "import ordercube, ordercube.pipeline, ordercube.tasks, dask, distributed; \
+from ordercube.tasks.algorithms import annealing, kmeans; from ordercube.tasks import assignment; \
+twins = [f.__module__ for f in (kmeans.plusplus, annealing.anneal, assignment._matched_weights) if f.__module__.endswith('_numba')]; \
+assert not twins, f'kernels not compiled: {twins}'; \
+print(ordercube.__file__, dask.__version__, distributed.__version__)" \
+    && ordercube --version
 COPY configs/ configs/
 
 # Dask config of every process in the image: the nanny does not set MALLOC_TRIM_THRESHOLD_.

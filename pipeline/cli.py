@@ -45,8 +45,24 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, read only when asked (importlib.metadata)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("ordercube")
+        except PackageNotFoundError:  # the sources on the path without an install
+            installed = "(not installed)"
+        print(f"ordercube {installed}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ordercube", description="Model-order selection by resampling, on Dask, into a zarr cube.")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the installed version and exit")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="compute the cells of CONFIG that its cube lacks")
     run.add_argument("config")

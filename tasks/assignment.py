@@ -6,8 +6,8 @@ exactly what ``scipy.optimize.linear_sum_assignment(table, maximize=True)`` give
 on random, tied and degenerate tables). It exists for start-up time: importing ``scipy.optimize`` costs
 0.4-0.55 s in a fresh process, paid by every process that matches labels, against well under a
 millisecond to load this compiled module (``_hungarian.pyx``, Cython; formerly numba, whose import
-and first dispatch cost 0.75 s); per table it is also 2-4x faster for k <= 10
-(``benchmarks/bench_matching.py``).
+and first dispatch cost 0.75 s, and still the fallback where it was not built: ``tasks/kernels.py``); per
+table it is also 2-4x faster for k <= 10 (``benchmarks/bench_matching.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks._hungarian import matched_weights as _matched_weights
+from ordercube.tasks.kernels import load
+
+_matched_weights = load("ordercube.tasks._hungarian").matched_weights
 
 
 def matched_weight(table: NDArray[np.integer]) -> int:

@@ -8,9 +8,9 @@ probability
 the centroids are the p(c | x)-weighted means y_c and the masses p_c the mean of p(c | x). At high T all
 centroids sit at the data mean; cooling splits them at the critical temperatures (the first at twice
 the largest variance of the data, Rose 1998 eq. 33), which is what lets the annealing avoid the poor
-local minima of Lloyd's algorithm from one start. The annealing runs compiled (``_annealing.pyx``); once
-k clusters exist it cools ``settle`` more temperatures, then the soft assignments are hardened and
-Lloyd's algorithm runs to convergence.
+local minima of Lloyd's algorithm from one start. The annealing runs compiled (``_annealing.pyx``, or its
+numba twin where it was not built); once k clusters exist it cools ``settle`` more temperatures, then the soft
+assignments are hardened and Lloyd's algorithm runs to convergence.
 
 Annealing follows one path of phase transitions and can be led past the optimum (measured in
 ``benchmarks/bench_annealing.py``: on uniform data in 100 dimensions it splits very unevenly). So the
@@ -36,8 +36,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks.algorithms._annealing import anneal
 from ordercube.tasks.algorithms.kmeans import kmeans, lloyd_for, squared_distances
+from ordercube.tasks.kernels import load
+
+anneal = load("ordercube.tasks.algorithms._annealing").anneal
 
 
 def annealed_centers(

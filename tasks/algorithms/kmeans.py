@@ -2,7 +2,8 @@
 
 Up to ``COMPILED_MAX_WORK`` (n * k * d) every restart runs in one compiled loop (``_lloyd.pyx``, Cython,
 built by ``pip install``; it was numba before: the same bits, without numba's import and first
-dispatch, 0.3 + 0.45 s per process, which a small sweep paid in full): at the sample
+dispatch, 0.3 + 0.45 s per process, which a small sweep paid in full; numba's is still the fallback where
+the compiled one was not built, ``tasks/kernels.py``): at the sample
 sizes of a stability sweep (tens to thousands of points) this removes the per-call and per-array
 overhead that dominates both a loop of scikit-learn fits and batched numpy array operations. Above it,
 scikit-learn's compiled Lloyd iterations (chunked matrix products) run from the same seeds, one restart
@@ -27,7 +28,10 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
-from ordercube.tasks.algorithms._lloyd import lloyd_restarts, plusplus
+from ordercube.tasks.kernels import load
+
+_lloyd = load("ordercube.tasks.algorithms._lloyd")
+lloyd_restarts, plusplus = _lloyd.lloyd_restarts, _lloyd.plusplus
 
 COMPILED_MAX_WORK = 1_000_000  # n * k * d above which scikit-learn's chunked matrix products win
 
