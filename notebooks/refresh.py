@@ -29,15 +29,16 @@ HERE = Path(__file__).resolve().parent
 CELL_TIMEOUT = 300  # seconds per cell; each notebook takes well under a minute on 2 cores
 
 
-def execute(path: Path, *, timeout: int = CELL_TIMEOUT) -> nbformat.NotebookNode:
+def execute(path: Path, *, timeout: int = CELL_TIMEOUT, cube: Path | None = None) -> nbformat.NotebookNode:
     """The notebook at ``path``, executed in a fresh ``python3`` kernel from its own folder.
 
-    Raises ``nbclient``'s ``CellExecutionError`` when a cell fails and ``CellTimeoutError`` when one
-    runs longer than ``timeout`` seconds.
+    Its cube is written at ``cube`` (default: in a temporary folder, deleted afterwards). Raises
+    ``nbclient``'s ``CellExecutionError`` when a cell fails and ``CellTimeoutError`` when one runs
+    longer than ``timeout`` seconds.
     """
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="ordercube-notebook-") as folder:
-        env = {**os.environ, "ORDERCUBE_CUBE": str(Path(folder) / f"{path.stem}.zarr"),
+        env = {**os.environ, "ORDERCUBE_CUBE": str(cube or Path(folder) / f"{path.stem}.zarr"),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
         client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", record_timing=False,
                                 resources={"metadata": {"path": str(path.parent)}})
