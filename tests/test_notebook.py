@@ -112,7 +112,6 @@ def test_committed_notebooks_have_the_outputs_of_every_code_cell(path):
 def test_a_fresh_kernel_gives_the_committed_outputs_cell_by_cell(path, tmp_path):
     committed = nbformat.read(path, as_version=4)
     executed = execute(path, tmp_path / "cube.zarr")
-    assert [cell.source for cell in executed.cells] == [cell.source for cell in committed.cells]
     for (index, before), (_, after) in zip(code_cells(committed), code_cells(executed)):
         old, new = comparable(before.outputs), comparable(after.outputs)
         if old != new:
