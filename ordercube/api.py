@@ -14,8 +14,9 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import xarray as xr
     from distributed import Client
 
+    from ordercube.choice import Choice
     from ordercube.pipeline.config.specs import Config
     from ordercube.pipeline.reduce.partition import Partition
     from ordercube.pipeline.run.sweep import Plan
@@ -66,8 +68,9 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
         2 with :class:`MissingMainGuard`).
     progress : bool
-        A progress bar and the CLI's lines (plan, dashboard address) on stderr/stdout; otherwise these
-        lines go to the ``ordercube`` logger at INFO level.
+        A progress bar and the CLI's lines (the data line of each dataset, the keys the config omitted with the
+        drawn seed, the plan, the dashboard address) on stderr/stdout; otherwise these lines go to the
+        ``ordercube`` logger at INFO level. The data lines are also ``validate(config).config.data_lines``.
     **options
         ``retry_failed=True``, ``scheduler="tcp://HOST:PORT"``, ``scheduler_file=PATH``,
         ``connect_timeout=SECONDS``, ``wait_for_workers=SECONDS``: the CLI's flags of the same names.
@@ -87,16 +90,31 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     ClusterLost, NoWorkers, DiskFull
         The run stopped; every finished cell is in the cube and the same call resumes.
     """
-    from ordercube.pipeline.cube.owner import Cube
-    from ordercube.pipeline.run.sweep import Interrupted, run_sweep
-
     unknown = sorted(set(options) - RUN_OPTIONS)
     if unknown:
         raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
     _check_where(client, workers, options)
     parsed = _check_out(read_config(config, data=data, out=out))
-    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     echo = print if progress else log.info
+    for line in _read_lines(parsed):
+        echo(line)
+    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo, **options)
+
+
+def _read_lines(parsed: Config) -> list[str]:
+    """What ``sweep`` says it read: the keys the config omitted (with the drawn seed), then each data line."""
+    from ordercube.pipeline.config.defaults import describe_defaults
+
+    return ([describe_defaults(parsed.defaults)] if parsed.defaults else []) + parsed.data_lines
+
+
+def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool,
+                  echo: Callable[[str], None], **options: Any) -> xr.Dataset:
+    """The sweep of a checked config (its place to run checked too), and its cube."""
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.run.sweep import Interrupted, run_sweep
+
+    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     try:
         with _sigterm_interrupts():
             run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo,
@@ -211,10 +229,206 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
 
     The plan's ``config`` is the validated config, ``coords`` the cube's coordinates, ``planned_cells``
     and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
+    ``plan.config.data_lines`` holds the line the CLI prints for each dataset (``data iris: 150 rows x 4
+    features ...; true k 3``), ``plan.config.defaults`` the keys the config omitted and the values they got
+    (the drawn ``seed`` among them: pass it to repeat the run).
+
+    Raises
+    ------
+    ConfigError
+        A wrong or missing key; :class:`ordercube.ConfigErrors` (a ConfigError) when several are wrong, each
+        in ``errors`` and on its own line of the message.
     """
     from ordercube.pipeline.run.sweep import preview_plan
 
     return preview_plan(read_config(config, data=data, out=out))
+
+
+# The config keys choose_k passes on from ``**options`` (the rest of a config is its arguments).
+CONFIG_OPTIONS = {"name", "baseline_draws", "execution", "params", "predictor"}
+CHOOSE_K_FOLDER = "ordercube-choose_k"  # under the system's temporary folder: the default ``out``
+
+
+def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, criteria: Iterable[Any] | None = None,
+             algorithm: str = "kmeans", resamples: int | None = None, seed: int | None = None,
+             n: int | list[int] | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
+             client: Client | None = None, progress: bool = False, **options: Any) -> Choice:
+    """Choose the number of clusters of ``X`` by resampling, with every criterion of the default set, in one call.
+
+    A sweep of one dataset and one method (:func:`sweep`), read by the reducers (:func:`select_k`, the
+    uncertainty of each k̂) into a :class:`ordercube.Choice`. Before computing it prints what was read (the data
+    line the CLI prints), the seed and the number of resamples (``seed=..., resamples=...: pass seed=... to
+    repeat``) and where the cube goes.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features) or pandas.DataFrame
+        The data, one row per object.
+    k : iterable of int, default range(2, 11)
+        The numbers of clusters compared, each >= 2 (Lange et al. 2002 compare k = 2, ..., 10).
+    labels : array of shape (n_samples,), pandas.Series or str, optional
+        Known classes (failure rates and the agreement of k̂ are then reported); a string names a column of
+        the DataFrame ``X``, which is then left out of the features.
+    criteria : list of str, optional
+        Default: the set for the algorithm's kind (:data:`ordercube.pipeline.config.defaults.CLUSTERING_CRITERIA`
+        for a clustering algorithm): the stability of Lange et al. (2004), Prediction Strength (Tibshirani &
+        Walther 2005), the Gap statistic (Tibshirani, Walther & Hastie 2001) and the silhouette (Rousseeuw 1987),
+        those of them defined for it. Each item a name or a one-key mapping to its options
+        (``{"gap": {"references": 50}}``).
+    algorithm : str, default "kmeans"
+        A registered algorithm or a scikit-learn clusterer by import path; its predictor is the one matched to
+        it (nearest centroid for k-means; Lange et al. 2002, Sec. 3) unless ``predictor=`` is given.
+    resamples : int, optional
+        Resamples (random splits into halves) per k; default 20, as Lange et al. (2002, 2004).
+    seed : int, optional
+        The root seed; default drawn from the operating system's entropy and printed. The same seed (with the
+        same data and arguments) gives the same cube, bit for bit.
+    n : int or list of int, optional
+        The sample size(s) each resample draws; default every row.
+    out : path, optional
+        The cube; default ``<temporary folder>/ordercube-choose_k/<digest>.zarr`` (printed), the digest of the
+        data and every argument: the same call again reads the cube it wrote instead of computing.
+    workers, client, progress
+        As for :func:`sweep` (by default a small sweep runs in this process; ``progress`` draws a bar).
+    **options
+        ``params`` (the algorithm's parameters), ``predictor``, ``name`` (of the dataset and the study, default
+        ``X``), ``baseline_draws``, ``execution`` (as in a config), and :func:`sweep`'s run options
+        (``retry_failed``, ``scheduler``, ...).
+
+    Returns
+    -------
+    Choice
+        Prints a table of one row per criterion (k̂, the share of resamples that chose it with its 95% interval,
+        the runner-up and the difference to it with its 95% interval, flags) and the combined answer; ``k_hat``,
+        ``table``, ``agreement``, ``cube``, ``plot()``.
+
+    Raises
+    ------
+    ConfigError
+        Bad input, naming the argument, the value and the fix (:class:`ordercube.ConfigErrors` for several).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> choice = ordercube.choose_k(load_iris().data, seed=0)  # doctest: +SKIP
+    >>> choice.k_hat  # doctest: +SKIP
+    """
+    from ordercube.choice import Choice
+
+    config, run = _choose_k_config(X, k, labels=labels, criteria=criteria, algorithm=algorithm, resamples=resamples,
+                                   seed=seed, n=n, options=options)
+    _check_where(client, workers, run)
+    try:
+        parsed = read_config(config)
+    except ConfigError as error:
+        raise _as_arguments(error) from None
+    _check_k(parsed)
+    parsed = _check_out(replace(parsed, out=os.fspath(out) if out is not None else _choose_k_out(parsed)))
+    method, data_line = parsed.methods[0], parsed.data_lines[0].replace("datasets[0].data", "X")
+    print(data_line)
+    print(f"seed={parsed.seed}, resamples={parsed.resamples}: pass seed={parsed.seed} to repeat; "
+          f"{method.algorithm} + {method.predictor}, criteria {', '.join(method.criteria)}; cube {parsed.out}")
+    cube = _sweep_parsed(parsed, client=client, workers=workers, progress=progress,
+                         echo=print if progress else log.info, **run)
+    return Choice.of(cube, data_line=data_line, seed=parsed.seed, resamples=parsed.resamples,
+                     out=parsed.out, method=f"{method.algorithm} + {method.predictor}")
+
+
+def _choose_k_config(X: Any, k: Any, *, labels: Any, criteria: Any, algorithm: Any, resamples: Any, seed: Any,
+                     n: Any, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The config dict of a ``choose_k`` call, and its run options; the arguments a config cannot check checked."""
+    import numpy as np
+
+    unknown = sorted(set(options) - CONFIG_OPTIONS - RUN_OPTIONS)
+    if unknown:
+        raise ConfigError(unknown[0], f"not an argument of choose_k (got {options[unknown[0]]!r})",
+                          f"expected one of {sorted(CONFIG_OPTIONS | RUN_OPTIONS)}")
+    frame = type(X).__name__ == "DataFrame" and hasattr(X, "columns")
+    if not frame:
+        X = _array(X)
+    if isinstance(k, (str, bytes)) or not isinstance(k, Iterable):
+        raise ConfigError("k", f"expected an iterable of integers, got {k!r}", "e.g. k=range(2, 11)")
+    ks = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in k]
+    name = options.get("name", "X")
+    dataset: dict[str, Any] = {"name": name, "data": X}
+    if isinstance(labels, str):
+        if not frame:
+            raise ConfigError("labels", f"a column name ({labels!r}) needs X to be a DataFrame, got an array",
+                              "pass the labels themselves (an array of one label per row)")
+        dataset["labels"] = {"column": labels}
+    elif labels is not None:
+        dataset["labels"] = labels
+    method: dict[str, Any] = {"name": algorithm if isinstance(algorithm, str) else "method", "algorithm": algorithm}
+    for key, value in (("params", options.get("params")), ("predictor", options.get("predictor")),
+                       ("criteria", None if criteria is None else list(criteria))):
+        if value is not None:
+            method[key] = value
+    config: dict[str, Any] = {"name": name, "k": ks, "datasets": [dataset], "methods": [method]}
+    for key, value in (("resamples", resamples), ("seed", seed), ("n", n), ("baseline_draws", options.get("baseline_draws")),
+                       ("execution", options.get("execution"))):
+        if value is not None:
+            config[key] = value
+    return config, {key: value for key, value in options.items() if key in RUN_OPTIONS}
+
+
+def _array(X: Any) -> Any:
+    """``X`` as a 2-D array of numbers, or a ConfigError naming it."""
+    import numpy as np
+
+    fix = "pass an array of shape (n_samples, n_features), e.g. X.reshape(-1, 1) for one feature, or a DataFrame"
+    try:
+        array = np.asarray(X)
+    except (ValueError, TypeError):
+        raise ConfigError("X", f"expected an array of numbers, got {type(X).__name__}", fix) from None
+    if array.ndim != 2:
+        raise ConfigError("X", f"expected a 2-D array (n_samples, n_features), got a {array.ndim}-D array of shape "
+                          f"{array.shape}", fix)
+    if array.dtype.kind not in "biuf":
+        raise ConfigError("X", f"expected real numbers, got values of dtype {array.dtype}", fix)
+    return array
+
+
+# The config's key paths of a choose_k call, as its arguments.
+_ARGUMENTS = [(r"^datasets\[0\]\.data", "X"), (r"^datasets\[0\]\.labels", "labels"), (r"^datasets\[0\]\.n", "n"),
+              (r"^datasets\[0\]\.name", "name"), (r"^datasets\[0\]", "X"), (r"^methods\[0\]\.params", "params"),
+              (r"^methods\[0\]\.", ""), (r"^methods\[0\]", "algorithm")]
+
+
+def _as_arguments(error: ConfigError) -> ConfigError:
+    """``error`` with the config's key paths named as ``choose_k``'s arguments (``criteria[1]``, ``X``)."""
+    from ordercube.pipeline.errors import ConfigErrors
+
+    if isinstance(error, ConfigErrors):
+        return ConfigErrors.of([_as_arguments(one) for one in error.errors])
+    key = error.key
+    for pattern, argument in _ARGUMENTS:
+        key = re.sub(pattern, argument, key)
+    renamed = ConfigError(key, str(error)[len(error.key) + 2:])
+    return renamed
+
+
+def _check_k(parsed: Config) -> None:
+    """Every k of a choose_k call where each criterion is defined: the agreement compares them on one grid."""
+    from ordercube.tasks.criteria import get_criterion
+
+    criteria = parsed.methods[0].criteria
+    lowest = max(get_criterion(name).min_k for name in criteria)
+    if min(parsed.k) < lowest:
+        undefined = [name for name in criteria if get_criterion(name).min_k > min(parsed.k)]
+        raise ConfigError("k", f"k = {min(parsed.k)} is below {lowest}, the smallest k of {', '.join(undefined)}",
+                          f"start k at {lowest}, e.g. k=range({lowest}, 11) (or choose criteria defined at "
+                          f"k = {min(parsed.k)}: criteria=['gap'])")
+
+
+def _choose_k_out(parsed: Config) -> str:
+    """The default cube of a choose_k call: named by the digest of everything its values depend on."""
+    import tempfile
+
+    from ordercube.pipeline.config.specs import fingerprint
+
+    digest = fingerprint({"identity": parsed.identity, "k": list(parsed.k), "resamples": parsed.resamples,
+                          "n": [list(d.n) for d in parsed.datasets]})
+    return os.fspath(Path(tempfile.gettempdir()) / CHOOSE_K_FOLDER / f"{digest}.zarr")
 
 
 def _scores(given: Any) -> xr.Dataset:
@@ -318,4 +532,4 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-__all__ = ["ConfigError", "InputError", "open_cube", "partition", "report", "select_k", "sweep", "validate"]
+__all__ = ["ConfigError", "InputError", "choose_k", "open_cube", "partition", "report", "select_k", "sweep", "validate"]

@@ -19,7 +19,7 @@ read the halves' fits every criterion of the trial shares (a predictor and a mat
 the silhouette (Rousseeuw 1987) reads the halves' own solutions (O(m^2) distances on at most 2,000 points
 per half); the Gap statistic (Tibshirani, Walther & Hastie 2001) is clusGap's answer, the one a user of R
 compares with, and the costly one: its 20 reference sets are 21 fits of the whole sample per trial (on
-iris with k = 2..10 and 20 resamples, about three quarters of the compute). Clest refits splits of splits
+iris with k = 2..10 and 20 resamples in one process: 2.6 s of CPU with it, 0.8 s without). Clest refits splits of splits
 (Dudoit & Fridlyand 2002: 20 splits by default, tens of times the Gap's cost); BIC and AIC need a mixture;
 Shamir & Tishby's pairwise criterion needs an independent evaluation sample of n points, which data of n rows
 lack: none is in the default set, each is one name away (``criteria=[...]``).
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,11 @@ def fitting_criteria(algorithm: BaseAlgorithm) -> list[str]:
     return sorted(name for name, criterion in CRITERIA.items() if why_not(None, algorithm, criterion) is None)
 
 
-def describe_defaults(defaults: dict[str, Any]) -> str:
-    """The line that says which keys were filled by default, with the seed to pass to repeat the run."""
+def describe_defaults(defaults: Mapping[str, Any]) -> str:
+    """The line that says which keys were filled by default, with the seed to give to repeat the run (empty when
+    none was): ``defaults: seed=1234, resamples=20; write seed: 1234 in the config to repeat the run``."""
+    if not defaults:
+        return ""
     shown = ", ".join(f"{key}={value!r}" for key, value in defaults.items())
-    line = f"defaults: {shown}"
-    if "seed" in defaults:
-        line += f"; pass seed={defaults['seed']} to repeat"
-    return line
+    repeat = f"; write seed: {defaults['seed']} in the config to repeat the run" if "seed" in defaults else ""
+    return f"defaults: {shown}{repeat}"
