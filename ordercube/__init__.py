@@ -15,7 +15,8 @@
 
 ``sweep`` runs on a LocalCluster of its own (in a script: under ``if __name__ == "__main__":``), on
 ``client=`` (any ``distributed.Client``) or on ``scheduler=``. Errors to catch: :class:`ConfigError`
-and :class:`InputError` (bad input: nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
+(:class:`ConfigErrors` when several keys are wrong: each is in its ``errors``) and :class:`InputError` (bad input:
+nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
 :class:`DiskFull` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
 
 The reducers (``criterion_scores``, ``summarise``, ``choice_per_trial``, ...) take a cube and return an

@@ -271,7 +271,7 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
         the DataFrame ``X``, which is then left out of the features.
     criteria : list of str, optional
         Default: the set for the algorithm's kind (:data:`ordercube.pipeline.config.defaults.CLUSTERING_CRITERIA`
-        for a clustering algorithm): the stability of Lange et al. (2004), Prediction Strength (Tibshirani &
+        for a clustering algorithm): the stability of Lange et al. (2002), Prediction Strength (Tibshirani &
         Walther 2005), the Gap statistic (Tibshirani, Walther & Hastie 2001) and the silhouette (Rousseeuw 1987),
         those of them defined for it. Each item a name or a one-key mapping to its options
         (``{"gap": {"references": 50}}``).
@@ -279,7 +279,7 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
         A registered algorithm or a scikit-learn clusterer by import path; its predictor is the one matched to
         it (nearest centroid for k-means; Lange et al. 2002, Sec. 3) unless ``predictor=`` is given.
     resamples : int, optional
-        Resamples (random splits into halves) per k; default 20, as Lange et al. (2002, 2004).
+        Resamples (random splits into halves) per k; default 20, as Lange et al. (2002) and Roth et al. (2002).
     seed : int, optional
         The root seed; default drawn from the operating system's entropy and printed. The same seed (with the
         same data and arguments) gives the same cube, bit for bit.

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import ordercube
-from ordercube.pipeline import cli
+from conftest import cli_in_process
 from ordercube.pipeline.config.defaults import CLUSTERING_CRITERIA, RESAMPLES
 from ordercube.pipeline.config.study import load_config, parse_config
 from ordercube.pipeline.config.yamlload import read_yaml
@@ -111,24 +111,25 @@ def test_one_mistake_is_the_plain_error():
     assert str(caught.value).startswith("methods[0].criteria[0]: unknown criterion 'lnage'")
 
 
-def test_the_cli_prints_every_mistake_and_exits_2(tmp_path, capsys):
+def test_the_cli_prints_every_mistake_and_exits_2(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(THREE_MISTAKES))
-    assert cli.main(["validate", str(path)]) == 2
-    err = capsys.readouterr().err
+    done = cli_in_process("validate", str(path))
+    assert done.returncode == 2
+    err = done.stderr
     for key in ("seed:", "resamples:", "methods[0].criteria[0]:"):
         assert key in err
     assert "Traceback" not in err
 
 
-def test_the_cli_prints_the_defaults_and_the_data_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_the_cli_prints_the_defaults_and_the_data_line(tmp_path):
     np.savetxt(tmp_path / "points.csv", _points(30), delimiter=",", header="a,b", comments="")
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump({
         "k": [2, 3], "datasets": [{"name": "pts", "kind": "file", "path": "points.csv"}],
         "methods": [{"algorithm": "kmeans", "criteria": ["lange"]}]}))
-    assert cli.main(["validate", "mine.yaml"]) == 0
-    out = capsys.readouterr().out
+    done = cli_in_process("validate", "mine.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     seed = int(re.search(r"write seed: (\d+) in the config to repeat the run", out).group(1))
     assert f"seed={seed}" in out and "name='mine'" in out and "resamples=20" in out
     assert "data pts: 30 rows x 2 features" in out

@@ -6,15 +6,15 @@ The same for a YAML file, a dict given to :func:`ordercube.sweep` and :func:`ord
 - ``seed``: drawn from the operating system's entropy, recorded in the config (and so in the cube) and
   printed, so that the run can be repeated by passing it;
 - ``resamples``: :data:`RESAMPLES`, 20, as Lange et al. (2002, Sec. 4: "we average over 20 resamples for
-  k = 2, ..., 10", the k's :func:`ordercube.choose_k` takes by default) and Lange et al. (2004: "we average over
-  20 random splits of the data") did;
+  k = 2, ..., 10", the k's :func:`ordercube.choose_k` takes by default) and Roth et al. (2002, Sec. 3: "we
+  average over 20 random splits of the data") did;
 - ``n``: every row (``"all"``) for a file or an array; a generated dataset has no size and keeps requiring it;
 - per method ``name``: its algorithm's name; ``predictor``: the predictor matched to the algorithm's principle,
   from its record (``BaseAlgorithm.predictor``: nearest centroid for k-means, Lange et al. 2002, Sec. 3);
   ``criteria``: :data:`CLUSTERING_CRITERIA` for a clustering algorithm (those of them defined for it).
 
 Why this set of criteria: one of each family NbClust and the papers compare, each cheap beside the fits or
-worth its price. The stability of Lange et al. (2004) and Prediction Strength (Tibshirani & Walther 2005)
+worth its price. The stability of Lange et al. (2002; Roth et al. 2002, eq. 5) and Prediction Strength (Tibshirani & Walther 2005)
 read the halves' fits every criterion of the trial shares (a predictor and a matching: small beside the fits);
 the silhouette (Rousseeuw 1987) reads the halves' own solutions (O(m^2) distances on at most 2,000 points
 per half); the Gap statistic (Tibshirani, Walther & Hastie 2001) is clusGap's answer, the one a user of R

@@ -233,10 +233,21 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None, na
     from ordercube.pipeline.config.sweeps import expand
 
     datasets_found: list[DatasetSpec | None] = []
+    inherited: set[str] = set()  # the problems of the top-level n, said once (not once per dataset that takes it)
     for i, entry in enumerate(lists["datasets"]):
         expanded = attempt(lambda i=i, entry=entry: expand(entry, f"datasets[{i}]"), fallback=[])
-        datasets_found += [attempt(lambda i=i, one=one: dataset_spec(one, i, global_n, base, ks or ()))
-                           for one, _ in expanded]
+        for one, _ in expanded:
+            own_n = isinstance(one, Mapping) and "n" in one
+            if "n" in raw and global_n is None and not own_n:  # the top-level n is wrong, and said so
+                continue
+            try:
+                datasets_found.append(dataset_spec(one, i, global_n, base, ks or ()))
+            except ConfigError as error:
+                problem = str(error)[len(error.key):]
+                if own_n or not error.key.startswith(f"datasets[{i}].n") or problem not in inherited:
+                    errors.append(error)
+                if not own_n and error.key.startswith(f"datasets[{i}].n"):
+                    inherited.add(problem)
     baseline_draws = attempt(lambda: _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1,
                                               maximum=MAX_BASELINE_DRAWS, fix="e.g. 200: the baseline's standard error "
                                               "shrinks like 1/sqrt(draws)"))
