@@ -77,7 +77,8 @@ class Choice:
         reduced = Reduced.of(cube.load())
         rows = table_of(reduced)
         table = rows.drop(columns=["dataset", "n", "method"]).set_index("criterion")
-        shown = printable(rows)[list(SHOWN)] if len(rows) else None
+        known = len(rows) and bool((rows["true_k"] >= 0).any())  # labels or true_k: the failure rate beside k̂
+        shown = printable(rows)[[*SHOWN, *(("true k", "failure") if known else ())]] if len(rows) else None
         counts = _agreement(table["k_hat"] if len(table) else None)
         most = int(counts["criteria"].max()) if len(counts) else 0
         tied = tuple(int(k) for k in counts.index[counts["criteria"] == most]) if most else ()

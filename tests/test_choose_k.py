@@ -100,6 +100,7 @@ def test_dataframe_with_a_label_column(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "150 rows x 4 features" in printed and "3 classes" in printed and "species" in printed
     assert (choice.table["true_k"] == 3).all()
+    assert str(choice).splitlines()[2].split()[-3:] == ["true", "k", "failure"]
     assert choice.table["failure_rate"].between(0, 1).all()
 
 
