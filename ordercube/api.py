@@ -244,11 +244,6 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
     return preview_plan(read_config(config, data=data, out=out))
 
 
-# The config keys choose_k passes on from ``**options`` (the rest of a config is its arguments).
-CONFIG_OPTIONS = {"name", "baseline_draws", "execution", "params", "predictor"}
-CHOOSE_K_FOLDER = "ordercube-choose_k"  # under the system's temporary folder: the default ``out``
-
-
 def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, criteria: Iterable[Any] | None = None,
              algorithm: str = "kmeans", resamples: int | None = None, seed: int | None = None,
              n: int | list[int] | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
@@ -313,17 +308,17 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
     >>> choice = ordercube.choose_k(load_iris().data, seed=0)  # doctest: +SKIP
     >>> choice.k_hat  # doctest: +SKIP
     """
-    from ordercube.choice import Choice
+    from ordercube.choice import Choice, as_arguments, check_k, choose_k_config, default_out
 
-    config, run = _choose_k_config(X, k, labels=labels, criteria=criteria, algorithm=algorithm, resamples=resamples,
-                                   seed=seed, n=n, options=options)
+    config, run = choose_k_config(X, k, labels=labels, criteria=criteria, algorithm=algorithm, resamples=resamples,
+                                  seed=seed, n=n, options=options, run_options=RUN_OPTIONS)
     _check_where(client, workers, run)
     try:
         parsed = read_config(config)
     except ConfigError as error:
-        raise _as_arguments(error) from None
-    _check_k(parsed)
-    parsed = _check_out(replace(parsed, out=os.fspath(out) if out is not None else _choose_k_out(parsed)))
+        raise as_arguments(error) from None
+    check_k(parsed)
+    parsed = _check_out(replace(parsed, out=os.fspath(out) if out is not None else default_out(parsed)))
     method, data_line = parsed.methods[0], parsed.data_lines[0].replace("datasets[0].data", "X")
     print(data_line)
     print(f"seed={parsed.seed}, resamples={parsed.resamples}: pass seed={parsed.seed} to repeat; "
@@ -332,103 +327,6 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
                          echo=print if progress else log.info, **run)
     return Choice.of(cube, data_line=data_line, seed=parsed.seed, resamples=parsed.resamples,
                      out=parsed.out, method=f"{method.algorithm} + {method.predictor}")
-
-
-def _choose_k_config(X: Any, k: Any, *, labels: Any, criteria: Any, algorithm: Any, resamples: Any, seed: Any,
-                     n: Any, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The config dict of a ``choose_k`` call, and its run options; the arguments a config cannot check checked."""
-    import numpy as np
-
-    unknown = sorted(set(options) - CONFIG_OPTIONS - RUN_OPTIONS)
-    if unknown:
-        raise ConfigError(unknown[0], f"not an argument of choose_k (got {options[unknown[0]]!r})",
-                          f"expected one of {sorted(CONFIG_OPTIONS | RUN_OPTIONS)}")
-    frame = type(X).__name__ == "DataFrame" and hasattr(X, "columns")
-    if not frame:
-        X = _array(X)
-    if isinstance(k, (str, bytes)) or not isinstance(k, Iterable):
-        raise ConfigError("k", f"expected an iterable of integers, got {k!r}", "e.g. k=range(2, 11)")
-    ks = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in k]
-    name = options.get("name", "X")
-    dataset: dict[str, Any] = {"name": name, "data": X}
-    if isinstance(labels, str):
-        if not frame:
-            raise ConfigError("labels", f"a column name ({labels!r}) needs X to be a DataFrame, got an array",
-                              "pass the labels themselves (an array of one label per row)")
-        dataset["labels"] = {"column": labels}
-    elif labels is not None:
-        dataset["labels"] = labels
-    method: dict[str, Any] = {"name": algorithm if isinstance(algorithm, str) else "method", "algorithm": algorithm}
-    for key, value in (("params", options.get("params")), ("predictor", options.get("predictor")),
-                       ("criteria", None if criteria is None else list(criteria))):
-        if value is not None:
-            method[key] = value
-    config: dict[str, Any] = {"name": name, "k": ks, "datasets": [dataset], "methods": [method]}
-    for key, value in (("resamples", resamples), ("seed", seed), ("n", n), ("baseline_draws", options.get("baseline_draws")),
-                       ("execution", options.get("execution"))):
-        if value is not None:
-            config[key] = value
-    return config, {key: value for key, value in options.items() if key in RUN_OPTIONS}
-
-
-def _array(X: Any) -> Any:
-    """``X`` as a 2-D array of numbers, or a ConfigError naming it."""
-    import numpy as np
-
-    fix = "pass an array of shape (n_samples, n_features), e.g. X.reshape(-1, 1) for one feature, or a DataFrame"
-    try:
-        array = np.asarray(X)
-    except (ValueError, TypeError):
-        raise ConfigError("X", f"expected an array of numbers, got {type(X).__name__}", fix) from None
-    if array.ndim != 2:
-        raise ConfigError("X", f"expected a 2-D array (n_samples, n_features), got a {array.ndim}-D array of shape "
-                          f"{array.shape}", fix)
-    if array.dtype.kind not in "biuf":
-        raise ConfigError("X", f"expected real numbers, got values of dtype {array.dtype}", fix)
-    return array
-
-
-# The config's key paths of a choose_k call, as its arguments.
-_ARGUMENTS = [(r"^datasets\[0\]\.data", "X"), (r"^datasets\[0\]\.labels", "labels"), (r"^datasets\[0\]\.n", "n"),
-              (r"^datasets\[0\]\.name", "name"), (r"^datasets\[0\]", "X"), (r"^methods\[0\]\.params", "params"),
-              (r"^methods\[0\]\.", ""), (r"^methods\[0\]", "algorithm")]
-
-
-def _as_arguments(error: ConfigError) -> ConfigError:
-    """``error`` with the config's key paths named as ``choose_k``'s arguments (``criteria[1]``, ``X``)."""
-    from ordercube.pipeline.errors import ConfigErrors
-
-    if isinstance(error, ConfigErrors):
-        return ConfigErrors.of([_as_arguments(one) for one in error.errors])
-    key = error.key
-    for pattern, argument in _ARGUMENTS:
-        key = re.sub(pattern, argument, key)
-    renamed = ConfigError(key, str(error)[len(error.key) + 2:])
-    return renamed
-
-
-def _check_k(parsed: Config) -> None:
-    """Every k of a choose_k call where each criterion is defined: the agreement compares them on one grid."""
-    from ordercube.tasks.criteria import get_criterion
-
-    criteria = parsed.methods[0].criteria
-    lowest = max(get_criterion(name).min_k for name in criteria)
-    if min(parsed.k) < lowest:
-        undefined = [name for name in criteria if get_criterion(name).min_k > min(parsed.k)]
-        raise ConfigError("k", f"k = {min(parsed.k)} is below {lowest}, the smallest k of {', '.join(undefined)}",
-                          f"start k at {lowest}, e.g. k=range({lowest}, 11) (or choose criteria defined at "
-                          f"k = {min(parsed.k)}: criteria=['gap'])")
-
-
-def _choose_k_out(parsed: Config) -> str:
-    """The default cube of a choose_k call: named by the digest of everything its values depend on."""
-    import tempfile
-
-    from ordercube.pipeline.config.specs import fingerprint
-
-    digest = fingerprint({"identity": parsed.identity, "k": list(parsed.k), "resamples": parsed.resamples,
-                          "n": [list(d.n) for d in parsed.datasets]})
-    return os.fspath(Path(tempfile.gettempdir()) / CHOOSE_K_FOLDER / f"{digest}.zarr")
 
 
 def _scores(given: Any) -> xr.Dataset:

@@ -1,4 +1,5 @@
-"""The answer of :func:`ordercube.choose_k`: k̂ per criterion with how sure each is, and the k most criteria chose.
+"""The answer of :func:`ordercube.choose_k`: k̂ per criterion with how sure each is, and the k most criteria chose;
+and the config a call of it becomes (one dataset, one method), its arguments checked.
 
 Everything here is read from the reducers (:func:`ordercube.select_k`, :func:`ordercube.summarise` and the
 uncertainty of :mod:`ordercube.pipeline.reduce.uncertainty`, gathered by the report's
@@ -9,14 +10,21 @@ NbClust's majority table (Charrad et al. 2014): how many criteria chose each k.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ordercube.pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
     import xarray as xr
     from matplotlib.figure import Figure
+
+    from ordercube.pipeline.config.specs import Config
 
 # The columns of the printed table: one row per criterion (the report's own formatting of each interval).
 SHOWN = ("criterion", "k̂", "share [95%]", "runner-up", "difference [95%]", "flags")
@@ -172,6 +180,110 @@ def _agreement(k_hats: pd.Series | None) -> pd.DataFrame:
     ks: Sequence[int] = sorted(chosen)
     return pd.DataFrame({"criteria": [len(chosen[k]) for k in ks], "names": [", ".join(chosen[k]) for k in ks]},
                         index=pd.Index(ks, name="k"))
+
+
+
+# What a choose_k call becomes: a config of one dataset and one method, checked where a config cannot be.
+# The config keys choose_k passes on from ``**options`` (the rest of a config is its arguments).
+CONFIG_OPTIONS = {"name", "baseline_draws", "execution", "params", "predictor"}
+CHOOSE_K_FOLDER = "ordercube-choose_k"  # under the system's temporary folder: the default ``out``
+
+
+def choose_k_config(X: Any, k: Any, *, labels: Any, criteria: Any, algorithm: Any, resamples: Any, seed: Any,
+                    n: Any, options: dict[str, Any], run_options: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The config dict of a ``choose_k`` call, and its run options (those of ``options`` in ``run_options``); the
+    arguments a config cannot check checked."""
+    import numpy as np
+
+    unknown = sorted(set(options) - CONFIG_OPTIONS - run_options)
+    if unknown:
+        raise ConfigError(unknown[0], f"not an argument of choose_k (got {options[unknown[0]]!r})",
+                          f"expected one of {sorted(CONFIG_OPTIONS | run_options)}")
+    frame = type(X).__name__ == "DataFrame" and hasattr(X, "columns")
+    if not frame:
+        X = _array(X)
+    if isinstance(k, (str, bytes)) or not isinstance(k, Iterable):
+        raise ConfigError("k", f"expected an iterable of integers, got {k!r}", "e.g. k=range(2, 11)")
+    ks = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in k]
+    name = options.get("name", "X")
+    dataset: dict[str, Any] = {"name": name, "data": X}
+    if isinstance(labels, str):
+        if not frame:
+            raise ConfigError("labels", f"a column name ({labels!r}) needs X to be a DataFrame, got an array",
+                              "pass the labels themselves (an array of one label per row)")
+        dataset["labels"] = {"column": labels}
+    elif labels is not None:
+        dataset["labels"] = labels
+    method: dict[str, Any] = {"name": algorithm if isinstance(algorithm, str) else "method", "algorithm": algorithm}
+    for key, value in (("params", options.get("params")), ("predictor", options.get("predictor")),
+                       ("criteria", None if criteria is None else list(criteria))):
+        if value is not None:
+            method[key] = value
+    config: dict[str, Any] = {"name": name, "k": ks, "datasets": [dataset], "methods": [method]}
+    for key, value in (("resamples", resamples), ("seed", seed), ("n", n), ("baseline_draws", options.get("baseline_draws")),
+                       ("execution", options.get("execution"))):
+        if value is not None:
+            config[key] = value
+    return config, {key: value for key, value in options.items() if key in run_options}
+
+
+def _array(X: Any) -> Any:
+    """``X`` as a 2-D array of numbers, or a ConfigError naming it."""
+    import numpy as np
+
+    fix = "pass an array of shape (n_samples, n_features), e.g. X.reshape(-1, 1) for one feature, or a DataFrame"
+    try:
+        array = np.asarray(X)
+    except (ValueError, TypeError):
+        raise ConfigError("X", f"expected an array of numbers, got {type(X).__name__}", fix) from None
+    if array.ndim != 2:
+        raise ConfigError("X", f"expected a 2-D array (n_samples, n_features), got a {array.ndim}-D array of shape "
+                          f"{array.shape}", fix)
+    if array.dtype.kind not in "biuf":
+        raise ConfigError("X", f"expected real numbers, got values of dtype {array.dtype}", fix)
+    return array
+
+
+# The config's key paths of a choose_k call, as its arguments.
+_ARGUMENTS = [(r"^datasets\[0\]\.data", "X"), (r"^datasets\[0\]\.labels", "labels"), (r"^datasets\[0\]\.n", "n"),
+              (r"^datasets\[0\]\.name", "name"), (r"^datasets\[0\]", "X"), (r"^methods\[0\]\.params", "params"),
+              (r"^methods\[0\]\.", ""), (r"^methods\[0\]", "algorithm")]
+
+
+def as_arguments(error: ConfigError) -> ConfigError:
+    """``error`` with the config's key paths named as ``choose_k``'s arguments (``criteria[1]``, ``X``)."""
+    from ordercube.pipeline.errors import ConfigErrors
+
+    if isinstance(error, ConfigErrors):
+        return ConfigErrors.of([as_arguments(one) for one in error.errors])
+    key = error.key
+    for pattern, argument in _ARGUMENTS:
+        key = re.sub(pattern, argument, key)
+    return ConfigError(key, str(error)[len(error.key) + 2:])
+
+
+def check_k(parsed: Config) -> None:
+    """Every k of a choose_k call where each criterion is defined: the agreement compares them on one grid."""
+    from ordercube.tasks.criteria import get_criterion
+
+    criteria = parsed.methods[0].criteria
+    lowest = max(get_criterion(name).min_k for name in criteria)
+    if min(parsed.k) < lowest:
+        undefined = [name for name in criteria if get_criterion(name).min_k > min(parsed.k)]
+        raise ConfigError("k", f"k = {min(parsed.k)} is below {lowest}, the smallest k of {', '.join(undefined)}",
+                          f"start k at {lowest}, e.g. k=range({lowest}, 11) (or choose criteria defined at "
+                          f"k = {min(parsed.k)}: criteria=['gap'])")
+
+
+def default_out(parsed: Config) -> str:
+    """The default cube of a choose_k call: named by the digest of everything its values depend on."""
+    import tempfile
+
+    from ordercube.pipeline.config.specs import fingerprint
+
+    digest = fingerprint({"identity": parsed.identity, "k": list(parsed.k), "resamples": parsed.resamples,
+                          "n": [list(d.n) for d in parsed.datasets]})
+    return os.fspath(Path(tempfile.gettempdir()) / CHOOSE_K_FOLDER / f"{digest}.zarr")
 
 
 __all__ = ["Choice"]

@@ -6,7 +6,6 @@ import re
 import tempfile
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.datasets import load_iris
 
@@ -142,6 +141,7 @@ def test_choose_k_is_exported_and_import_stays_cheap():
     from ordercube.choice import Choice
 
     assert ordercube.Choice is Choice
-    code = "import sys, ordercube; print(sorted(m for m in ('xarray', 'pandas', 'distributed', 'matplotlib') if m in sys.modules))"
+    code = ("import sys, ordercube; "
+            "print(sorted(m for m in ('xarray', 'pandas', 'distributed', 'matplotlib') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
