@@ -182,7 +182,6 @@ def _agreement(k_hats: pd.Series | None) -> pd.DataFrame:
                         index=pd.Index(ks, name="k"))
 
 
-
 # What a choose_k call becomes: a config of one dataset and one method, checked where a config cannot be.
 # The config keys choose_k passes on from ``**options`` (the rest of a config is its arguments).
 CONFIG_OPTIONS = {"name", "baseline_draws", "execution", "params", "predictor"}
@@ -233,7 +232,7 @@ def _array(X: Any) -> Any:
 
     fix = "pass an array of shape (n_samples, n_features), e.g. X.reshape(-1, 1) for one feature, or a DataFrame"
     try:
-        array = np.asarray(X)
+        array = X if isinstance(X, np.ndarray) else np.asarray(X)  # a masked array stays one: the config checks it
     except (ValueError, TypeError):
         raise ConfigError("X", f"expected an array of numbers, got {type(X).__name__}", fix) from None
     if array.ndim != 2:
