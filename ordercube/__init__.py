@@ -1,8 +1,11 @@
-"""ordercube's Python API: run a sweep, open its cube, choose k, write a report.
+"""ordercube's Python API: choose k for an array in one call, run a sweep, open its cube, write a report.
 
 ::
 
     import ordercube
+
+    choice = ordercube.choose_k(X, k=range(2, 11))  # k-means, the default criteria, 20 resamples, seed printed
+    choice.k_hat, choice.table, choice.agreement, choice.plot()
 
     cube = ordercube.sweep({"name": "iris", "seed": 1, "n": [50], "k": {"from": 2, "to": 6}, "resamples": 20,
                             "methods": [{"name": "kmeans", "algorithm": "kmeans", "predictor": "nearest_centroid",
@@ -12,7 +15,8 @@
 
 ``sweep`` runs on a LocalCluster of its own (in a script: under ``if __name__ == "__main__":``), on
 ``client=`` (any ``distributed.Client``) or on ``scheduler=``. Errors to catch: :class:`ConfigError`
-and :class:`InputError` (bad input: nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
+(:class:`ConfigErrors` when several keys are wrong: each is in its ``errors``) and :class:`InputError` (bad input:
+nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
 :class:`DiskFull` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
 
 The reducers (``criterion_scores``, ``summarise``, ``choice_per_trial``, ...) take a cube and return an
@@ -29,13 +33,14 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from ordercube.api import open_cube, partition, report, select_k, sweep, validate
+from ordercube.api import choose_k, open_cube, partition, report, select_k, sweep, validate
 from ordercube.guard import MissingMainGuard
-from ordercube.pipeline.errors import ConfigError, InputError
+from ordercube.pipeline.errors import ConfigError, ConfigErrors, InputError
 
 # Resolved on first use (PEP 562): the errors of a stopped run live beside the code that raises them, which
 # imports distributed (seconds); the reducers import xarray.
 _LAZY = {
+    "Choice": "ordercube.choice",
     "ClusterLost": "ordercube.pipeline.run.sweep",
     "DiskFull": "ordercube.pipeline.run.sweep",
     "NoWorkers": "ordercube.pipeline.run.cluster",
@@ -60,13 +65,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    # one call for an array, and its answer
+    "choose_k", "Choice",
     # a sweep and its cube
     "sweep", "validate", "open_cube", "select_k", "report", "partition",
     # reducers
     "at_choice", "choice_per_trial", "criterion_scores", "failure_rate", "gain_rows", "selection_frequency",
     "selection_rows", "sqrt_n_scaled", "status_counts", "summarise",
     # errors
-    "ClusterLost", "ConfigError", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers",
+    "ClusterLost", "ConfigError", "ConfigErrors", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers",
 ]
 
 

@@ -14,8 +14,9 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import xarray as xr
     from distributed import Client
 
+    from ordercube.choice import Choice
     from ordercube.pipeline.config.specs import Config
     from ordercube.pipeline.reduce.partition import Partition
     from ordercube.pipeline.run.sweep import Plan
@@ -66,8 +68,9 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
         2 with :class:`MissingMainGuard`).
     progress : bool
-        A progress bar and the CLI's lines (plan, dashboard address) on stderr/stdout; otherwise these
-        lines go to the ``ordercube`` logger at INFO level.
+        A progress bar and the CLI's lines (the data line of each dataset, the keys the config omitted with the
+        drawn seed, the plan, the dashboard address) on stderr/stdout; otherwise these lines go to the
+        ``ordercube`` logger at INFO level. The data lines are also ``validate(config).config.data_lines``.
     **options
         ``retry_failed=True``, ``scheduler="tcp://HOST:PORT"``, ``scheduler_file=PATH``,
         ``connect_timeout=SECONDS``, ``wait_for_workers=SECONDS``: the CLI's flags of the same names.
@@ -87,16 +90,31 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     ClusterLost, NoWorkers, DiskFull
         The run stopped; every finished cell is in the cube and the same call resumes.
     """
-    from ordercube.pipeline.cube.owner import Cube
-    from ordercube.pipeline.run.sweep import Interrupted, run_sweep
-
     unknown = sorted(set(options) - RUN_OPTIONS)
     if unknown:
         raise TypeError(f"sweep() got unexpected keyword argument(s) {unknown}; expected some of {sorted(RUN_OPTIONS)}")
     _check_where(client, workers, options)
     parsed = _check_out(read_config(config, data=data, out=out))
-    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     echo = print if progress else log.info
+    for line in _read_lines(parsed):
+        echo(line)
+    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo, **options)
+
+
+def _read_lines(parsed: Config) -> list[str]:
+    """What ``sweep`` says it read: the keys the config omitted (with the drawn seed), then each data line."""
+    from ordercube.pipeline.config.defaults import describe_defaults
+
+    return ([describe_defaults(parsed.defaults)] if parsed.defaults else []) + parsed.data_lines
+
+
+def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool,
+                  echo: Callable[[str], None], **options: Any) -> xr.Dataset:
+    """The sweep of a checked config (its place to run checked too), and its cube."""
+    from ordercube.pipeline.cube.owner import Cube
+    from ordercube.pipeline.run.sweep import Interrupted, run_sweep
+
+    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     try:
         with _sigterm_interrupts():
             run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo,
@@ -211,10 +229,104 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
 
     The plan's ``config`` is the validated config, ``coords`` the cube's coordinates, ``planned_cells``
     and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
+    ``plan.config.data_lines`` holds the line the CLI prints for each dataset (``data iris: 150 rows x 4
+    features ...; true k 3``), ``plan.config.defaults`` the keys the config omitted and the values they got
+    (the drawn ``seed`` among them: pass it to repeat the run).
+
+    Raises
+    ------
+    ConfigError
+        A wrong or missing key; :class:`ordercube.ConfigErrors` (a ConfigError) when several are wrong, each
+        in ``errors`` and on its own line of the message.
     """
     from ordercube.pipeline.run.sweep import preview_plan
 
     return preview_plan(read_config(config, data=data, out=out))
+
+
+def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, criteria: Iterable[Any] | None = None,
+             algorithm: str = "kmeans", resamples: int | None = None, seed: int | None = None,
+             n: int | list[int] | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
+             client: Client | None = None, progress: bool = False, **options: Any) -> Choice:
+    """Choose the number of clusters of ``X`` by resampling, with every criterion of the default set, in one call.
+
+    A sweep of one dataset and one method (:func:`sweep`), read by the reducers (:func:`select_k`, the
+    uncertainty of each k̂) into a :class:`ordercube.Choice`. Before computing it prints what was read (the data
+    line the CLI prints), the seed and the number of resamples (``seed=..., resamples=...: pass seed=... to
+    repeat``) and where the cube goes.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features) or pandas.DataFrame
+        The data, one row per object.
+    k : iterable of int, default range(2, 11)
+        The numbers of clusters compared, each >= 2 (Lange et al. 2002 compare k = 2, ..., 10).
+    labels : array of shape (n_samples,), pandas.Series or str, optional
+        Known classes (failure rates and the agreement of k̂ are then reported); a string names a column of
+        the DataFrame ``X``, which is then left out of the features.
+    criteria : list of str, optional
+        Default: the set for the algorithm's kind (:data:`ordercube.pipeline.config.defaults.CLUSTERING_CRITERIA`
+        for a clustering algorithm): the stability of Lange et al. (2002), Prediction Strength (Tibshirani &
+        Walther 2005), the Gap statistic (Tibshirani, Walther & Hastie 2001) and the silhouette (Rousseeuw 1987),
+        those of them defined for it. Each item a name or a one-key mapping to its options
+        (``{"gap": {"references": 50}}``).
+    algorithm : str, default "kmeans"
+        A registered algorithm or a scikit-learn clusterer by import path; its predictor is the one matched to
+        it (nearest centroid for k-means; Lange et al. 2002, Sec. 3) unless ``predictor=`` is given.
+    resamples : int, optional
+        Resamples (random splits into halves) per k; default 20, as Lange et al. (2002) and Roth et al. (2002).
+    seed : int, optional
+        The root seed; default drawn from the operating system's entropy and printed. The same seed (with the
+        same data and arguments) gives the same cube, bit for bit.
+    n : int or list of int, optional
+        The sample size(s) each resample draws; default every row.
+    out : path, optional
+        The cube; default ``<temporary folder>/ordercube-choose_k/<digest>.zarr`` (printed), the digest of the
+        data and every argument: the same call again reads the cube it wrote instead of computing.
+    workers, client, progress
+        As for :func:`sweep` (by default a small sweep runs in this process; ``progress`` draws a bar).
+    **options
+        ``params`` (the algorithm's parameters), ``predictor``, ``name`` (of the dataset and the study, default
+        ``X``), ``baseline_draws``, ``execution`` (as in a config), and :func:`sweep`'s run options
+        (``retry_failed``, ``scheduler``, ...).
+
+    Returns
+    -------
+    Choice
+        Prints a table of one row per criterion (k̂, the share of resamples that chose it with its 95% interval,
+        the runner-up and the difference to it with its 95% interval, flags) and the combined answer; ``k_hat``,
+        ``table``, ``agreement``, ``cube``, ``plot()``.
+
+    Raises
+    ------
+    ConfigError
+        Bad input, naming the argument, the value and the fix (:class:`ordercube.ConfigErrors` for several).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> choice = ordercube.choose_k(load_iris().data, seed=0)  # doctest: +SKIP
+    >>> choice.k_hat  # doctest: +SKIP
+    """
+    from ordercube.choice import Choice, as_arguments, check_k, choose_k_config, default_out
+
+    config, run = choose_k_config(X, k, labels=labels, criteria=criteria, algorithm=algorithm, resamples=resamples,
+                                  seed=seed, n=n, options=options, run_options=RUN_OPTIONS)
+    _check_where(client, workers, run)
+    try:
+        parsed = read_config(config)
+    except ConfigError as error:
+        raise as_arguments(error) from None
+    check_k(parsed)
+    parsed = _check_out(replace(parsed, out=os.fspath(out) if out is not None else default_out(parsed)))
+    method, data_line = parsed.methods[0], parsed.data_lines[0].replace("datasets[0].data", "X")
+    print(data_line)
+    print(f"seed={parsed.seed}, resamples={parsed.resamples}: pass seed={parsed.seed} to repeat; "
+          f"{method.algorithm} + {method.predictor}, criteria {', '.join(method.criteria)}; cube {parsed.out}")
+    cube = _sweep_parsed(parsed, client=client, workers=workers, progress=progress,
+                         echo=print if progress else log.info, **run)
+    return Choice.of(cube, data_line=data_line, seed=parsed.seed, resamples=parsed.resamples,
+                     out=parsed.out, method=f"{method.algorithm} + {method.predictor}")
 
 
 def _scores(given: Any) -> xr.Dataset:
@@ -318,4 +430,4 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-__all__ = ["ConfigError", "InputError", "open_cube", "partition", "report", "select_k", "sweep", "validate"]
+__all__ = ["ConfigError", "InputError", "choose_k", "open_cube", "partition", "report", "select_k", "sweep", "validate"]

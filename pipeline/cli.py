@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ordercube import commands
 from ordercube.pipeline import cli_print as show
-from ordercube.pipeline.errors import InputError
+from ordercube.pipeline.errors import ConfigErrors, InputError
 from ordercube.pipeline.system.interrupts import REQUESTED, on_signal
 from ordercube.pipeline.config.plugins import describe, load_plugins
 
@@ -309,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         load_plugins()
         return COMMANDS[args.command](args)
+    except ConfigErrors as errors:  # every wrong key of a config, one line each
+        for error in errors.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

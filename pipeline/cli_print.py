@@ -18,9 +18,14 @@ MISSING_SHOWN = 20  # rows of the report's table of cells without a value printe
 
 
 def print_datasets(config: Config) -> None:
-    """One line per dataset saying what was read (rows x features, header, row names, labels, true k)."""
-    for dataset in config.datasets:
-        print(f"data {dataset.name}: {dataset.read}")
+    """One line per dataset saying what was read (rows x features, header, row names, labels, true k), after the
+    line of the keys the config omitted (with the drawn seed), when it omitted any."""
+    from ordercube.pipeline.config.defaults import describe_defaults
+
+    if config.defaults:
+        print(describe_defaults(config.defaults))
+    for line in config.data_lines:
+        print(line)
 
 
 def print_status(counts: dict[str, int], *, as_json: bool) -> None:

@@ -65,9 +65,10 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
         raise ConfigError(f"{key}.kind", f"expected one name, got {show(kind)}", "write e.g. kind: file")
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
     if n_raw is None:
-        if kind not in MATRIX_KINDS:
-            raise ConfigError(f"{key}.n", "no sample sizes", "give 'n' at the top level or in this dataset")
-        n_raw = ["all"]  # a matrix: every tile, or every row
+        if kind not in (*MATRIX_KINDS, *TABLE_KINDS, "edge_list", "distances"):
+            raise ConfigError(f"{key}.n", f"no sample sizes: a generated dataset ({show(kind)}) has no size to default "
+                              "to", "give 'n' at the top level or in this dataset, e.g. n: [100, 300]")
+        n_raw = ["all"]  # every row of a file or an array, every tile or row of a matrix
     if "nodes" in entry and kind != "edge_list":
         raise ConfigError(f"{key}.nodes", "only an edge_list dataset takes a node list", "remove it, or set kind: edge_list")
     if "format" in entry and kind != "boolean_matrix":
@@ -86,7 +87,7 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     if "true_k" in entry:
         given = _integer(entry["true_k"], f"{key}.true_k", minimum=1,
                          fix="give the number of clusters you know the data has, e.g. true_k: 3")
-        if given not in ks:
+        if ks and given not in ks:
             warnings.warn(f"{key}.true_k: {given} is not among the k computed ({list(ks)}): a choice can never equal "
                           "it, so every trial counts as a failure; add it to k", UserWarning, stacklevel=2)
         spec = replace(spec, true_k=given)

@@ -104,6 +104,8 @@ class Config:
     published: Mapping[str, Any] = field(default_factory=dict, compare=False)
     # the adaptive rule of each method that has one (ordercube.pipeline.config.adaptive), by method name; not the cube's identity
     adaptive: Mapping[str, AdaptiveSpec] = field(default_factory=dict, compare=False)
+    # the keys the config omitted and the values they got (ordercube.pipeline.config.defaults): {"seed": 123, ...}
+    defaults: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -115,6 +117,12 @@ class Config:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.identity)
+
+    @property
+    def data_lines(self) -> list[str]:
+        """What was read for each dataset, one line each, as ``ordercube run`` and ``validate`` print it:
+        ``data iris: 150 rows x 4 features from ... (labels ...: 3 classes ...); true k 3``."""
+        return [f"data {dataset.name}: {dataset.read}" for dataset in self.datasets]
 
     @property
     def criteria(self) -> list[str]:

@@ -8,13 +8,13 @@ Relative file paths are read from the config file's folder; the output path from
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ordercube.pipeline.errors import ConfigError
+from ordercube.pipeline.errors import ConfigError, ConfigErrors
 from ordercube.pipeline.config.familychecks import run_family_checks
 from ordercube.pipeline.config.limits import check_size
 from ordercube.pipeline.config.yamlload import read_yaml
@@ -26,6 +26,7 @@ from ordercube.pipeline.config.checks import (
     check_keys as _check_keys, integer as _integer, n_values as _n_values, param_fix as _fix, require as _require,
     valid_name as _name,
 )
+from ordercube.pipeline.config.defaults import RESAMPLES, default_criteria, default_name, draw_seed, fitting_criteria
 from ordercube.pipeline.config.specs import Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint
 from ordercube.tasks.capabilities import DataObjects, objects_kind, why_not
 from ordercube.tasks.criteria import CRITERIA, get_criterion
@@ -66,10 +67,12 @@ def _k_values(value: Any) -> tuple[int, ...]:
     return ks
 
 
-def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
+def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec, dict[str, Any]]:
+    """The spec of ``methods[i]`` and the keys filled by default (``name``, ``predictor``, ``criteria``); with
+    ``ks`` None (k is wrong) the checks against the k's are left out."""
     key = f"methods[{i}]"
     _check_keys(entry, METHOD_KEYS, key)
-    name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
+    name = _name(entry["name"], f"{key}.name") if "name" in entry else None
     algorithm = _require(entry, "algorithm", f"{key}.")
     if not isinstance(algorithm, str) or (algorithm not in ALGORITHMS and not is_import_path(algorithm)):
         raise ConfigError(f"{key}.algorithm", f"unknown algorithm {show(algorithm)}", f"expected one of {sorted(ALGORITHMS)} "
@@ -78,6 +81,9 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
         resolved_algorithm = get_algorithm(algorithm)
     except ValueError as error:
         raise ConfigError(f"{key}.algorithm", str(error), "name a class of sklearn.cluster or sklearn.mixture") from None
+    filled: dict[str, Any] = {}
+    if name is None:
+        filled["name"] = name = _name(algorithm, f"{key}.name")
     params_given = entry.get("params") or {}
     if not isinstance(params_given, Mapping):
         raise ConfigError(f"{key}.params", f"expected a mapping, got {show(params_given)}",
@@ -96,7 +102,11 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
             raise ConfigError(f"{key}.predictor", misfit.reason, misfit.fix)
         predictor = "none"
     else:
-        predictor = _require(entry, "predictor", f"{key}.")
+        if "predictor" not in entry and resolved_algorithm.predictor is not None:
+            filled["predictor"] = resolved_algorithm.predictor  # matched to its principle (Lange et al. 2002, Sec. 3)
+        predictor = entry["predictor"] if "predictor" in entry else filled.get("predictor")
+        if predictor is None and "predictor" not in entry:
+            _require(entry, "predictor", f"{key}.")
         if not isinstance(predictor, str) or (predictor not in PREDICTORS and not is_import_path(predictor)):
             raise ConfigError(f"{key}.predictor", f"unknown predictor {show(predictor)}", f"expected one of "
                               f"{sorted(PREDICTORS)} or a scikit-learn classifier by import path, e.g. sklearn.svm.SVC")
@@ -104,20 +114,27 @@ def _method(entry: Any, i: int, ks: tuple[int, ...]) -> MethodSpec:
             get_predictor(predictor)
         except ValueError as error:
             raise ConfigError(f"{key}.predictor", str(error), "name a classifier class of scikit-learn") from None
-    criteria, options = _criteria(_require(entry, "criteria", f"{key}."), f"{key}.criteria", algorithm, ks)
+    if "criteria" not in entry:
+        filled["criteria"] = list(default_criteria(resolved_algorithm))
+        if not filled["criteria"]:
+            raise ConfigError(f"{key}.criteria", "missing", f"add the key 'criteria' ({algorithm!r} is "
+                              f"{resolved_algorithm.kind}: no default set; choose from "
+                              f"{fitting_criteria(resolved_algorithm)})")
+    criteria, options = _criteria(entry["criteria"] if "criteria" in entry else filled["criteria"], f"{key}.criteria",
+                                  algorithm, ks)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
     lowest = min(get_criterion(criterion).min_k for criterion in criteria)
-    if min(ks) < lowest:
+    if ks is not None and min(ks) < lowest:
         raise ConfigError("k", f"the criteria {list(criteria)} of {key} need k >= {lowest}, got k = {min(ks)}",
                           f"start k at {lowest}, or add a criterion defined at k = {min(ks)} "
                           "(prediction_strength, gap, bic, aic)")
     return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=criteria,
-                      criterion_options=options)
+                      criterion_options=options), filled
 
 
 def _criteria(value: Any, key: str, algorithm: str,
-              ks: tuple[int, ...]) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+              ks: tuple[int, ...] | None) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
     """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
     if not isinstance(value, list) or not value:
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
@@ -138,7 +155,7 @@ def _criteria(value: Any, key: str, algorithm: str,
                               f"write {{{item}: {{option: value}}}} with options {sorted(criterion.options)}")
         try:
             resolved = criterion.resolve(given)
-            if criterion.check is not None:
+            if criterion.check is not None and ks is not None:
                 criterion.check(resolved, ks)
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
@@ -176,25 +193,74 @@ def _unique(names: list[str], key: str) -> None:
         raise ConfigError(key, f"the name {seen[0]!r} is used twice", "give every entry its own name")
 
 
-def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) -> Config:
-    """Validate a parsed YAML document; ``base`` is the folder relative file paths start from."""
-    _check_keys(raw, TOP_KEYS, "")
-    name = _name(_require(raw, "name", ""), "name")
-    seed = _integer(_require(raw, "seed", ""), "seed", minimum=0, fix="use a non-negative integer seed")
-    resamples = _integer(_require(raw, "resamples", ""), "resamples", minimum=1, fix="use at least 1 resample")
-    ks = _k_values(_require(raw, "k", ""))
-    global_n = _n_values(raw["n"], "n") if "n" in raw else None
-    datasets_raw, methods_raw = _require(raw, "datasets", ""), _require(raw, "methods", "")
-    for key, value in (("datasets", datasets_raw), ("methods", methods_raw)):
-        if not isinstance(value, list) or not value:
-            raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"add at least one entry under {key}")
-    methods = tuple(_method(entry, i, ks) for i, entry in enumerate(methods_raw))
+def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None, name: str | None = None) -> Config:
+    """Validate a parsed YAML document; ``base`` is the folder relative file paths start from.
+
+    Keys it omits get their defaults (:mod:`ordercube.pipeline.config.defaults`; ``name`` the given one, e.g. the
+    YAML file's stem), listed in the config's ``defaults`` and written into its ``raw`` (so the cube records the
+    drawn seed). Every independent wrong or missing key is reported at once: one :class:`ConfigError`, or a
+    :class:`ConfigErrors` holding one per key.
+    """
+    errors: list[ConfigError] = []
+
+    def attempt(check: Callable[[], Any], fallback: Any = None) -> Any:
+        try:
+            return check()
+        except ConfigError as error:
+            errors.append(error)
+            return fallback
+
+    if not isinstance(raw, Mapping):
+        _check_keys(raw, TOP_KEYS, "")  # raises: nothing else can be read
+    attempt(lambda: _check_keys(raw, TOP_KEYS, ""))
+    defaults: dict[str, Any] = {}
+    for key, value in (("name", name or default_name(None)), ("seed", None), ("resamples", RESAMPLES)):
+        if key not in raw:
+            defaults[key] = draw_seed() if key == "seed" else value
+    given = {**defaults, **raw}
+    study = attempt(lambda: _name(given["name"], "name"))
+    seed = attempt(lambda: _integer(given["seed"], "seed", minimum=0, fix="use a non-negative integer seed"))
+    resamples = attempt(lambda: _integer(given["resamples"], "resamples", minimum=1, fix="use at least 1 resample"))
+    ks = attempt(lambda: _k_values(_require(raw, "k", "")))
+    global_n = attempt(lambda: _n_values(raw["n"], "n")) if "n" in raw else None
+    lists = {}
+    for key in ("datasets", "methods"):
+        lists[key] = attempt(lambda key=key: _entries(_require(raw, key, ""), key), fallback=[])
+    methods_and_defaults = [attempt(lambda i=i, entry=entry: _method(entry, i, ks))
+                            for i, entry in enumerate(lists["methods"])]
     from ordercube.pipeline.config.dataspec import dataset_spec, plain_entry  # it builds on this module's helpers
 
     from ordercube.pipeline.config.sweeps import expand
 
-    datasets = tuple(dataset_spec(entry, i, global_n, base, ks) for i, given in enumerate(datasets_raw)
-                     for entry, _ in expand(given, f"datasets[{i}]"))
+    datasets_found: list[DatasetSpec | None] = []
+    inherited: set[str] = set()  # the problems of the top-level n, said once (not once per dataset that takes it)
+    for i, entry in enumerate(lists["datasets"]):
+        expanded = attempt(lambda i=i, entry=entry: expand(entry, f"datasets[{i}]"), fallback=[])
+        for one, _ in expanded:
+            own_n = isinstance(one, Mapping) and "n" in one
+            if "n" in raw and global_n is None and not own_n:  # the top-level n is wrong, and said so
+                continue
+            try:
+                datasets_found.append(dataset_spec(one, i, global_n, base, ks or ()))
+            except ConfigError as error:
+                problem = str(error)[len(error.key):]
+                if own_n or not error.key.startswith(f"datasets[{i}].n") or problem not in inherited:
+                    errors.append(error)
+                if not own_n and error.key.startswith(f"datasets[{i}].n"):
+                    inherited.add(problem)
+    baseline_draws = attempt(lambda: _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1,
+                                              maximum=MAX_BASELINE_DRAWS, fix="e.g. 200: the baseline's standard error "
+                                              "shrinks like 1/sqrt(draws)"))
+    execution = attempt(lambda: _execution(raw.get("execution")))
+    out_path = out or raw.get("out") or f"results/{study}.zarr"
+    if not isinstance(out_path, str):
+        errors.append(ConfigError("out", f"expected a path, got {show(out_path)}", "give a string"))
+    if errors:
+        raise ConfigErrors.of(errors)
+    methods = tuple(spec for spec, _ in methods_and_defaults)
+    for i, (_, filled) in enumerate(methods_and_defaults):
+        defaults |= {f"methods[{i}].{key}": value for key, value in filled.items()}
+    datasets = tuple(datasets_found)
     _unique([d.name for d in datasets], "datasets")
     _unique([m.name for m in methods], "methods")
     if any(m.needs_evaluation_sample for m in methods):
@@ -213,19 +279,22 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None) ->
                 raise ConfigError(f"methods[{i}].algorithm", f"{method.algorithm!r} takes data with at most {limit} "
                                   f"feature(s), but dataset {dataset.name!r} has {dataset.n_features}",
                                   "use 'kmeans' for this dataset, or a config per dimensionality")
-    baseline_draws = _integer(raw.get("baseline_draws", 200), "baseline_draws", minimum=1, maximum=MAX_BASELINE_DRAWS,
-                              fix="e.g. 200: the baseline's standard error shrinks like 1/sqrt(draws)")
-    out_path = out or raw.get("out") or f"results/{name}.zarr"
-    if not isinstance(out_path, str):
-        raise ConfigError("out", f"expected a path, got {show(out_path)}", "give a string")
-    execution = _execution(raw.get("execution"))
-    config = Config(name=name, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
-                    baseline_draws=baseline_draws, execution=execution,
-                    raw={**raw, "datasets": [plain_entry(entry) for entry in datasets_raw]},
+    stored = {**raw, "datasets": [plain_entry(entry) for entry in lists["datasets"]]}
+    stored |= {key: value for key, value in defaults.items() if key in TOP_KEYS}
+    if any(filled for _, filled in methods_and_defaults):  # the cube records the method as it was run
+        stored["methods"] = [{**entry, **filled} for entry, (_, filled) in zip(lists["methods"], methods_and_defaults)]
+    config = Config(name=study, seed=seed, out=out_path, datasets=datasets, methods=methods, k=ks, resamples=resamples,
+                    baseline_draws=baseline_draws, execution=execution, raw=stored,
                     published=_published(raw.get("published"), datasets, methods),
-                    adaptive=parse_adaptive(raw, methods, resamples, execution.trials_per_chunk))
+                    adaptive=parse_adaptive(raw, methods, resamples, execution.trials_per_chunk), defaults=defaults)
     check_size(config)  # before anything the size of the grid is allocated (the plan, the cube)
     return config
+
+
+def _entries(value: Any, key: str) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"add at least one entry under {key}")
+    return value
 
 
 def _check_fit(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...]) -> None:
@@ -315,4 +384,4 @@ def load_config(path: str | Path, *, out: str | None = None) -> Config:
     path = Path(path)
     if not os.path.lexists(path):
         raise ConfigError("CONFIG", f"file {str(path)!r} does not exist", "give the path of a YAML config")
-    return parse_config(read_yaml(path), base=path.parent, out=out)
+    return parse_config(read_yaml(path), base=path.parent, out=out, name=default_name(path))

@@ -7,7 +7,7 @@ import path (:class:`~ordercube.tasks.deferred.Deferred`) and imported on their 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -155,6 +155,17 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     "boolean_mf": MatrixModel("boolean_mf", needs=("boolean",), seconds_per_point=0.0, seconds_per_feature=9e-11,
                               releases_gil=True),
 }
+
+
+# The predictor matched to each clusterer's principle (Lange et al. 2002, Sec. 3), a method's default when its config
+# names none. Agglomerative clustering has none: its match depends on the linkage (ward: nearest_centroid, single:
+# nearest_neighbor), so its methods name one.
+MATCHED_PREDICTORS = {"kmeans": "nearest_centroid", "kmeans_1d_exact": "nearest_centroid", "spectral": "nearest_neighbor",
+                      "gaussian_mixture": "gaussian_posterior", "gaussian_mixture_em": "gaussian_posterior",
+                      "deterministic_annealing": "nearest_centroid", "path_based": "nearest_neighbor",
+                      "correlation_gibbs": "graph_transfer"}
+for _name, _predictor in MATCHED_PREDICTORS.items():
+    ALGORITHMS[_name] = replace(ALGORITHMS[_name], predictor=_predictor)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,10 @@ class BaseAlgorithm:
     variants : mapping
         The same method on other objects, by the objects it then takes (agglomerative clustering on
         dissimilarities): its own record, with its own kernels and ranges.
+    predictor : str or None
+        The predictor matched to its clustering principle (Lange et al. 2002, Sec. 3: nearest centroid for
+        k-means, nearest neighbour for path-based and spectral clustering, the Bayes posterior for a mixture):
+        what a method of it uses when the config names none. None: a method must name one (or needs none).
     """
 
     name: str
@@ -94,6 +98,7 @@ class BaseAlgorithm:
     max_features: int | None = None
     pair_bytes: float = 0.0
     variants: Mapping[str, BaseAlgorithm] = field(default_factory=dict)
+    predictor: str | None = None
 
     #: What the kind is, in an error message.
     kind: ClassVar[str] = "an algorithm"
