@@ -115,9 +115,10 @@ class Choice:
         return line + (f"; {', '.join(others)}" if others else "")
 
     def _head(self) -> list[str]:
+        """How the run was made (the data line, printed by :func:`ordercube.choose_k` before it computes, is
+        ``self.data_line``)."""
         ks = self.cube["k"].values
-        return [self.data_line,
-                f"{self.method}, k = {ks.min()}..{ks.max()}, n = {int(self.cube['n'].values[0])}; "
+        return [f"{self.method}, k = {ks.min()}..{ks.max()}, n = {int(self.cube['n'].values[0])}; "
                 f"seed={self.seed}, resamples={self.resamples}: pass seed={self.seed} to repeat; cube {self.out}"]
 
     def __str__(self) -> str:
