@@ -321,8 +321,8 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
     parsed = _check_out(replace(parsed, out=os.fspath(out) if out is not None else default_out(parsed)))
     method, data_line = parsed.methods[0], parsed.data_lines[0].replace("datasets[0].data", "X")
     print(data_line)
-    print(f"seed={parsed.seed}, resamples={parsed.resamples}: pass seed={parsed.seed} to repeat; "
-          f"{method.algorithm} + {method.predictor}, criteria {', '.join(method.criteria)}; cube {parsed.out}")
+    drawn = f"seed={parsed.seed}, resamples={parsed.resamples}: pass seed={parsed.seed} to repeat; " if seed is None else ""
+    print(f"{drawn}{method.algorithm} + {method.predictor}, criteria {', '.join(method.criteria)}; cube {parsed.out}")
     cube = _sweep_parsed(parsed, client=client, workers=workers, progress=progress,
                          echo=print if progress else log.info, **run)
     return Choice.of(cube, data_line=data_line, seed=parsed.seed, resamples=parsed.resamples,

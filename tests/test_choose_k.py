@@ -36,7 +36,8 @@ def test_clean_clouds_give_three(tmp_path, capsys):
     assert (choice.table["k_hat"] == 3).sum() == choice.agreement.loc[3, "criteria"] >= 3
     printed = capsys.readouterr().out
     assert "data X: 120 rows x 2 features" in printed
-    assert "seed=5, resamples=5: pass seed=5 to repeat" in printed
+    assert "pass seed" not in printed  # a seed given is not repeated before the run; the table says it
+    assert "seed=5, resamples=5: pass seed=5 to repeat" in str(choice)
 
 
 def test_table_is_what_the_reducers_give(iris_choice):
