@@ -194,8 +194,8 @@ def computed_cube(tmp_path_factory) -> Path:
                           methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 2},
                                     "predictor": "nearest_centroid",
                                     "criteria": ["lange", "prediction_strength", "clest", "gap"]}])
-    result = cli("run", str(write_config(folder / "c.yaml", **config)), "--out", str(folder / "cube.zarr"),
-                 "--no-progress", "--workers", "1", timeout=300)
+    result = cli_in_process("run", str(write_config(folder / "c.yaml", **config)), "--out", str(folder / "cube.zarr"),
+                            "--no-progress", "--workers", "0")
     assert result.returncode == 0, result.stderr
     return folder / "cube.zarr"
 
@@ -253,8 +253,8 @@ def _cli_in(folder: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_threshold_that_is_a_number_still_re_decides(computed_cube, tmp_path):
-    result = cli("report", str(computed_cube), "--out", str(tmp_path / "r"), "--threshold", "prediction_strength=0.0",
-                 "--decide", "clest.p_max=1", timeout=300)
+    result = cli_in_process("report", str(computed_cube), "--out", str(tmp_path / "r"), "--threshold",
+                            "prediction_strength=0.0", "--decide", "clest.p_max=1")
     assert result.returncode == 0, result.stderr
     table = (tmp_path / "r" / "selection.csv").read_text().splitlines()
     strength = [line for line in table if ",prediction_strength," in line]

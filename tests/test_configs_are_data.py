@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import cli, cli_in_process, write_config
+from conftest import cli_in_process, write_config
 
 AGGLOMERATIVE = "sklearn.cluster.AgglomerativeClustering"
 
@@ -73,9 +73,9 @@ def test_documented_values_still_run(tmp_path):
               "compute_distances": False}
     config = write_config(tmp_path / "ok.yaml", **_config(tmp_path, AGGLOMERATIVE, params))
     cube = tmp_path / "cube.zarr"
-    result = cli("run", str(config), "--out", str(cube), "--workers", "1", "--no-progress", timeout=300)
+    result = cli_in_process("run", str(config), "--out", str(cube), "--workers", "0", "--no-progress")
     assert result.returncode == 0, result.stderr
-    status = cli("status", str(cube), "--json", timeout=120)
+    status = cli_in_process("status", str(cube), "--json")
     assert json.loads(status.stdout) == {"total": 4, "ok": 4, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0,
                                          "skipped": 0}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cube.zarr", "ok.yaml"]

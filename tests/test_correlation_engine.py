@@ -55,7 +55,7 @@ def _run(tmp_path, **overrides):
     graph = {**GRAPH, "params": {"clusters": 3, "q": 0.3, "p": 0.6}}
     config = small_config(n=[600], k=[1, 2, 3, 4, 5, 6], resamples=3, datasets=[graph], methods=[GIBBS], **overrides)
     path = write_config(tmp_path / "graph.yaml", **config)
-    result = cli("run", str(path), "--out", str(tmp_path / "graph.zarr"), "--no-progress")
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "graph.zarr"), "--no-progress", "--workers", "0")
     assert result.returncode == 0, result.stderr
     return open_cube(tmp_path / "graph.zarr")
 
@@ -133,7 +133,7 @@ def test_an_edge_list_is_read_as_a_signed_graph_and_clustered(tmp_path):
     assert spec.data.shape == (180, 180) and np.array_equal(spec.data, np.where(kept, W, 0.0))
     assert spec.true_k == 3 and spec.classes == ("x", "y", "z") and spec.n == (180,)
     assert f"180 nodes, {len(rows)} edges" in spec.read and "x 60, y 60, z 60" in spec.read
-    result = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "e.zarr"), "--no-progress")
+    result = cli_in_process("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "e.zarr"), "--no-progress", "--workers", "0")
     assert result.returncode == 0, result.stderr
     scores = criterion_scores(open_cube(tmp_path / "e.zarr"))
     at = {"dataset": "g", "n": 180, "model": "gibbs"}

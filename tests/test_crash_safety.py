@@ -2,8 +2,10 @@
 undisturbed run, byte for byte (every file but the wall-clock `seconds` chunks).
 
 The kill comes from the test plugin ``ordercube_kill_switch`` (tests/stubs): it SIGKILLs the driver's whole
-process group (driver and LocalCluster) just before the Nth file-system change made while the cube is
-created or grown. The moments are drawn from a seeded generator among all the changes those phases make.
+process group just before the Nth file-system change made while the cube is created or grown. The moments are
+drawn from a seeded generator among all the changes those phases make. The driver alone makes those changes, so
+the runs compute their cells in its process (--workers 0); tests/test_faults.py kills a driver with its
+LocalCluster.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli_in_process, small_config, write_config
 
 # Edge chunks everywhere (3 trials per chunk, 4 then 6 trials; k chunk of 3 then a fourth k), and a growth
 # that adds a sample size, a k, trials, a dataset and a method with a criterion (a new variable).
@@ -36,7 +38,7 @@ def _run(config: Path, cube: Path, **env: str) -> subprocess.CompletedProcess:
     full_env.pop("ORDERCUBE_KILL_PID", None)
     try:
         return subprocess.run([ORDERCUBE, "run", str(config), "--out", str(cube),
-                               "--no-progress", "--workers", "1"], env=full_env, capture_output=True, text=True,
+                               "--no-progress", "--workers", "0"], env=full_env, capture_output=True, text=True,
                               timeout=TIMEOUT, start_new_session=True)
     except subprocess.TimeoutExpired as error:
         raise AssertionError(f"ordercube run did not finish in {TIMEOUT} s: {error.stderr}") from None
@@ -71,7 +73,7 @@ def references(tmp_path_factory) -> dict:
     assert result.returncode == 0, result.stderr
     growth_changes = json.loads(counts.read_text())["grow"]
     assert creation_changes > 20 and growth_changes > 20, (creation_changes, growth_changes)
-    status = cli("status", str(created), "--json")
+    status = cli_in_process("status", str(created), "--json")
     return {"before": before, "after": after, "created": created, "grown": grown,
             "create": creation_changes, "grow": growth_changes, "status before growth": json.loads(status.stdout)}
 
@@ -85,7 +87,7 @@ def _kill_then_rerun(refs: dict, phase: str, moment: int, folder: Path, *, secon
     killed = _run(config, cube, ORDERCUBE_KILL_AT=str(moment))
     assert killed.returncode == -9, f"not killed at change {moment} of {phase} ({killed.returncode}): {killed.stderr}"
     if phase == "grow":  # meanwhile, readers see the cube as it was before the growth
-        status = cli("status", str(cube), "--json")
+        status = cli_in_process("status", str(cube), "--json")
         assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
         assert json.loads(status.stdout) == refs["status before growth"], status.stdout
     if second_kill:  # killed again while the next run repairs what the first left

@@ -19,7 +19,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from conftest import ORDERCUBE, REPO, STUBS, cli, write_config
+from conftest import ORDERCUBE, REPO, STUBS, cli_in_process, write_config
 from ordercube.pipeline.reduce.select import criterion_scores, select_k
 from ordercube.pipeline.cube.owner import open_cube
 from ordercube.pipeline.config.study import load_config
@@ -48,7 +48,7 @@ def _run(config: Path, cube: Path, **env: str) -> subprocess.CompletedProcess:
     if "ORDERCUBE_KILL_AT" in env or "ORDERCUBE_KILL_COUNT" in env:
         full_env["ORDERCUBE_PLUGINS"] = "ordercube_kill_switch"
     return subprocess.run([ORDERCUBE, "run", str(config), "--out", str(cube), "--no-progress",
-                           "--workers", "1"], env=full_env, capture_output=True, text=True, timeout=TIMEOUT,
+                           "--workers", "0"], env=full_env, capture_output=True, text=True, timeout=TIMEOUT,
                           start_new_session=True)
 
 
@@ -182,19 +182,19 @@ def _raw_select_k(path: Path) -> dict[str, np.ndarray]:
 
 def test_a_format_2_cube_reads_with_the_numbers_it_had(tmp_path):
     files = {p: p.read_bytes() for p in sorted((FORMAT2 / "cube.zarr").rglob("*")) if p.is_file()}
-    status = cli("status", str(FORMAT2 / "cube.zarr"), "--json")
+    status = cli_in_process("status", str(FORMAT2 / "cube.zarr"), "--json")
     assert status.returncode == 0, status.stderr
     # the numbers it had, and the count of the status added since (skipped, by the adaptive rule): none
     assert json.loads(status.stdout) == {**json.loads((FORMAT2 / "status.json").read_text()), "skipped": 0}
     # ties went to the largest k then (the smallest now): re-decided that way, the same numbers come out
-    report = cli("report", str(FORMAT2 / "cube.zarr"), "--out", str(tmp_path / "report"),
+    report = cli_in_process("report", str(FORMAT2 / "cube.zarr"), "--out", str(tmp_path / "report"),
                  "--decide", "lange.ties=largest", "--decide", "pairwise.ties=largest")
     assert report.returncode == 0, report.stderr
     # the columns the report wrote then, to the digit (it has more now: each k̂'s uncertainty)
     then = pd.read_csv(FORMAT2 / "selection.csv")
     now = pd.read_csv(tmp_path / "report" / "selection.csv")
     assert now[then.columns].to_csv(index=False) == (FORMAT2 / "selection.csv").read_text()
-    validate = cli("validate", str(FORMAT2 / "config.yaml"), "--out", str(FORMAT2 / "cube.zarr"))
+    validate = cli_in_process("validate", str(FORMAT2 / "config.yaml"), "--out", str(FORMAT2 / "cube.zarr"))
     assert validate.returncode == 0, validate.stderr
     cube = open_cube(FORMAT2 / "cube.zarr")
     assert cube.attrs["ordercube_format"] == 2

@@ -178,9 +178,8 @@ def test_run_prints_the_data_line_of_every_dataset(tmp_path):
     config = small_config(n=[40], k=[2, 3], resamples=2, methods=ONE_METHOD, datasets=[
         {"name": "iris", "kind": "file", "path": "iris.csv", "header": False, "labels": {"column": 5}},
         {"name": "gauss", "kind": "lange_gaussians3"}])
-    from conftest import cli
-    result = cli("run", str(write_config(tmp_path / "c.yaml", **config)), "--out", str(tmp_path / "c.zarr"),
-                 "--workers", "1", "--no-progress", timeout=240)
+    result = cli_in_process("run", str(write_config(tmp_path / "c.yaml", **config)), "--out", str(tmp_path / "c.zarr"),
+                            "--workers", "0", "--no-progress")
     assert result.returncode == 0, result.stderr
     assert _data_line(result.stdout, "iris").startswith("data iris: 150 rows x 4 features from ")
     assert _data_line(result.stdout, "gauss") == "data gauss: synthetic lange_gaussians3, 2 features, n fresh points " \

@@ -45,6 +45,15 @@ def run_ok(config_path: Path, out: Path, *extra: str) -> subprocess.CompletedPro
     return result
 
 
+def run_here(config_path: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``ordercube run ... --workers 0`` called in this process: for the runs whose cells only have to be there (a
+    reference, a base to grow) and for the checks of what the driver does. Where the cells are computed never
+    changes them (the first test below); the tests of a cluster or of a process start one."""
+    result = cli_in_process("run", str(config_path), "--out", str(out), "--no-progress", "--workers", "0", *extra, env=env)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_computes_nothing(tmp_path):
     config = write_config(tmp_path / "c.yaml", **small_config())
     here = run_ok(config, tmp_path / "here.zarr")  # a small sweep: no cluster is started
@@ -56,26 +65,26 @@ def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_compu
     assert_same_cells(tmp_path / "one.zarr", tmp_path / "two.zarr")
     assert_same_cells(tmp_path / "here.zarr", tmp_path / "two.zarr")
     slow_threshold = write_config(tmp_path / "t.yaml", **small_config(execution={"in_process_seconds": 0}))
-    forced = run_ok(slow_threshold, tmp_path / "forced.zarr", "--workers", "0")
+    forced = run_here(slow_threshold, tmp_path / "forced.zarr")
     assert "computing in this process (--workers 0)" in forced.stdout
     assert_same_cells(tmp_path / "forced.zarr", tmp_path / "two.zarr")
     assert "starting a local Dask cluster: the estimated work is over execution.in_process_seconds = 0" in run_ok(
         slow_threshold, tmp_path / "cluster.zarr").stdout
-    planned = cli("validate", str(config), "--out", str(tmp_path / "planned.zarr")).stdout
+    planned = cli_in_process("validate", str(config), "--out", str(tmp_path / "planned.zarr")).stdout
     assert re.search(r"72 to compute in \d+ tasks in this process on \d+ thread\(s\) \(estimated work under "
                      r"execution.in_process_seconds = 5\)", planned), planned
 
     before = cube_bytes(tmp_path / "two.zarr", keep_seconds=True)
-    again = run_ok(config, tmp_path / "two.zarr", "--workers", "2")
-    assert "nothing to compute" in again.stdout
+    again = cli_in_process("run", str(config), "--out", str(tmp_path / "two.zarr"), "--no-progress", "--workers", "2")
+    assert again.returncode == 0 and "nothing to compute" in again.stdout, again.stderr
     assert cube_bytes(tmp_path / "two.zarr", keep_seconds=True) == before
 
-    status = cli("status", str(tmp_path / "two.zarr"), "--json")
+    status = cli_in_process("status", str(tmp_path / "two.zarr"), "--json")
     counts = json.loads(status.stdout)
     assert counts == {"total": 2 * 2 * 1 * 3 * 6, "ok": 72, "failed": 0, "infeasible": 0, "crashed": 0,
                       "pending": 0, "skipped": 0}
 
-    report = cli("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
+    report = cli_in_process("report", str(tmp_path / "two.zarr"), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     table = pd.read_csv(tmp_path / "report" / "selection.csv")
     assert {"dataset", "n", "method", "k_hat"} <= set(table.columns) and len(table) == 2 * 2 * 2
@@ -89,7 +98,7 @@ def test_this_process_one_and_two_workers_give_identical_cubes_and_a_rerun_compu
 
 def test_extension_computes_only_new_cells_and_keeps_old_ones_bit_identical(tmp_path):
     base = small_config()
-    run_ok(write_config(tmp_path / "base.yaml", **base), tmp_path / "grown.zarr", "--workers", "2")
+    run_here(write_config(tmp_path / "base.yaml", **base), tmp_path / "grown.zarr")
     old = open_cube(tmp_path / "grown.zarr").load()
 
     extended = small_config(n=[40, 80, 60], k=[2, 3, 4, 5], resamples=9)
@@ -106,7 +115,7 @@ def test_extension_computes_only_new_cells_and_keeps_old_ones_bit_identical(tmp_
     for name in ("lange", "pairwise", "status", "seconds"):
         assert grown[name].sel(at_old).values.tobytes() == old[name].values.tobytes(), name
 
-    run_ok(extended_path, tmp_path / "fresh.zarr", "--workers", "2")
+    run_here(extended_path, tmp_path / "fresh.zarr")
     fresh = open_cube(tmp_path / "fresh.zarr").load()
     for name in ("lange", "pairwise", "status", "lange_random"):
         aligned = grown[name].sel({dim: fresh[dim].values for dim in fresh[name].dims})
@@ -114,11 +123,11 @@ def test_extension_computes_only_new_cells_and_keeps_old_ones_bit_identical(tmp_
 
 
 def test_a_config_that_changes_old_cells_is_refused_and_the_cube_is_untouched(tmp_path):
-    run_ok(write_config(tmp_path / "a.yaml", **small_config()), tmp_path / "cube.zarr", "--workers", "1")
+    run_here(write_config(tmp_path / "a.yaml", **small_config()), tmp_path / "cube.zarr")
     before = cube_bytes(tmp_path / "cube.zarr", keep_seconds=True)
     for change, word in [({"seed": 8}, "seed"),
                          ({"datasets": [{"name": "gauss", "kind": "lange_gaussians3", "params": {"std": 1.5}}]}, "std")]:
-        result = cli("run", str(write_config(tmp_path / "b.yaml", **small_config(**change))), "--out",
+        result = cli_in_process("run", str(write_config(tmp_path / "b.yaml", **small_config(**change))), "--out",
                      str(tmp_path / "cube.zarr"), "--no-progress")
         assert result.returncode == 2
         assert word in result.stderr and "--out" in result.stderr and "Traceback" not in result.stderr
@@ -142,14 +151,14 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     assert reasons == {"RuntimeError: stub failure at k=4"}
     assert np.isnan(cube["lange"].sel(model="stub", n=40, k=4)).all()
     assert cube["lange"].sel(model="stub", n=40, k=[2, 3]).notnull().all()
-    counts = json.loads(cli("status", str(tmp_path / "f.zarr"), "--json").stdout)
+    counts = json.loads(cli_in_process("status", str(tmp_path / "f.zarr"), "--json").stdout)
     assert counts == {"total": 72, "ok": 2 * 6 + 2 * 2 * 6, "failed": 2 * 6, "infeasible": 2 * 2 * 6, "crashed": 0,
                       "pending": 0, "skipped": 0}
 
-    again = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1", env=env)
+    again = cli_in_process("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1", env=env)
     assert again.returncode == 1 and "nothing to compute" in again.stdout and "--retry-failed" in again.stderr
-    retried = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "1",
-                  "--retry-failed", env=env)
+    retried = cli_in_process("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "0",
+                             "--retry-failed", env=env)
     assert retried.returncode == 1 and "computing 12 of 72" in retried.stdout
 
 
@@ -202,7 +211,7 @@ def test_interrupt_and_kill_then_resume_equals_an_uninterrupted_run(tmp_path):
     removed = re.search(r"removed (\d+) temp file", resumed.stdout)
     assert removed and int(removed.group(1)) >= 1  # ours, and any the kill left mid-write
     assert not list(cube.rglob("*.partial"))
-    run_ok(config, tmp_path / "straight.zarr", "--workers", "2")
+    run_here(config, tmp_path / "straight.zarr")
     assert_same_cells(cube, tmp_path / "straight.zarr")
 
 
@@ -228,12 +237,10 @@ def test_a_cell_that_kills_its_worker_every_time_is_isolated_and_recorded_as_cra
     assert (crash["status"].sel(k=2) == 1).all() and crash["lange"].sel(k=2).notnull().all()
     assert (crash["status"].sel(k=5) == 4).all()  # crashed
     assert all(reason.startswith("crashed: KilledWorker") for reason in crash["reason"].sel(k=5).values.ravel())
-    counts = json.loads(cli("status", str(tmp_path / "c.zarr"), "--json").stdout)
+    counts = json.loads(cli_in_process("status", str(tmp_path / "c.zarr"), "--json").stdout)
     assert counts == {"total": 16, "ok": 12, "failed": 0, "infeasible": 0, "crashed": 4, "pending": 0, "skipped": 0}
     without_crashes = write_config(tmp_path / "k2.yaml", **{**config, "k": [2]})  # the same cells, no crash anywhere
-    undisturbed = cli("run", str(without_crashes), "--out", str(tmp_path / "u.zarr"), "--workers", "1", "--no-progress",
-                      env={"ORDERCUBE_PLUGINS": "ordercube_test_stubs"})
-    assert undisturbed.returncode == 0, undisturbed.stderr
+    run_here(without_crashes, tmp_path / "u.zarr", env={"ORDERCUBE_PLUGINS": "ordercube_test_stubs"})
     ok = open_cube(tmp_path / "u.zarr").load()
     np.testing.assert_array_equal(crash["lange"].sel(k=2).values, ok["lange"].sel(model="crash", k=2).values)
 
@@ -241,14 +248,14 @@ def test_a_cell_that_kills_its_worker_every_time_is_isolated_and_recorded_as_cra
 def test_a_new_method_with_a_new_criterion_adds_its_variable(tmp_path):
     lange_only = small_config(methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},
                                         "predictor": "nearest_centroid", "criteria": ["lange"]}])
-    run_ok(write_config(tmp_path / "a.yaml", **lange_only), tmp_path / "cube.zarr", "--workers", "1")
+    run_here(write_config(tmp_path / "a.yaml", **lange_only), tmp_path / "cube.zarr")
     old = open_cube(tmp_path / "cube.zarr").load()
     assert "pairwise" not in old
 
     both = small_config()
     both["methods"] = lange_only["methods"] + [{"name": "km2", "algorithm": "kmeans", "params": {"n_init": 3},
                                                 "predictor": "nearest_centroid", "criteria": ["pairwise"]}]
-    result = run_ok(write_config(tmp_path / "b.yaml", **both), tmp_path / "cube.zarr", "--workers", "1")
+    result = run_here(write_config(tmp_path / "b.yaml", **both), tmp_path / "cube.zarr")
     assert "added variable pairwise" in result.stdout
     cube = open_cube(tmp_path / "cube.zarr").load()
     assert cube["lange"].sel(model="km").values.tobytes() == old["lange"].sel(model="km").values.tobytes()
@@ -262,7 +269,7 @@ def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp
     config["datasets"] = [{"name": "mix", "kind": "shamir_mixture1d", "params": {"mu": 5.0}}]
     config["methods"] = [{"name": "exact", "algorithm": "kmeans_1d_exact", "predictor": "nearest_centroid",
                           "criteria": ["lange", "pairwise"]}]
-    run_ok(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr", "--workers", "2")
+    run_here(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr")
     cube = open_cube(tmp_path / "c.zarr").load()
     assert (cube["status"] == 1).all()
 
@@ -304,7 +311,7 @@ def test_k_from_1_holds_prediction_strength_and_marks_stability_not_applicable_a
     config = small_config(k=[1, 2, 3, 4], datasets=[{"name": "gauss", "kind": "lange_gaussians3"}],
                           methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},
                                     "predictor": "nearest_centroid", "criteria": ["lange", "prediction_strength"]}])
-    run_ok(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr")
+    run_here(write_config(tmp_path / "c.yaml", **config), tmp_path / "c.zarr")
     cube = open_cube(tmp_path / "c.zarr").load()
     assert (cube["status"] == 1).all()
     assert cube["lange"].sel(k=1).isnull().all() and cube["lange"].sel(k=[2, 3, 4]).notnull().all()
@@ -312,7 +319,7 @@ def test_k_from_1_holds_prediction_strength_and_marks_stability_not_applicable_a
 
     before = cube_bytes(tmp_path / "c.zarr", keep_seconds=True)
     for threshold in (0.9, 0.5):
-        report = cli("report", str(tmp_path / "c.zarr"), "--out", str(tmp_path / f"r{threshold}"),
+        report = cli_in_process("report", str(tmp_path / "c.zarr"), "--out", str(tmp_path / f"r{threshold}"),
                      "--threshold", f"prediction_strength={threshold}")
         assert report.returncode == 0, report.stderr
         table = pd.read_csv(tmp_path / f"r{threshold}" / "selection.csv")
@@ -321,7 +328,7 @@ def test_k_from_1_holds_prediction_strength_and_marks_stability_not_applicable_a
         assert rows.k_hat.tolist() == expected.sel(dataset="gauss", model="km").values.ravel().tolist()
         assert (table[table.criterion == "lange"].k_hat >= 2).all()
     assert cube_bytes(tmp_path / "c.zarr", keep_seconds=True) == before
-    refused = cli("report", str(tmp_path / "c.zarr"), "--threshold", "lange=0.2")
+    refused = cli_in_process("report", str(tmp_path / "c.zarr"), "--threshold", "lange=0.2")
     assert refused.returncode == 2 and "--threshold" in refused.stderr and "Traceback" not in refused.stderr
 
 
@@ -340,8 +347,8 @@ def test_competing_criteria_share_the_resamples_choose_three_and_are_reproducibl
     config = write_config(tmp_path / "c.yaml", **COMPETITORS)
     run_ok(config, tmp_path / "two.zarr", "--workers", "2")
     whole_chunks = write_config(tmp_path / "w.yaml", **{**COMPETITORS, "execution": {"task_seconds": 5}})
-    run_ok(whole_chunks, tmp_path / "one.zarr", "--workers", "1")
-    assert_same_cells(tmp_path / "two.zarr", tmp_path / "one.zarr")  # other workers and tasks, the same bits
+    run_here(whole_chunks, tmp_path / "one.zarr")
+    assert_same_cells(tmp_path / "two.zarr", tmp_path / "one.zarr")  # other tasks, in this process: the same bits
 
     cube = open_cube(tmp_path / "two.zarr").load()
     assert (cube["status"] == 1).all()

@@ -22,8 +22,8 @@ import psutil
 import pytest
 import zarr
 
-from conftest import ORDERCUBE, REPO, STUBS, cli, small_config, write_config
-from test_engine import assert_same_cells, run_ok
+from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
+from test_engine import assert_same_cells, run_here, run_ok
 
 # Long enough to be disturbed mid-way (about 4 s of kernels on two local workers), short enough for ~60 s tests.
 SWEEP = small_config(n=[200, 400], k=[2, 3, 4, 5, 6], resamples=160,
@@ -37,10 +37,11 @@ def _env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> tuple[Path, Path]:
-    """The config and the cube of its undisturbed run on the embedded LocalCluster."""
+    """The config and the cube of its undisturbed run, computed in this process (where the cells are computed
+    never changes them: tests/test_engine.py)."""
     folder = tmp_path_factory.mktemp("undisturbed")
     config = write_config(folder / "sweep.yaml", **SWEEP)
-    run_ok(config, folder / "undisturbed.zarr", "--workers", "2")
+    run_here(config, folder / "undisturbed.zarr")
     return config, folder / "undisturbed.zarr"
 
 
@@ -143,7 +144,8 @@ def _kill_when_busy(scheduler_file: Path, pid: int, driver: subprocess.Popen, ti
         os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("allowed_failures", [3, 0], ids=["rescheduled", "isolated"])
+# Dask's own rescheduling (3 allowed failures) in the slow suite; the default suite keeps ordercube's own path.
+@pytest.mark.parametrize("allowed_failures", [pytest.param(3, marks=pytest.mark.slow), 0], ids=["rescheduled", "isolated"])
 def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, sweep, allowed_failures):
     """Dask's default (3 allowed failures) reschedules the tasks of the dead worker: nothing fails. With 0
     allowed failures the tasks it was running end in KilledWorker: the driver resubmits their cells one
@@ -168,7 +170,7 @@ def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, s
         assert at_kill < TOTAL and "Traceback" not in stderr, stderr
         after = _worker_pids(scheduler_file)  # the nanny has started a new worker process in place of the dead one
         assert before[0] not in after and before[1] in after, (before, after)
-        counts = json.loads(cli("status", str(cube), "--json").stdout)
+        counts = json.loads(cli_in_process("status", str(cube), "--json").stdout)
         print(f"worker killed at {at_kill} cells: exit {driver.returncode}, {counts}\n{stdout}\n{stderr}")  # with -s
         assert driver.returncode == 0, stderr
         assert counts == {"total": TOTAL, "ok": TOTAL, "failed": 0, "infeasible": 0, "crashed": 0, "pending": 0, "skipped": 0}
@@ -178,6 +180,7 @@ def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, s
     assert_same_cells(cube, undisturbed)
 
 
+@pytest.mark.slow  # one kill -9 of the driver's group and its resume: test_engine.py's interrupt-and-kill test
 def test_kill_9_of_the_driver_three_times_then_resume_ends_with_the_undisturbed_cube(tmp_path, sweep):
     """The driver and its LocalCluster are killed (process group, SIGKILL) at three seeded random moments
     after the attempt has written its first cells; no worker outlives its driver; the same command resumes."""

@@ -16,7 +16,7 @@ import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
 from ordercube.pipeline.cube.integrity import chunk_grid_any, expand_grid
-from test_engine import assert_same_cells, run_ok
+from test_engine import assert_same_cells, run_here
 
 CONFIG = small_config(resamples=4, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}])
 CELLS = 1 * 2 * 1 * 3 * 4
@@ -26,7 +26,7 @@ CELLS = 1 * 2 * 1 * 3 * 4
 def computed(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("computed")
     config = write_config(folder / "c.yaml", **CONFIG)
-    run_ok(config, folder / "cube.zarr", "--workers", "1")
+    run_here(config, folder / "cube.zarr")
     return config, folder / "cube.zarr"
 
 
@@ -89,7 +89,7 @@ def test_the_advised_fix_deleting_the_damaged_chunk_recomputes_it(cube, computed
     config, path = cube
     _flip_a_byte(path / "pairwise" / "c" / "0" / "0" / "0" / "0" / "0")
     (path / "pairwise" / "c" / "0" / "0" / "0" / "0" / "0").unlink()
-    result = run_ok(config, path, "--workers", "1")
+    result = run_here(config, path)
     assert "12 cell(s) marked done have lost their values (pairwise/c/0/0/0/0/0 missing)" in result.stdout
     assert_same_cells(path, computed[1])
     assert cli_in_process("status", str(path), "--verify").returncode == 0
@@ -103,7 +103,7 @@ def test_a_valid_chunk_copied_over_another_is_detected_by_the_manifest_and_recom
     result = cli_in_process("status", str(path), "--json")
     assert json.loads(result.stdout)["pending"] == 12
     assert "lange/c/0/1/0/0/0 not the chunk recorded at its place" in result.stderr
-    rerun = run_ok(config, path, "--workers", "1")
+    rerun = run_here(config, path)
     assert "12 cell(s) marked done have lost their values" in rerun.stdout
     assert_same_cells(path, computed[1])
     assert cli_in_process("status", str(path), "--verify").stderr.startswith("verified: ")
@@ -121,7 +121,7 @@ def test_a_deleted_chunk_or_variable_makes_its_cells_pending_never_silent_nan(cu
     shutil.rmtree(path / "pairwise")  # a whole variable
     result = cli_in_process("status", str(path), "--json")
     assert json.loads(result.stdout)["pending"] == CELLS and "variable pairwise missing" in result.stderr
-    rerun = run_ok(config, path, "--workers", "1")
+    rerun = run_here(config, path)
     assert f"{CELLS} cell(s) marked done have lost their values" in rerun.stdout
     assert_same_cells(path, computed[1])
     assert cli_in_process("status", str(path)).stderr == ""
@@ -159,14 +159,14 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_dead_holder_is_detec
     path = tmp_path / "cube.zarr"
     env = {**_env(), "ORDERCUBE_PLUGINS": "ordercube_test_stubs"}
     first = subprocess.Popen([ORDERCUBE, "run", str(sleepy), "--out", str(path),
-                              "--no-progress", "--workers", "1"], env={**env, "ORDERCUBE_STUB_SLEEP": "1"},
+                              "--no-progress", "--workers", "0"], env={**env, "ORDERCUBE_STUB_SLEEP": "1"},
                              start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not (path / "status").exists():
             assert first.poll() is None and time.monotonic() < deadline, "the first run did not create its cube"
             time.sleep(0.05)
-        second = cli("run", str(sleepy), "--out", str(path), "--no-progress", env=env)
+        second = cli_in_process("run", str(sleepy), "--out", str(path), "--no-progress", env=env)
         assert second.returncode == 2, second.stderr
         assert f"pid {first.pid}" in second.stderr and "being written by another ordercube run" in second.stderr
         assert "Traceback" not in second.stderr and second.stderr.count("\n") == 1
@@ -175,7 +175,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_dead_holder_is_detec
         os.killpg(first.pid, 9)  # the holder dies without releasing: the kernel drops its flock
         first.wait(timeout=60)
     assert (tmp_path / "cube.zarr.lock").exists()
-    resumed = cli("run", str(sleepy), "--out", str(path), "--no-progress", "--workers", "1", env=env)
+    resumed = cli_in_process("run", str(sleepy), "--out", str(path), "--no-progress", "--workers", "0", env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert f"pid {first.pid}" in resumed.stdout and "stale" in resumed.stdout
     assert not (tmp_path / "cube.zarr.lock").exists()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, STUBS, cli, cli_in_process, small_config, write_config
-from test_engine import assert_same_cells, run_ok
+from test_engine import assert_same_cells, run_here
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -65,7 +65,9 @@ def _no_url_folders(folder: Path) -> None:
 def test_a_run_on_s3_gives_the_cells_of_a_local_run_extends_and_reports(s3, tmp_path):
     url = f"s3://{BUCKET}/runs/cube.zarr"
     config = write_config(tmp_path / "c.yaml", **small_config(resamples=3))
-    first = cli("run", str(config), "--out", url, "--no-progress", "--workers", "1", env=s3, timeout=300)
+    # In this process's place (--workers 0): a run on S3 with a LocalCluster is
+    # test_a_killed_creation_is_cleaned_up_and_foreign_data_is_never_touched's.
+    first = cli("run", str(config), "--out", url, "--no-progress", "--workers", "0", env=s3, timeout=300)
     assert first.returncode == 0, first.stderr
     assert f"-> {url}" in first.stdout
     keys = _s3fs().find(f"{BUCKET}/runs")
@@ -79,11 +81,11 @@ def test_a_run_on_s3_gives_the_cells_of_a_local_run_extends_and_reports(s3, tmp_
     assert second.returncode == 0, second.stderr
     assert "extended trial by [3, 4, 5]" in second.stdout
     assert "computing 36 of 72 planned cells" in second.stdout
-    again = cli("run", str(config), "--out", url, "--no-progress", "--workers", "0", env=s3, timeout=300)
+    again = cli_in_process("run", str(config), "--out", url, "--no-progress", "--workers", "0", env=s3)
     assert "nothing to compute: all 72 planned cells of " + url in again.stdout
 
     local = tmp_path / "local.zarr"
-    run_ok(config, local, "--workers", "0")
+    run_here(config, local)
     assert_same_cells(local, url)  # every variable but the wall-clock seconds, bit for bit
 
     status = cli_in_process("status", url, "--json", "--verify", env=s3)
@@ -254,7 +256,7 @@ def test_the_lock_object_keeps_out_a_run_on_another_machine_and_a_dead_local_hol
     import socket
 
     fs.pipe(f"{BUCKET}/shared.zarr.lock", json.dumps({**other, "host": socket.gethostname()}).encode())
-    taken = cli("run", str(config), "--out", url, "--no-progress", "--workers", "1", env=s3, timeout=300)
+    taken = cli("run", str(config), "--out", url, "--no-progress", "--workers", "0", env=s3, timeout=300)
     assert taken.returncode == 0, taken.stderr
     assert "a previous run (pid 4242 on host " in taken.stdout and "its lock was stale and is taken over" in taken.stdout
     assert not fs.exists(f"{BUCKET}/shared.zarr.lock")  # released at the end of the run

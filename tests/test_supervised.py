@@ -21,7 +21,7 @@ from ordercube.tasks.classifiers.selection import top_by_t
 from ordercube.tasks.datasets.synthetic import kearns_intervals, kearns_target
 from ordercube.tasks.seeding import Purpose, label_id, stream
 from ordercube.tasks.supervised import LEARN_ALL, LEARN_HALF, learning_counts, split_by_class
-from test_engine import assert_same_cells, run_ok
+from test_engine import assert_same_cells, run_here, run_ok
 
 
 
@@ -247,7 +247,7 @@ def test_classifier_cubes_are_the_same_bits_in_this_process_and_on_two_workers(t
                                "learning": 40})
     config["methods"][0].update(criteria=["swapping", "loo_cv", "test_error"], params={"genes": 0})  # both datasets
     path = write_config(tmp_path / "c.yaml", **config)
-    here = run_ok(path, tmp_path / "here.zarr", "--workers", "0")
+    here = run_here(path, tmp_path / "here.zarr")
     there = run_ok(path, tmp_path / "there.zarr", "--workers", "2")
     assert "in this process" in here.stdout and "dask dashboard" in there.stdout, there.stdout
     assert_same_cells(tmp_path / "here.zarr", tmp_path / "there.zarr")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import cli, cli_in_process, small_config, write_config
+from conftest import cli_in_process, small_config, write_config
 from ordercube.pipeline.config.study import load_config
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.report.sweep import crossing_points
@@ -76,8 +76,8 @@ def test_report_of_a_swept_cube_draws_choices_against_the_parameter(tmp_path):
                           methods=[{"name": "gmm", "algorithm": "gaussian_mixture_em", "params": {"n_init": 2},
                                     "predictor": "gaussian_posterior", "criteria": ["mtc", "bic"]}])
     path = write_config(tmp_path / "s.yaml", **config)
-    assert cli("run", str(path), "--out", str(tmp_path / "s.zarr"), "--no-progress").returncode == 0
-    result = cli("report", str(tmp_path / "s.zarr"), "--out", str(tmp_path / "report"))
+    assert cli_in_process("run", str(path), "--out", str(tmp_path / "s.zarr"), "--no-progress", "--workers", "0").returncode == 0
+    result = cli_in_process("report", str(tmp_path / "s.zarr"), "--out", str(tmp_path / "report"))
     assert result.returncode == 0, result.stderr
     assert "swept parameter" in result.stdout and (tmp_path / "report" / "sweep_tri_gmm_n200.png").stat().st_size > 0
     table = pd.read_csv(tmp_path / "report" / "sweep.csv")
