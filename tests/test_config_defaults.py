@@ -75,6 +75,14 @@ def test_the_yaml_name_is_its_stem_and_generated_data_still_need_n(tmp_path):
     assert "generated dataset ('lange_gaussians3') has no size" in str(caught.value) and "n: [100, 300]" in str(caught.value)
 
 
+def test_an_unknown_kind_without_n_is_called_unknown_not_unsized():
+    with pytest.raises(ordercube.ConfigError) as caught:
+        parse_config({"seed": 3, "k": [2, 3], "datasets": [{"name": "g", "kind": "lange_gausians3"}],
+                      "methods": [{"algorithm": "kmeans", "criteria": ["lange"]}]})
+    assert caught.value.key == "datasets[0].kind"
+    assert "unknown dataset 'lange_gausians3'" in str(caught.value) and "lange_gaussians3" in str(caught.value)
+
+
 @pytest.mark.parametrize("name", ["quickstart.yaml", "lange2002_table1.yaml", "frank_kmeans.yaml"])
 def test_a_config_that_gives_every_key_is_unchanged(name):
     raw = read_yaml(CONFIGS / name)

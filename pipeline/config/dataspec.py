@@ -66,6 +66,8 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
     if n_raw is None:
         if kind not in (*MATRIX_KINDS, *TABLE_KINDS, "edge_list", "distances"):
+            if kind not in SYNTHETIC:
+                raise _unknown_kind(key, kind)  # said before the missing n a known kind would need
             raise ConfigError(f"{key}.n", f"no sample sizes: a generated dataset ({show(kind)}) has no size to default "
                               "to", "give 'n' at the top level or in this dataset, e.g. n: [100, 300]")
         n_raw = ["all"]  # every row of a file or an array, every tile or row of a matrix
@@ -189,10 +191,14 @@ def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_
                        data=clean, identity=identity, objects="matrix")
 
 
+def _unknown_kind(key: str, kind: str) -> ConfigError:
+    return ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
+                       f"expected one of {sorted([*SYNTHETIC, 'distances', 'edge_list', 'file'])} (or 'data' from Python)")
+
+
 def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:
     if kind not in SYNTHETIC:
-        raise ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
-                          f"expected one of {sorted([*SYNTHETIC, 'distances', 'edge_list', 'file'])} (or 'data' from Python)")
+        raise _unknown_kind(key, kind)
     for extra in sorted(TABLE_KEYS):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"only file datasets take '{extra}'", "remove it or set kind: file")
