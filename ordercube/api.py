@@ -1,9 +1,10 @@
 """The Python API: the same sweep, cube and reducers as the CLI, called from a script or a notebook.
 
 Every function here is a thin shell over ``pipeline``: the config is validated by
-:func:`ordercube.pipeline.config.study.parse_config`, the sweep is :func:`ordercube.pipeline.run.sweep.run_sweep`, the choices are
-:func:`ordercube.pipeline.reduce.select.select_k`, the report is :func:`ordercube.pipeline.report.write.write_report`. The heavy imports
-(xarray, zarr, distributed) happen on the first call, not on ``import ordercube``.
+:func:`ordercube.pipeline.config.study.parse_config`, the sweep is :func:`ordercube.pipeline.run.sweep.run_sweep`,
+the choices are :func:`ordercube.pipeline.reduce.select.select_k`, the report is
+:func:`ordercube.pipeline.report.write.write_report`. The heavy imports (xarray, zarr, distributed) happen on the
+first call, not on ``import ordercube``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The test line of the README (and docs/getting-started/install.md) on a fresh clone: no ``../shared`` beside the repository, so every test that reads the
-papers' data skips, each naming what is missing, and none fails or tries a download.
+"""The test line of the README (and docs/getting-started/install.md) on a fresh clone: no ``../shared`` beside the
+repository, so every test that reads the papers' data skips, each naming what is missing, and none fails or tries a
+download.
 
 The repository's tracked files (as they are in the working tree) and its compiled kernels are copied into a
 temporary folder with nothing beside it, and pytest runs there in a subprocess over every test marked
