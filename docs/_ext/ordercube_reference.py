@@ -102,6 +102,11 @@ def _label(kind: str, name: str) -> str:
     return f"{kind}-{name}".lower().replace("_", "-").replace(".", "-")
 
 
+def _record_head(kind: str, name: str, underline: str) -> list[str]:
+    """A record's anchor (``kind-name``), its title and, for a plug-in's record, the plug-in that added it."""
+    return [f".. _{_label(kind, name)}:", "", *_title(name, underline), *_added_by(kind, name)]
+
+
 def _added_by(kind: str, name: str) -> list[str]:
     """``Added by <plug-in>.`` for a record an installed plug-in registered, else nothing."""
     from ordercube.tasks import plugins
@@ -380,7 +385,7 @@ def render_algorithms(records: Mapping[str, Any] | None = None) -> str:
                          [[f":ref:`{name} <{_label('algorithm', name)}>`", _escape(record.kind), record.takes,
                            ", ".join(record.gives) or "\\-"] for name, record in records.items()])
     for name, record in records.items():
-        lines += [f".. _{_label('algorithm', name)}:", "", *_title(name, "-"), *_added_by("algorithm", name)]
+        lines += _record_head("algorithm", name, "-")
         for paragraph in _citation(record):
             lines += [paragraph, ""]
         facts = [["kind", _escape(record.kind)], ["takes", f"``{record.takes}``"],
@@ -410,7 +415,7 @@ def render_criteria(records: Mapping[str, Any] | None = None) -> str:
                          [[f":ref:`{name} <{_label('criterion', name)}>`", record.reads, record.decision.rule,
                            _escape(record.description)] for name, record in records.items()])
     for name, record in records.items():
-        lines += [f".. _{_label('criterion', name)}:", "", *_title(name, "-"), *_added_by("criterion", name),
+        lines += [*_record_head("criterion", name, "-"),
                   _escape(record.description), ""]
         for paragraph in _citation(record):
             lines += [paragraph, ""]
@@ -447,7 +452,7 @@ def render_predictors(records: Mapping[str, Any] | None = None) -> str:
     lines += ["Every registered predictor (``methods[].predictor``): the extension operator that transfers a",
               "clustering solution to new objects, and the objects it reads.", ""]
     for name, predictor in records.items():
-        lines += [f".. _{_label('predictor', name)}:", "", *_title(name, "-"), *_added_by("predictor", name),
+        lines += [*_record_head("predictor", name, "-"),
                   f"Reads: ``{predictor_takes(name)}``.", ""]
         text = _first_paragraph(predictor)
         if text:
@@ -470,7 +475,7 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
               "of the papers' datasets.", ""]
     lines += [".. _datasets-generators:", "", *_title("Generators", "-")]
     for name, record in records.items():
-        lines += [f".. _{_label('dataset', name)}:", "", *_title(name, "~"), *_added_by("dataset", name)]
+        lines += _record_head("dataset", name, "~")
         for paragraph in _citation(record):
             lines += [paragraph, ""]
         try:
