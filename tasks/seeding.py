@@ -26,6 +26,9 @@ class Purpose(IntEnum):
     SAMPLE_FIT = 7  # a method's fits on a trial's whole sample and on reference data
     PARTITION = 8  # the partition at k̂ of a whole dataset (and a synthetic dataset's sample for it)
     REPLAY = 9  # the trial orders of an adaptive rule's replay on a stored cube
+    SUBSAMPLE = 10  # a consensus resample's items and features (Monti et al. 2003): shared by every method and k
+    NULL_DATA = 11  # reference data sets that keep the data's feature correlation (John et al. 2020, M3C)
+    BOOTSTRAP = 12  # resampling the stored resamples to state a reduction's Monte Carlo error
 
 
 def label_id(label: str) -> int:

@@ -34,6 +34,11 @@ class BlockSpec:
 
     ``family_options`` are (name, value) pairs a family reads from its dataset's entry (a classifier's learning
     set, :mod:`ordercube.tasks.supervised`); they never enter a random stream's address.
+
+    ``scheme`` names how a trial resamples and fits (:mod:`ordercube.tasks.schemes`; "" is the family's own: the
+    clusterer's two halves), ``scheme_params`` its parameters over its defaults as (name, value) pairs.
+    ``assignments``: the method stores each trial's assignment of every item of the dataset
+    (:attr:`TrialOutcome.assignments`).
     """
 
     root_seed: int
@@ -48,6 +53,9 @@ class BlockSpec:
     trials: tuple[int, ...]
     criterion_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     family_options: tuple[tuple[str, Any], ...] = ()
+    scheme: str = ""
+    scheme_params: tuple[tuple[str, Any], ...] = ()
+    assignments: bool = False
 
     def options_of(self, criterion: str) -> dict[str, Any]:
         """The options the config gave ``criterion`` (resolved over its defaults), or {}."""
@@ -60,12 +68,15 @@ class BlockResult:
 
     ``values`` maps each criterion to its raw values (NaN where the cell is not ok); ``reason`` holds
     the failure or infeasibility message ('' where ok); ``seconds`` the compute time of each cell.
+    ``assignments`` (a block whose method stores them): shape (len(ks), len(trials), parts, items), each
+    clustering's cluster of every item, -1 where the item was not in it or the cell is not ok.
     """
 
     values: dict[str, NDArray[np.float64]]
     status: NDArray[np.int8]
     reason: NDArray[np.object_]
     seconds: NDArray[np.float64]
+    assignments: NDArray[np.int16] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,12 +94,18 @@ class TrialOutcome:
         k → why that k cannot be computed in this trial (too few points for it).
     seconds : mapping or None
         k → the compute time charged to that k; None: the trial's time is shared equally by its ks.
+    assignments : mapping or None
+        When the block stores assignments (``BlockSpec.assignments``): k → an integer array of shape
+        (parts, items), the cluster (0 .. k-1) of every item of the dataset in each of the trial's clusterings
+        (its "parts": the two halves, or the data and its reference sets), -1 where the item was not in that
+        clustering. Items are the dataset's rows (objects) in the order of its file.
     """
 
     values: Mapping[str, NDArray[np.float64]]
     failed: Mapping[int, str] = field(default_factory=dict)
     infeasible: Mapping[int, str] = field(default_factory=dict)
     seconds: Mapping[int, float] | None = None
+    assignments: Mapping[int, NDArray[np.int16]] | None = None
 
 
 TrialRunner = Callable[[int], TrialOutcome]

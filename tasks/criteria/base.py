@@ -122,6 +122,45 @@ class TrialSample:
         return self.memo[key]
 
 
+@dataclass(frozen=True)
+class Clusterings:
+    """Every stored clustering of one (dataset, n, method), per k: what a criterion computed from stored
+    assignments reduces (``Criterion.reduce``), after the sweep, without refitting.
+
+    Attributes
+    ----------
+    ks : tuple of int
+        The orders with at least one stored clustering, ascending.
+    data : mapping
+        k → int array of shape (R, items): every clustering of the data (trials x data parts, in trial order),
+        the cluster 0 .. k-1 of each item, -1 where the item was not drawn into that clustering. Rows of cells
+        that are not ok are left out.
+    references : mapping
+        k → int array of shape (B, R, items): the clusterings of each of B reference data sets (John et al. 2020),
+        the same resamples; empty when the scheme drew none.
+    trials : ndarray of shape (R,)
+        The trial each row of ``data`` came from (a bootstrap over resamples resamples trials).
+    items : int
+        The number of items (the dataset's rows or objects).
+    rng : callable
+        ``rng(key)`` → a generator addressed by the cube's seed, the group's coordinates and ``key`` (a tuple of
+        non-negative integers): the reduction's own randomness (bootstrap over resamples), the same bits on
+        every run.
+    weights : ndarray of shape (R,) or None
+        Each row's weight in every sum over resamples (a bootstrap replicate over resamples: how many times its
+        trial was drawn); None: every row counts once. A reduction honours it (a consensus matrix is
+        sum_h w_h [same cluster] / sum_h w_h [both drawn]).
+    """
+
+    ks: tuple[int, ...]
+    data: Mapping[int, NDArray[np.int16]]
+    references: Mapping[int, NDArray[np.int16]]
+    trials: NDArray[np.int64]
+    items: int
+    rng: Callable[[tuple[int, ...]], np.random.Generator]
+    weights: NDArray[np.float64] | None = None
+
+
 # What a decision rule may be re-run with, per rule (``ordercube report --decide CRITERION.FIELD=VALUE``).
 ADJUSTABLE: dict[str, tuple[str, ...]] = {
     "smallest": ("ties", "aggregate"),
@@ -267,6 +306,12 @@ class Criterion:
     needs_coordinates : bool
         It reads the points' coordinates (distances, centroids: the internal indices), which a graph's nodes
         do not have.
+    reduce : callable or None
+        A criterion computed from stored assignments (``reads="assignments"``): ``reduce(clusterings, **options)``
+        → ``{output: values of shape (len(clusterings.ks),)}``, run by the reducers on a stored cube
+        (:class:`Clusterings`), never in a trial; it stores no cube variable, so adding it to a config whose
+        cube stored assignments computes nothing new, and its options can be changed at decision time
+        (``--decide pac.window=0.05,0.95``).
     report_sections : tuple of str
         The report sections it contributes beyond its k̂ row and its figures, as import paths
         ``"package.module:function"`` of functions ``section(context) -> SectionResult``
@@ -300,6 +345,7 @@ class Criterion:
     sqrt_n_scaling: bool = False
     needs_coordinates: bool = False
     report_sections: tuple[str, ...] = ()
+    reduce: Callable[..., Mapping[str, NDArray[np.float64]]] | None = None
 
     @property
     def variables(self) -> tuple[str, ...]:
