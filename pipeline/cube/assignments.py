@@ -286,3 +286,23 @@ def size_estimate(config: Config, cells_by_model: Mapping[str, int]) -> tuple[in
     raw = sum(cells for model, cells in cells_by_model.items()
               if any(m.name == model and m.assignments for m in config.methods)) * parts * items * 2
     return raw, int(raw / COMPRESSION_RATIO)
+
+
+def size_line(config: Config, plan: Any) -> str | None:
+    """``ordercube validate``'s line on the assignments a run of ``plan`` (:class:`ordercube.pipeline.run.sweep.Plan`)
+    writes, None when no method stores them."""
+    from ordercube.pipeline.config.limits import human
+
+    if not config.stores_assignments:
+        return None
+    cells: dict[str, int] = {}
+    for chunk in plan.chunks:
+        model = plan.coords.model[chunk.model]
+        cells[model] = cells.get(model, 0) + chunk.cells
+    raw, disk = size_estimate(config, cells)
+    parts, items = wanted_size(config)
+    storing = [m.name for m in config.methods if m.assignments]
+    count = sum(cells.get(name, 0) for name in storing)
+    return (f"assignments: stored by {', '.join(storing)}: {count} cells x {parts} parts x {items} items = {human(raw)} "
+            f"raw (int16), about {human(disk)} on disk (zstd; {COMPRESSION_RATIO:g}:1, below the ratio measured on "
+            "halves of 150 rows)")
