@@ -152,6 +152,18 @@ def test_a_deleted_or_swapped_assignment_chunk_is_lost_and_computed_again(tmp_pa
     _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
 
 
+def test_a_deleted_assignment_variable_is_made_again_and_its_cells_computed_again(tmp_path):
+    raw = _config(tmp_path)
+    _run(tmp_path, raw)
+    shutil.copytree(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+    shutil.rmtree(tmp_path / "c.zarr" / "assignment")
+    with pytest.warns(UserWarning, match="variable assignment missing"):
+        counts = Cube.open(tmp_path / "c.zarr").count_cells()
+    assert counts["pending"] == counts["total"] == 36
+    _run(tmp_path, raw)
+    _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+
+
 def test_validate_states_a_size_the_written_cube_keeps_to(tmp_path):
     raw = _config(tmp_path, k=[2, 3, 4, 5, 6], resamples=20)
     config = write_config(tmp_path / "a.yaml", **raw)
@@ -270,13 +282,19 @@ def _tiny_consensus(algorithm, spec, source):
     return compute_trial
 
 
+def _tiny_refusal(objects, params, data, n):
+    if params["share"] < 1.0 and n > 60:
+        return f"methods[].scheme_params.share: a share below 1 needs n <= 60, got n = {n}; lower n or set share: 1"
+    return None
+
+
 @pytest.fixture
 def tiny_scheme(monkeypatch):
     from ordercube.tasks.params import number
 
     scheme = Scheme(name="tiny", description="every item, once per k", runner=_tiny_consensus, gives=("assignments",),
                     defaults={"share": 1.0}, ranges={"share": number(0.0, 1.0, low_open=True)},
-                    part_roles=lambda params: ("data",), fits=lambda params: 2.0)
+                    part_roles=lambda params: ("data",), fits=lambda params: 2.0, refusal=_tiny_refusal)
     monkeypatch.setitem(SCHEMES, "tiny", scheme)  # register_scheme is another part's: the registry itself here
     return scheme
 
@@ -289,6 +307,10 @@ def test_a_scheme_without_labels_refuses_label_criteria_listing_what_fits(tmp_pa
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "scheme_params": {"share": 2}, "criteria": [reducer]}]))
     assert "methods[0].scheme_params.share:" in said and "2" in said
+    said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
+                                                          "scheme_params": {"share": 0.5}, "criteria": [reducer]}]))
+    assert ("methods[0].scheme_params.share: dataset 'rows' (n = 90): a share below 1 needs n <= 60, got n = 90; "
+            "lower n or set share: 1") in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "nn", "algorithm": "knn", "scheme": "tiny",
                                                           "criteria": ["loo_cv"]}]))
     assert "methods[0].scheme: 'tiny' is a resampling scheme of clustering algorithms, and 'knn' is" in said
