@@ -357,3 +357,16 @@ def test_an_interrupted_growth_that_added_assignments_is_rolled_back(tmp_path, m
     _run(tmp_path, {**more, "out": str(tmp_path / "once.zarr")})
     _same_bits(tmp_path / "c.zarr", tmp_path / "once.zarr")
     assert os.path.isdir(tmp_path / "c.zarr" / "integrity" / "assignment_crc")
+
+
+def test_a_chunk_of_assignments_over_the_limit_is_refused_with_the_trials_that_fit():
+    raw = {"name": "big", "seed": 1, "k": [2], "resamples": 1000, "n": [100],
+           "datasets": [{"name": "many", "data": np.arange(200_000.0).reshape(-1, 1)}],
+           "methods": [{"name": "km", "algorithm": "kmeans", "criteria": ["lange"], "assignments": True}],
+           "execution": {"trials_per_chunk": 1000}}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw)
+    said = str(refused.value)
+    assert said.startswith("methods[0].assignments: a chunk of its stored assignments (1,000 trials x 2 clusterings x "
+                           "200,000 items, int16) takes ~762.9 MiB") and "at most 671" in said
+    parse_config({**raw, "execution": {"trials_per_chunk": 671}})
