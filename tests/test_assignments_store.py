@@ -370,3 +370,24 @@ def test_a_chunk_of_assignments_over_the_limit_is_refused_with_the_trials_that_f
     assert said.startswith("methods[0].assignments: a chunk of its stored assignments (1,000 trials x 2 clusterings x "
                            "200,000 items, int16) takes ~762.9 MiB") and "at most 671" in said
     parse_config({**raw, "execution": {"trials_per_chunk": 671}})
+
+
+def test_an_ok_cell_whose_trial_gave_no_assignments_fails_and_stores_none(monkeypatch):
+    from ordercube.tasks.cell import BlockSpec, run_block
+    from ordercube.tasks.datasets import ArraySource
+
+    def forgetful(algorithm, spec, source):
+        def compute_trial(trial):
+            given = {k: np.zeros((1, source.items), dtype=np.int16) for k in spec.ks if k != 3}
+            return TrialOutcome(values={}, assignments=given)
+        return compute_trial
+
+    monkeypatch.setitem(SCHEMES, "forgetful", Scheme(name="forgetful", description="", runner=forgetful,
+                                                     gives=("assignments",), part_roles=lambda params: ("data",)))
+    spec = BlockSpec(root_seed=1, dataset_id=2, n=40, method_id=3, algorithm="kmeans", algorithm_params=(),
+                     predictor="none", criteria=(), ks=(2, 3), trials=(0, 1), scheme="forgetful", assignments=True)
+    result = run_block(spec, ArraySource(_rows()))
+    assert result.assignments.shape == (2, 2, 1, ROWS)
+    assert (result.status[0] == Status.OK).all() and (result.assignments[0] == 0).all()
+    assert (result.status[1] == Status.FAILED).all() and (result.assignments[1] == -1).all()
+    assert "no assignments of shape (1, 90) at k=3 (got none)" in result.reason[1, 0]
