@@ -173,6 +173,7 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
               f"data digest {data_digest(dataset.identity)}")
     for method in config.methods:
         model = get_algorithm(method.algorithm)
+        model = model.with_scheme(method.scheme) if method.scheme and hasattr(model, "with_scheme") else model
         how = model.summary(method.predictor)
         scheme = f" (scheme {method.scheme} {dict(method.scheme_params)})" if method.scheme else ""
         stored = ", stores assignments" if method.assignments else ""

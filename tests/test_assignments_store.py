@@ -257,7 +257,7 @@ def test_assignments_on_fresh_synthetic_points_are_refused_naming_key_dataset_an
 
 def test_refusals_of_scheme_keys_name_key_value_and_fix(tmp_path, reducer, monkeypatch):
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "bootstrap"}]))
-    assert "methods[0].scheme: unknown scheme 'bootstrap'; expected one of ['halves'" in said
+    assert f"methods[0].scheme: unknown scheme 'bootstrap'; expected one of {sorted(SCHEMES)}" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "halves",
                                                           "scheme_params": {"p_item": 0.5}}]))
     assert "methods[0].scheme_params.p_item: unknown parameter 'p_item'" in said
@@ -303,7 +303,11 @@ def test_a_scheme_without_labels_refuses_label_criteria_listing_what_fits(tmp_pa
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "criteria": ["lange", "gap", reducer]}]))
     assert "methods[0].criteria[0]: lange reads 'labels', and the scheme 'tiny' gives ['assignments']" in said
-    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of ['{reducer}'] with scheme 'tiny'" in said
+    from ordercube.tasks.capabilities import fitting_criteria
+
+    fitting = fitting_criteria(None, get_algorithm("kmeans").with_scheme("tiny"))
+    assert reducer in fitting and "lange" not in fitting and "gap" not in fitting
+    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of {fitting} with scheme 'tiny'" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "scheme_params": {"share": 2}, "criteria": [reducer]}]))
     assert "methods[0].scheme_params.share:" in said and "2" in said
