@@ -14,6 +14,7 @@ import xarray as xr
 import zarr
 
 from conftest import cli_in_process, write_config
+from ordercube.pipeline.config.schemes import COMPRESSION_RATIO
 from ordercube.pipeline.config.study import parse_config
 from ordercube.pipeline.cube import assignments as stored
 from ordercube.pipeline.cube.owner import Cube, open_cube
@@ -173,7 +174,7 @@ def test_validate_states_a_size_the_written_cube_keeps_to(tmp_path):
     cells = 2 * 5 * 20
     assert f"{cells} cells x 2 parts x {ROWS} items" in line
     raw_bytes = cells * 2 * ROWS * 2
-    estimate = raw_bytes / stored.COMPRESSION_RATIO
+    estimate = raw_bytes / COMPRESSION_RATIO
     _run(tmp_path, raw)
     folder = tmp_path / "c.zarr" / "assignment" / "c"
     written = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
