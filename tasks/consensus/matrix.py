@@ -133,11 +133,10 @@ def _weighted_gram(labels: NDArray[np.integer], w: NDArray[np.float64], clusters
 
 
 def _onehot(block: NDArray[np.integer], clusters: int, dtype: type) -> NDArray[np.floating]:
-    """The (N, resamples x clusters) indicator of each item's cluster in each resample of ``block``."""
-    onehot = np.zeros((block.shape[1], block.shape[0] * clusters), dtype=dtype, order="F")
-    h, i = np.nonzero(block >= 0)
-    onehot[i, h * clusters + block[h, i]] = 1
-    return onehot
+    """The (N, resamples x clusters) indicator of each item's cluster in each resample of ``block`` (column
+    h k + c: cluster c of resample h), Fortran-ordered as BLAS takes it: the transpose of a row-major array."""
+    matches = block[:, None, :] == np.arange(clusters, dtype=block.dtype)[None, :, None]  # -1 matches none
+    return matches.reshape(-1, block.shape[1]).astype(dtype).T
 
 
 def consensus_values(M: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
