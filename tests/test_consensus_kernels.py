@@ -18,7 +18,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from ordercube.tasks.consensus import (
     adjusted_rand, bootstrap_weights, cdf_area, cluster_consensus, clusterwise_jaccard, consensus_cdf,
-    consensus_matrix, consensus_partition, delta_area, item_consensus, pac, resample_agreement,
+    consensus_matrix, consensus_order, consensus_partition, delta_area, item_consensus, pac, resample_agreement,
 )
 from ordercube.tasks.consensus import matrix as matrix_module
 from ordercube.tasks.criteria import CRITERIA, VARIABLES
@@ -436,3 +436,34 @@ def test_consensusclustering_fit_replayed():
         M = consensus_matrix(labels, fill=0.0)
         np.testing.assert_allclose(M, runs.consensus_k(k), rtol=1e-12)
         assert cdf_area(M, method="consensusclustering") == pytest.approx(runs.area_under_cdf(k), rel=1e-12)
+
+
+def test_consensus_order_puts_the_partition_in_blocks():
+    rng = np.random.default_rng(20)
+    truth = rng.permutation(np.repeat(np.arange(3), 6))
+    labels = np.where(rng.random((25, 18)) < 0.8, truth, -1).astype(np.int16)
+    labels[:, 5] = -1  # never drawn: not in the order
+    M = consensus_matrix(labels)
+    order = consensus_order(M)
+    assert sorted(order) == [i for i in range(18) if i != 5]
+    partition = consensus_partition(M, 3)
+    runs = np.flatnonzero(np.diff(partition[order]) != 0)
+    assert runs.size == 2  # three contiguous blocks
+    assert np.all(M[np.ix_(order, order)][:5, :5] == 1.0)
+
+
+def test_reductions_share_one_summary_and_never_mix_arrays():
+    from ordercube.tasks.criteria import consensus as records
+
+    first, second = planted(21, (2, 3)), planted(22, (2, 3))
+    for data in (first, second, {k: labels.copy() for k, labels in first.items()}):
+        clusterings = clusterings_of(data)
+        got = CRITERIA["pac"].reduce(clusterings, window=(0.1, 0.9))["pac"]
+        cc = CRITERIA["cluster_consensus"].reduce(clusterings, linkage="average")["cluster_consensus"]
+        for t, k in enumerate(clusterings.ks):
+            M = consensus_matrix(data[k])
+            assert got[t] == pac(M)
+            partition = consensus_partition(M, k)
+            assert cc[t] == pytest.approx(np.nanmean(cluster_consensus(M, partition, k)))
+            entry = records.summary(data[k], None, k)
+            assert entry.labels is data[k] and "partition:average" in entry.extras

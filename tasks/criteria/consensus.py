@@ -30,6 +30,7 @@ never the (N, N) matrix itself.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Summary:
 
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
+_LOCK = threading.Lock()  # reducers may run in threads: the cache's order and size change under it
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
@@ -82,22 +84,28 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
     summarised before (the cache holds them, so an identity is never mistaken). The consensus matrix is computed
     only when something asked is missing; its partition only when asked for (a bootstrap of PAC needs none)."""
     key = (id(labels), id(weights), k)
-    entry = _CACHE.get(key)
-    fresh = entry is None or entry.labels is not labels or entry.weights is not weights
-    if fresh or any(need not in entry.extras for need in needs):  # type: ignore[union-attr]
-        from ordercube.tasks.consensus import consensus_matrix, consensus_values
+    with _LOCK:
+        entry = _CACHE.get(key)
+    if entry is not None and (entry.labels is not labels or entry.weights is not weights):
+        entry = None
+    if entry is not None and all(need in entry.extras for need in needs):
+        with _LOCK:
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+        return entry
+    from ordercube.tasks.consensus import consensus_matrix, consensus_values
 
-        M = consensus_matrix(labels, weights=weights)
-        if fresh:
-            entry = Summary(labels, weights, *consensus_values(M))
-        for need in needs:
-            if need not in entry.extras:  # type: ignore[union-attr]
-                entry.extras[need] = _extra(M, k, need)  # type: ignore[union-attr]
-        _CACHE[key] = entry  # type: ignore[assignment]
+    M = consensus_matrix(labels, weights=weights)
+    if entry is None:
+        entry = Summary(labels, weights, *consensus_values(M))
+    extras = {need: entry.extras[need] if need in entry.extras else _extra(M, k, need) for need in needs}
+    entry = Summary(labels, weights, entry.values, entry.counts, {**entry.extras, **extras})
+    with _LOCK:
+        _CACHE[key] = entry
+        _CACHE.move_to_end(key)
         while len(_CACHE) > 1 and sum(item.nbytes for item in _CACHE.values()) > CACHE_BYTES:
             _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
-    return entry  # type: ignore[return-value]
+    return entry
 
 
 def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
