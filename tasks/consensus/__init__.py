@@ -1,7 +1,8 @@
 """Consensus clustering as pure kernels (Monti, Tamayo, Mesirov & Golub 2003; Wilkerson & Hayes 2010; Senbabaoglu,
 Michailidis & Li 2014; Hennig 2007): from the resamples' stored assignments (an (R, N) array of clusters, -1
 where an item was not drawn) to the consensus matrix, its CDF, area and Delta(K), PAC, the consensus partition
-and the stability of its clusters and items. NumPy and SciPy only: no Dask, xarray, zarr or IO.
+and the stability of its clusters and items. NumPy and SciPy only: no Dask, xarray, zarr or IO. SciPy is imported
+by the functions that use it, so that importing this package (the criteria's registry does) loads NumPy alone.
 """
 
 from __future__ import annotations

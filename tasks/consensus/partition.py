@@ -13,8 +13,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.cluster.hierarchy import cut_tree, leaves_list, linkage as hierarchical
-from scipy.spatial.distance import squareform
 
 Linkage = Literal["average", "complete", "single", "weighted"]
 LINKAGES: tuple[str, ...] = ("average", "complete", "single", "weighted")
@@ -37,6 +35,9 @@ def consensus_tree(M: ArrayLike, linkage: Linkage = "average") -> tuple[NDArray[
         SciPy's linkage matrix over ``items`` (None for fewer than two): a pair never drawn together is at
         distance 1.
     """
+    from scipy.cluster.hierarchy import linkage as hierarchical  # here: importing the kernels loads no SciPy
+    from scipy.spatial.distance import squareform
+
     M = np.asarray(M, dtype=np.float64)
     items = np.flatnonzero(~np.isnan(np.diagonal(M)))
     if items.size < 2:
@@ -50,6 +51,8 @@ def consensus_order(M: ArrayLike, linkage: Linkage = "average") -> NDArray[np.in
     """The drawn items in the leaf order of :func:`consensus_tree`: a heat map of M in this order shows the
     consensus partition's clusters as blocks on the diagonal (ConsensusClusterPlus orders its heat maps by
     ``hc$order``)."""
+    from scipy.cluster.hierarchy import leaves_list
+
     items, tree = consensus_tree(M, linkage)
     return items if tree is None else items[leaves_list(tree)]
 
@@ -79,6 +82,8 @@ def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> N
     tied heights may be ordered differently by SciPy and R's ``hclust``, which can change the cut when ties
     straddle it.
     """
+    from scipy.cluster.hierarchy import cut_tree
+
     M = np.asarray(M, dtype=np.float64)
     partition = np.full(M.shape[0], -1, dtype=np.int64)
     items, tree = consensus_tree(M, linkage)

@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ordercube.tasks.consensus import (
+    AREA_METHODS, LINKAGES, area_from_values, cdf_area, cluster_consensus, clusterwise_jaccard, consensus_matrix,
+    consensus_partition, consensus_values, delta_area, pac_from_values, resample_agreement,
+)
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.params import choice, integer, pair
 
-# The kernels (ordercube.tasks.consensus) load SciPy's BLAS and hierarchy: imported when a reduction runs, never by
-# the registry (a sweep, validate and status import no SciPy). Their option values, repeated here:
-AREA_METHODS = ("monti", "ccp", "consensusclustering")
-LINKAGES = ("average", "complete", "single", "weighted")
 REPORT = ("ordercube.pipeline.report.consensus:section",)
 # Bytes of consensus summaries kept for the criteria of the same reduction (the distinct entries of M per k).
 CACHE_BYTES = 256 * 2**20
@@ -93,8 +93,6 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return entry
-    from ordercube.tasks.consensus import consensus_matrix, consensus_values
-
     M = consensus_matrix(labels, weights=weights)
     if entry is None:
         entry = Summary(labels, weights, *consensus_values(M))
@@ -109,8 +107,6 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
 
 
 def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
-    from ordercube.tasks.consensus import cdf_area, cluster_consensus, consensus_partition
-
     if need == "consensusclustering":
         return cdf_area(M, method="consensusclustering")
     linkage = need.removeprefix("partition:")
@@ -133,8 +129,6 @@ def _per_k(clusterings: Clusterings, compute: Callable[[int, NDArray[np.int16]],
 
 def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max: bool = True) -> dict[str, NDArray[np.float64]]:
     """A(k) (:func:`ordercube.tasks.consensus.cdf_area`) and Delta(k) (:func:`ordercube.tasks.consensus.delta_area`)."""
-    from ordercube.tasks.consensus import area_from_values, delta_area
-
     def area(k: int, labels: NDArray[np.int16]) -> float:
         if method == "consensusclustering":
             return float(summary(labels, clusterings.weights, k, (method,)).extras[method])
@@ -148,8 +142,6 @@ def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max:
 
 def reduce_pac(clusterings: Clusterings, *, window: tuple[float, float] = (0.1, 0.9)) -> dict[str, NDArray[np.float64]]:
     """PAC(k) = CDF(u2) - CDF(u1) (:func:`ordercube.tasks.consensus.pac`)."""
-    from ordercube.tasks.consensus import pac_from_values
-
     window = (float(window[0]), float(window[1]))
 
     def value(k: int, labels: NDArray[np.int16]) -> float:
@@ -175,8 +167,6 @@ def reduce_cluster_consensus(clusterings: Clusterings, *, linkage: str = "averag
 
 def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dict[str, NDArray[np.float64]]:
     """The mean over the consensus partition's clusters of Hennig's clusterwise Jaccard."""
-    from ordercube.tasks.consensus import clusterwise_jaccard
-
     def value(k: int, labels: NDArray[np.int16]) -> float:
         need = f"partition:{linkage}"
         partition = summary(labels, clusterings.weights, k, (need,)).extras[need][0]
@@ -189,8 +179,6 @@ def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dic
 
 def reduce_agreement(clusterings: Clusterings, *, pairs: int = 500) -> dict[str, NDArray[np.float64]]:
     """The mean adjusted Rand index over ``pairs`` random pairs of resamples, on their common items."""
-    from ordercube.tasks.consensus import resample_agreement
-
     def value(k: int, labels: NDArray[np.int16]) -> float:
         rng = clusterings.rng((AGREEMENT_STREAM, k))
         return resample_agreement(labels, rng, pairs, weights=clusterings.weights)
