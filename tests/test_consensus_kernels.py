@@ -178,6 +178,15 @@ def test_consensus_matrix_properties(seed, R, N, k):
     assert math.isnan(value) or 0 <= value <= 1
     if not math.isnan(value):
         assert 0 <= cdf_area(M) <= 1 and 0 <= cdf_area(M, method="ccp") <= 1
+    if drawn.sum() >= k:
+        partition = consensus_partition(M, k)
+        assert np.all(partition[~drawn] == -1) and sorted(np.unique(partition[drawn])) == list(range(k))
+        for scores in (cluster_consensus(M, partition, k), item_consensus(M, partition, k),
+                       clusterwise_jaccard(labels, partition, k)):
+            present = scores[~np.isnan(scores)]
+            assert np.all((present >= 0) & (present <= 1 + 1e-12))
+        np.testing.assert_allclose(clusterwise_jaccard(relabelled, partition, k),
+                                   clusterwise_jaccard(labels, partition, k), rtol=1e-12)
 
 
 def test_stable_clusterings_have_no_ambiguity():
