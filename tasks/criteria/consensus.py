@@ -128,7 +128,10 @@ def _per_k(clusterings: Clusterings, compute: Callable[[int, NDArray[np.int16]],
 
 
 def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max: bool = True) -> dict[str, NDArray[np.float64]]:
-    """A(k) (:func:`ordercube.tasks.consensus.cdf_area`) and Delta(k) (:func:`ordercube.tasks.consensus.delta_area`)."""
+    """The area under the consensus CDF, A(k), and its relative increase Delta(k) at every k (Monti, Tamayo, Mesirov &
+    Golub 2003, Sec. 3.3.1, eq. 7): :func:`ordercube.tasks.consensus.cdf_area` with ``method``,
+    :func:`ordercube.tasks.consensus.delta_area` with ``running_max``. k̂ is the largest k whose Delta(k) reaches
+    the decision's threshold (the R package coca's rule, Cabassi & Kirk 2020: 0.025)."""
     def area(k: int, labels: NDArray[np.int16]) -> float:
         if method == "consensusclustering":
             return float(summary(labels, clusterings.weights, k, (method,)).extras[method])
@@ -141,7 +144,9 @@ def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max:
 
 
 def reduce_pac(clusterings: Clusterings, *, window: tuple[float, float] = (0.1, 0.9)) -> dict[str, NDArray[np.float64]]:
-    """PAC(k) = CDF(u2) - CDF(u1) (:func:`ordercube.tasks.consensus.pac`)."""
+    """The proportion of ambiguous clustering at every k, PAC = CDF(u2) - CDF(u1) with ``window`` = (u1, u2)
+    (Senbabaoglu, Michailidis & Li 2014; :func:`ordercube.tasks.consensus.pac`): the share of item pairs whose
+    consensus lies in (u1, u2]."""
     window = (float(window[0]), float(window[1]))
 
     def value(k: int, labels: NDArray[np.int16]) -> float:
@@ -157,7 +162,8 @@ def _mean_present(values: NDArray[np.float64]) -> float:
 
 
 def reduce_cluster_consensus(clusterings: Clusterings, *, linkage: str = "average") -> dict[str, NDArray[np.float64]]:
-    """The mean cluster consensus m(c) over the consensus partition's clusters of two items or more."""
+    """The mean cluster consensus m(c) (Monti et al. 2003; Wilkerson & Hayes 2010) over the clusters of two items
+    or more of the consensus partition (``linkage`` on 1 - M, cut at k), at every k."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         need = f"partition:{linkage}"
         return _mean_present(summary(labels, clusterings.weights, k, (need,)).extras[need][1])
@@ -166,7 +172,8 @@ def reduce_cluster_consensus(clusterings: Clusterings, *, linkage: str = "averag
 
 
 def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dict[str, NDArray[np.float64]]:
-    """The mean over the consensus partition's clusters of Hennig's clusterwise Jaccard."""
+    """The mean over the consensus partition's clusters of Hennig's (2007) clusterwise Jaccard: how well each
+    cluster is found again, as its best-matching cluster, in every resample that drew some of its items."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         need = f"partition:{linkage}"
         partition = summary(labels, clusterings.weights, k, (need,)).extras[need][0]
@@ -178,7 +185,8 @@ def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dic
 
 
 def reduce_agreement(clusterings: Clusterings, *, pairs: int = 500) -> dict[str, NDArray[np.float64]]:
-    """The mean adjusted Rand index over ``pairs`` random pairs of resamples, on their common items."""
+    """The mean adjusted Rand index (Hubert & Arabie 1985) over ``pairs`` random pairs of resamples, each pair
+    compared on the items both drew, at every k."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         rng = clusterings.rng((AGREEMENT_STREAM, k))
         return resample_agreement(labels, rng, pairs, weights=clusterings.weights)
