@@ -8,14 +8,15 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.cluster import KMeans
 
+from ordercube.tasks.algorithms.kmeans import kmeans_labels
 from ordercube.tasks.consensus.reference import (
-    beta_p, m3c_choice, m3c_reference, monte_carlo_p, rcsi, rcsi_se, shrink_covariance,
+    beta_p, consensus_entropy, m3c_choice, m3c_reference, monte_carlo_p, normal_p, rcsi, rcsi_se, shrink_covariance,
 )
 from ordercube.tasks.criteria import CRITERIA, VARIABLES
 from ordercube.tasks.criteria.base import Clusterings
 from ordercube.tasks.criteria.rules import choose_index
+from ordercube.tasks.params import ParamError
 
 
 def _anisotropic(rng: np.random.Generator, n: int, d: int, mean: float = 0.0) -> np.ndarray:
@@ -212,6 +213,24 @@ def test_beta_p_fits_the_references_moments():
     assert np.isnan(beta_p(np.array([0.2]), np.array([[0.0], [1.0]]))).all()
 
 
+def test_consensus_entropy_sums_over_ambiguous_pairs():
+    M = np.array([[1.0, 0.5, 0.0, 0.25],
+                  [0.5, 1.0, 1.0, np.nan],
+                  [0.0, 1.0, 1.0, 0.9],
+                  [0.25, np.nan, 0.9, 1.0]])
+    # Pairs 0.5, 0.25 and 0.9 count; 0, 1 and the never co-drawn pair do not.
+    expected = math.log(2) + -(0.25 * math.log(0.25) + 0.75 * math.log(0.75)) \
+        - (0.9 * math.log(0.9) + 0.1 * math.log(0.1))
+    assert consensus_entropy(M) == pytest.approx(expected, rel=1e-13)
+
+
+def test_normal_p_is_the_normal_cdf_with_the_references_mean_and_sd():
+    references = np.array([[10.0, 3.0], [14.0, 3.0]])      # mean 12, sd sqrt(8); no spread in the second
+    p = normal_p(np.array([12.0 - math.sqrt(8), 2.0]), references)
+    assert p[0] == pytest.approx(stats.norm.cdf(-1.0), rel=1e-12)
+    assert p[1] == 0.0 and normal_p(np.array([0.0, 3.0]), references)[1] == 1.0   # R's pnorm(x, m, 0)
+
+
 def test_m3c_choice_is_the_largest_rcsi_once_some_k_is_significant():
     ks = [2, 3, 4, 5]
     assert m3c_choice([0.1, 2.0, 2.0, 0.5], [0.3, 0.01, 0.2, 0.5], ks) == 3    # the first of equal maxima
@@ -224,8 +243,9 @@ def test_m3c_choice_is_the_largest_rcsi_once_some_k_is_significant():
 # --- the criterion on stored clusterings -----------------------------------------------------------------------------
 
 def _clusterings(X: np.ndarray, *, references: int, resamples: int, ks=(2, 3, 4, 5), seed: int = 0) -> Clusterings:
-    """What the consensus scheme stores: k-means on 80% of the items of the data and of each M3C reference, the same
-    resamples for all of them (John et al.'s pItem = 0.8), -1 where an item was not drawn."""
+    """What the consensus scheme stores: k-means (one k-means++ start per fit, as M3C's ``kmeans``) on 80% of the
+    items of the data and of each M3C reference, the same resamples for all of them (John et al.'s pItem = 0.8), -1
+    where an item was not drawn."""
     n = X.shape[0]
     sets = [X] + [m3c_reference(X, np.random.default_rng([seed, 1, b])) for b in range(references)]
     rng = np.random.default_rng([seed, 2])
@@ -234,7 +254,8 @@ def _clusterings(X: np.ndarray, *, references: int, resamples: int, ks=(2, 3, 4,
     for s, data in enumerate(sets):
         for h, items in enumerate(draws):
             for k in ks:
-                stored[k][s, h, items] = KMeans(k, n_init=1, random_state=1000 * h + k).fit_predict(data[items])
+                fit_rng = np.random.default_rng([seed, 3, s, h, k])
+                stored[k][s, h, items] = kmeans_labels(data[items], k, fit_rng, n_init=1)
     return Clusterings(ks=tuple(ks), data={k: stored[k][0] for k in ks}, references={k: stored[k][1:] for k in ks},
                        trials=np.arange(resamples), items=n, rng=lambda key: np.random.default_rng([seed, *key]))
 
@@ -244,37 +265,57 @@ def _k_hat(outputs: dict, ks) -> int:
     return int(ks[index]) if index >= 0 else -1
 
 
-def test_m3c_finds_three_clusters():
+@pytest.fixture(scope="module")
+def three_clusters() -> Clusterings:
     """Three Gaussian clusters of 20 samples in 80 features (more features than samples: the reverse-PCA
-    reference), 10 references, 20 resamples."""
+    reference), 25 references (M3C's default), 30 resamples."""
     rng = np.random.default_rng(12)
     X = np.vstack([centre + rng.normal(size=(20, 80)) for centre in rng.normal(0, 1.0, (3, 80))])
-    clusterings = _clusterings(X, references=10, resamples=20)
-    outputs = CRITERIA["m3c"].reduce(clusterings)
+    return _clusterings(X, references=25, resamples=30)
+
+
+@pytest.fixture(scope="module")
+def one_gaussian() -> Clusterings:
+    """One Gaussian with unequal variances, the same sizes."""
+    rng = np.random.default_rng(13)
+    return _clusterings(rng.normal(size=(60, 80)) * np.linspace(3.0, 0.5, 80), references=25, resamples=30, seed=1)
+
+
+def test_m3c_finds_three_clusters(three_clusters):
+    outputs = CRITERIA["m3c"].reduce(three_clusters)
     assert set(outputs) == set(CRITERIA["m3c"].variables)
     assert all(np.shape(values) == (4,) for values in outputs.values())
-    assert _k_hat(outputs, clusterings.ks) == 3
+    assert _k_hat(outputs, three_clusters.ks) == 3
     assert np.nanargmax(outputs["rcsi"]) == 1 and outputs["rcsi"][1] > 1.0
-    assert outputs["rcsi_beta_p"][1] < 1e-3
-    assert outputs["rcsi_p"][1] == pytest.approx(1 / 11)       # every reference less stable: the bound 1 / (B + 1)
-    assert m3c_choice(outputs["rcsi"], outputs["rcsi_beta_p"], clusterings.ks) == 3
+    assert outputs["rcsi_fit_p"][1] < 1e-3
+    assert outputs["rcsi_p"][1] == pytest.approx(1 / 26)       # every reference less stable: the bound 1 / (B + 1)
+    assert m3c_choice(outputs["rcsi"], outputs["rcsi_fit_p"], three_clusters.ks) == 3
     assert np.array_equal(outputs["m3c"], outputs["rcsi"])      # significant: the curve is the RCSI
+    # M3C's RCSI before December 2019 is the log ratio of the table's reference mean to the data's PAC, and (Jensen)
+    # never below the mean log ratio.
+    log_mean = CRITERIA["m3c"].reduce(three_clusters, rcsi_of="log_mean")
+    assert np.allclose(log_mean["rcsi"],
+                       np.log(outputs["m3c_reference"]) - np.log(np.maximum(outputs["m3c_data"], 1e-7)), rtol=1e-12)
+    assert (log_mean["rcsi"] >= outputs["rcsi"] - 1e-12).all()
+    # The entropy objective (M3C's default since December 2019) agrees here.
+    entropy = CRITERIA["m3c"].reduce(three_clusters, objective="entropy")
+    assert _k_hat(entropy, three_clusters.ks) == 3 and entropy["rcsi_fit_p"][1] < 1e-3
+    # Another window changes PAC.
+    other = CRITERIA["m3c"].reduce(three_clusters, window=(0.05, 0.95))
+    assert not np.allclose(other["m3c_data"], outputs["m3c_data"])
 
 
-def test_m3c_finds_no_significant_k_without_clusters():
-    """One Gaussian with the same kind of covariance: no k has a beta p-value below 0.05, so the curve m3c has no
-    value and the rule chooses nothing (-1), M3C's K = 1."""
-    rng = np.random.default_rng(13)
-    X = rng.normal(size=(60, 80)) * np.linspace(3.0, 0.5, 80)
-    clusterings = _clusterings(X, references=10, resamples=20, seed=1)
-    outputs = CRITERIA["m3c"].reduce(clusterings)
-    assert (outputs["rcsi_beta_p"] > 0.05).all() and (outputs["rcsi_p"] > 0.05).all()
+def test_m3c_finds_no_significant_k_without_clusters(one_gaussian):
+    """No k has a fitted p-value below 0.05, so the curve m3c has no value and the rule chooses nothing (-1),
+    M3C's K = 1."""
+    outputs = CRITERIA["m3c"].reduce(one_gaussian)
+    assert (outputs["rcsi_fit_p"] > 0.05).all() and (outputs["rcsi_p"] > 0.05).all()
     assert np.isnan(outputs["m3c"]).all() and np.isfinite(outputs["rcsi"]).all()
-    assert _k_hat(outputs, clusterings.ks) == -1
-    assert m3c_choice(outputs["rcsi"], outputs["rcsi_beta_p"], clusterings.ks) == 1
+    assert _k_hat(outputs, one_gaussian.ks) == -1
+    assert m3c_choice(outputs["rcsi"], outputs["rcsi_fit_p"], one_gaussian.ks) == 1
     # Without the test (M3C's printed "optimal K"), the largest RCSI is chosen anyway.
-    untested = CRITERIA["m3c"].reduce(clusterings, test="none")
-    assert _k_hat(untested, clusterings.ks) == clusterings.ks[int(np.nanargmax(outputs["rcsi"]))]
+    untested = CRITERIA["m3c"].reduce(one_gaussian, test="none")
+    assert _k_hat(untested, one_gaussian.ks) == one_gaussian.ks[int(np.nanargmax(outputs["rcsi"]))]
 
 
 def test_the_criterion_is_registered_as_a_reduction_of_assignments():
@@ -286,6 +327,10 @@ def test_the_criterion_is_registered_as_a_reduction_of_assignments():
     assert criterion.resolve({"alpha": 0.01})["alpha"] == 0.01
     with pytest.raises(ValueError, match="monte_carlo"):
         criterion.resolve({"test": "t"})
+    for window in ((0.9, 0.1), (0.1, 1.5)):
+        with pytest.raises(ParamError, match="lower < upper") as error:
+            criterion.check({**criterion.options, "window": window}, (2, 3))
+        assert error.value.name == "window"
 
 
 def test_without_references_the_criterion_names_the_fix():

@@ -33,6 +33,9 @@ input is the transpose (features as rows).
   method of moments (``estBetaParams``, lines 391-395: alpha = ((1 - mu) / var - 1 / mu) mu^2,
   beta = alpha (1 / mu - 1), mu the reference mean, var their variance with divisor B - 1), evaluated at the
   data's PAC: P(PAC_ref <= PAC_real), which reaches below the Monte Carlo bound 1 / (B + 1).
+- With the entropy objective (the package's default since December 2019, :func:`consensus_entropy`) in place of
+  PAC, the same RCSI and Monte Carlo p-value, and a normal distribution fitted to the references' entropies in
+  place of the beta (lines 236-244, :func:`normal_p`).
 - k̂ (line 360): the k of the largest RCSI (R's ``which.max``: the first of equal values). The vignette adds the
   test: "If none of the p values reach significance over a reasonable range of K (e.g. 10), then we accept the
   null hypothesis" K = 1, at alpha = 0.05 (the significance colour of the p-value plot, line 269), with the
@@ -255,6 +258,52 @@ def beta_p(pac_data: FloatArray, pac_references: FloatArray) -> FloatArray:
     fitted = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
     out = np.full(mu.shape, np.nan)
     out[fitted] = stats.beta.cdf(data[fitted], a[fitted], b[fitted])
+    return out
+
+
+def consensus_entropy(M: FloatArray) -> float:
+    """M3C's entropy objective (R/M3C.R lines 891-903, after Zhao et al. 2010): -sum over pairs i < j of
+    m log m + (1 - m) log(1 - m), m = M[i, j], pairs at exactly 0 or 1 (and pairs never drawn together, NaN)
+    contributing nothing. The R package's default objective since December 2019 (``objective = "entropy"``); the
+    paper's is PAC.
+
+    Parameters
+    ----------
+    M : ndarray of shape (N, N)
+        A consensus matrix.
+
+    Returns
+    -------
+    float
+    """
+    M = np.asarray(M, dtype=np.float64)
+    upper = M[np.triu_indices(M.shape[0], k=1)]
+    inside = upper[(upper > 0) & (upper < 1)]
+    return float(-(inside * np.log(inside) + (1 - inside) * np.log1p(-inside)).sum())
+
+
+def normal_p(statistic_data: FloatArray, statistic_references: FloatArray) -> FloatArray:
+    """M3C's p-value with the entropy objective (R/M3C.R lines 236-244): the normal CDF at the data's entropy, with
+    the references' mean and standard deviation (divisor B - 1). With no spread, R's ``pnorm(x, m, 0)``: 1 where
+    x >= m, else 0.
+
+    Parameters
+    ----------
+    statistic_data : ndarray of shape (K,)
+    statistic_references : ndarray of shape (B, K)
+
+    Returns
+    -------
+    ndarray of shape (K,)
+    """
+    references = np.asarray(statistic_references, dtype=np.float64)
+    data = np.asarray(statistic_data, dtype=np.float64)
+    mean = references.mean(axis=0)
+    sd = references.std(axis=0, ddof=1) if references.shape[0] > 1 else np.full(mean.shape, np.nan)
+    spread = sd > 0
+    out = np.where(data >= mean, 1.0, 0.0)
+    out[np.isnan(sd) | np.isnan(data)] = np.nan
+    out[spread] = stats.norm.cdf(data[spread], loc=mean[spread], scale=sd[spread])
     return out
 
 
