@@ -130,8 +130,8 @@ def _fit_part(algorithm: Clusterer, params: Mapping[str, Any], X: NDArray[np.flo
 
 def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Any, *,
                  reference: Reference | None = None) -> TrialRunner:
-    """``compute_trial(trial)`` of a clusterer under the consensus scheme (see the module): resample ``trial`` of the
-    data (part 0) and of each reference set (parts 1..B), each clustered once per k.
+    """``compute_trial(trial)`` of a clusterer under the consensus scheme: resample ``trial`` of the data (part 0) and
+    of each of the ``references`` reference sets (parts 1..B), each clustered once per k.
 
     Every k that fits ``floor(p_item * n)`` items (the algorithm's ``feasible``) is clustered; any other is
     infeasible with its reason, and a k whose fit fails on any part fails. The outcome has no values and, for
