@@ -14,6 +14,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.cluster import hierarchy
 from sklearn.metrics import adjusted_rand_score
 
@@ -233,6 +235,32 @@ def test_labels_outside_zero_to_k_fail_that_k():
     outcome = get_scheme("consensus").runner(Clusterer("noise", lambda X, k, rng: np.full(X.shape[0], -1)),
                                              _spec(20, ks=(2,), params=()), ArraySource(_blobs(20)))(0)
     assert "outside 0..1 for 16 items" in outcome.failed[2]
+
+
+def _round_robin(X, k, rng):
+    return np.arange(X.shape[0]) % k
+
+
+@settings(max_examples=60, deadline=None)
+@given(N=st.integers(4, 50), share=st.floats(0.05, 1.0), p_item=st.floats(0.01, 1.0), p_feature=st.floats(0.2, 1.0),
+       references=st.integers(0, 2), trial=st.integers(0, 10**6))
+def test_every_part_draws_its_share_of_the_universe_and_every_k_the_same_items(N, share, p_item, p_feature,
+                                                                               references, trial):
+    n = max(2, math.floor(share * N))
+    X = np.arange(N * 5, dtype=float).reshape(N, 5)
+    spec = _spec(n, ks=(1, 2, 3), params=(), p_item=p_item, p_feature=p_feature, references=references)
+    outcome = get_scheme("consensus").runner(Clusterer("round_robin", _round_robin), spec, ArraySource(X),
+                                             reference=lambda data, rng: data[::-1])(trial)
+    universe = set(range(N)) if n == N else \
+        set(stream(SEED, Purpose.SUBSAMPLE, DATASET, n).choice(N, size=n, replace=False))
+    size = math.floor(p_item * n)
+    assert outcome.failed == {} and set(outcome.infeasible) == {k for k in (1, 2, 3) if 2 * k > size}
+    drawn = {k: outcome.assignments[k] >= 0 for k in (1, 2, 3) if k not in outcome.infeasible}
+    for k, labels in outcome.assignments.items():
+        assert labels.shape == (1 + references, N) and labels.max() < k
+    for mask in drawn.values():
+        np.testing.assert_array_equal(mask, drawn[1])
+        assert (mask.sum(axis=1) == size).all() and set(np.flatnonzero(mask.any(axis=0))) <= universe
 
 
 def test_a_dissimilarity_matrix_is_resampled_rows_and_columns_together():
