@@ -166,6 +166,10 @@ def clusterings_of(cube: xr.Dataset, dataset: str, n: int, model: str) -> Cluste
     with_cells = ok.any(axis=1)
     common = ok[with_cells].all(axis=0) if with_cells.any() else np.zeros(ok.shape[1], dtype=bool)
     items = int(cube[ITEMS].sel(dataset=dataset))
+    if items < 0:  # a dataset without fixed items (fresh synthetic draws) stores none
+        with_cells[:] = False
+        common[:] = False
+        items = 0
     stored = cube[ASSIGNMENT].sel(at).transpose("k", "trial", "part", "item")
     stored = stored.isel(k=np.flatnonzero(with_cells), trial=np.flatnonzero(common), item=slice(0, items))
     labels = np.asarray(stored.values, dtype=np.int16)  # (ks, trials, parts, items)
