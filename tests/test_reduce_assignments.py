@@ -3,11 +3,16 @@ curves without trials, decision-time options, and the consensus partition from a
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
+
+from conftest import cli_in_process, write_config
 
 from ordercube.pipeline.reduce.assignments import (
     BOOTSTRAP_KEY, clusterings_of, reduced_scores, resolved_options, scores_and_summary,
@@ -204,3 +209,172 @@ def test_uncertainty_of_a_reduced_curve_comes_from_its_replicates(pair_share):
     assert float(fields["pair_share_difference_high"]) == pytest.approx(np.percentile(differences, 97.5))
     assert float(fields["pair_share_frequency"]) == pytest.approx(1.0)
     assert not bool(fields["pair_share_not_separated"]) and not bool(fields["pair_share_few_trials"])
+
+
+# --- a cube computed and stored on disk: report, --decide and partition read it, nothing is refitted ------------
+
+RESAMPLES, STORED_KS = 12, (2, 3, 4, 5)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """k-means on three blobs, halves stored with their assignments, with PAC and the consensus area reduced
+    from them, computed in this process (no cluster) into a zarr cube on disk."""
+    folder = tmp_path_factory.mktemp("stored")
+    rng = np.random.default_rng(3)
+    points = np.concatenate([centre + rng.normal(scale=1.3, size=(20, 2)) for centre in ([0, 0], [5, 0], [0, 5])])
+    np.savetxt(folder / "blobs.csv", points, delimiter=",", header="a,b", comments="")
+    config = write_config(folder / "blobs.yaml", name="blobs", seed=5, resamples=RESAMPLES, k=list(STORED_KS),
+                          datasets=[{"name": "blobs", "kind": "file", "path": "blobs.csv"}],
+                          methods=[{"name": "km", "algorithm": "kmeans", "criteria": ["lange", "pac", "consensus_area"]},
+                                   {"name": "plain", "algorithm": "kmeans", "criteria": ["lange"]}])
+    run = cli_in_process("run", str(config), "--workers", "0", "--out", str(folder / "cube.zarr"), "--no-progress",
+                         cwd=folder)
+    assert run.returncode == 0, run.stderr
+    return folder
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def _consensus_by_loop(cube: xr.Dataset, k: int, model: str = "km") -> np.ndarray:
+    """Monti et al.'s consensus matrix from the cube's own array, by plain loops over its ok cells."""
+    at = {"dataset": "blobs", "n": int(cube["n"].values[-1]), "model": model}
+    status = cube["status"].sel(at).sel(k=k).values
+    stored = cube["assignment"].sel(at).sel(k=k).transpose("trial", "part", "item").values
+    items = int(cube["items"].sel(dataset="blobs"))
+    same, both = np.zeros((items, items)), np.zeros((items, items))
+    for t in range(stored.shape[0]):
+        if status[t] != Status.OK:
+            continue
+        for part in range(stored.shape[1]):
+            row = stored[t, part, :items]
+            for i in range(items):
+                for j in range(items):
+                    if row[i] >= 0 and row[j] >= 0:
+                        both[i, j] += 1
+                        same[i, j] += row[i] == row[j]
+    with np.errstate(invalid="ignore"):
+        return same / both
+
+
+def _pac_by_hand(matrix: np.ndarray, window: tuple[float, float]) -> float:
+    upper = matrix[np.triu_indices(matrix.shape[0], 1)]
+    upper = upper[~np.isnan(upper)]
+    return float(np.mean((upper > window[0]) & (upper <= window[1])))
+
+
+def test_the_consensus_matrix_recomputed_from_the_stored_array_is_what_the_reducer_used(stored):
+    from ordercube import open_cube
+    from ordercube.tasks.consensus import consensus_matrix
+
+    cube = open_cube(stored / "cube.zarr").load()
+    clusterings = clusterings_of(cube, "blobs", 60, "km")
+    assert clusterings.ks == STORED_KS and len(clusterings.trials) == 2 * RESAMPLES  # both halves of every trial
+    reduced = reduced_scores(cube, replicates=0)
+    for k in STORED_KS:
+        matrix = _consensus_by_loop(cube, k)
+        np.testing.assert_allclose(consensus_matrix(clusterings.data[k]), matrix, equal_nan=True)
+        assert float(reduced["pac"].sel(dataset="blobs", n=60, model="km", k=k)) == pytest.approx(
+            _pac_by_hand(matrix, (0.1, 0.9)))
+    assert reduced["pac"].sel(model="plain").isnull().all()  # it stored no assignments
+
+
+def test_report_on_a_stored_cube_computes_nothing_new(stored, tmp_path):
+    from distributed.deploy.spec import SpecCluster
+
+    from ordercube import open_cube
+    from ordercube.pipeline.report.write import status_counts
+
+    before, counts = _files(stored / "cube.zarr"), status_counts(open_cube(stored / "cube.zarr").load())
+    clusters = set(SpecCluster._instances)
+    result = cli_in_process("report", str(stored / "cube.zarr"), "--out", str(tmp_path / "report"), cwd=stored)
+    assert result.returncode == 0, result.stderr
+    assert _files(stored / "cube.zarr") == before  # every byte of the cube as it was
+    assert status_counts(open_cube(stored / "cube.zarr").load()) == counts
+    assert set(SpecCluster._instances) == clusters  # no cluster started, no worker
+    table = pd.read_csv(tmp_path / "report" / "selection.csv")
+    rows = table[table["method"] == "km"].set_index("criterion")
+    chosen = select_k(str(stored / "cube.zarr"))
+    for name in ("pac", "consensus_area", "lange"):
+        assert rows.loc[name, "k_hat"] == int(chosen[name].sel(dataset="blobs", n=60, model="km"))
+    assert rows.loc["pac", "trials"] == RESAMPLES
+    assert "pac" not in set(table.loc[table["method"] == "plain", "criterion"])
+
+
+def test_pac_with_another_window_through_decide_is_the_hand_computed_one(stored, tmp_path):
+    from ordercube import open_cube
+
+    cube = open_cube(stored / "cube.zarr").load()
+    window = (0.05, 0.95)
+    by_hand = np.array([_pac_by_hand(_consensus_by_loop(cube, k), window) for k in STORED_KS])
+    result = cli_in_process("report", str(stored / "cube.zarr"), "--out", str(tmp_path / "report"),
+                            "--decide", "pac.window=0.05,0.95", cwd=stored)
+    assert result.returncode == 0, result.stderr
+    rows = pd.read_csv(tmp_path / "report" / "selection.csv").set_index(["method", "criterion"])
+    best = np.flatnonzero(by_hand <= by_hand.min() + 1e-12)[0]  # the smallest PAC, ties to the smallest k
+    assert rows.loc[("km", "pac"), "k_hat"] == STORED_KS[best]
+    assert rows.loc[("km", "pac"), "score_at_k_hat"] == pytest.approx(by_hand[best])
+    chosen = select_k(str(stored / "cube.zarr"), {"pac": {"window": window}})  # the API alike
+    assert int(chosen["pac"].sel(dataset="blobs", n=60, model="km")) == STORED_KS[best]
+
+
+def test_pac_window_decided_moves_k_hat_on_planted_clusterings():
+    # as test_a_decided_option_replaces_..., with the registered PAC: the config's window (0.3, 0.7) sees no
+    # ambiguous pair at k = 2 (a tie at 0 with k = 3 goes to the smallest k); (0.02, 0.98) sees them
+    cube = planted(40, flip=0.05, criterion={"pac": {"window": [0.3, 0.7]}})
+    at = {"dataset": "d", "n": 30, "model": "m"}
+    for decide, expected in ((None, 2), ({"pac": {"window": ("0.02", "0.98")}}, 3)):
+        scores = scores_and_summary(criterion_scores(cube), reduced_scores(cube, decide, replicates=0))[0]
+        assert int(select_k(scores, decide)["pac"].sel(at)) == expected
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("0.9,0.1", "pac.window = (0.9, 0.1): expected a pair [lower, upper] of numbers with 0 <= lower < upper <= 1"),
+    ("0.5,0.5", "pac.window = (0.5, 0.5): expected a pair"),
+    ("-0.1,0.9", "pac.window = (-0.1, 0.9): expected a pair"),
+    ("0.1,1.5", "pac.window = (0.1, 1.5): expected a pair"),
+    ("0.5", "pac.window = 0.5: expected a pair"),
+    ("0.1,0.5,0.9", "pac.window = (0.1, 0.5, 0.9): expected a pair"),
+    ("low,high", "pac.window = ('low', 'high'): expected a pair"),
+    ("0.1,", "--decide: pac.window = '0.1,' has an empty part"),
+])
+def test_a_bad_window_is_named_with_its_value_and_fix(stored, tmp_path, value, problem):
+    result = cli_in_process("report", str(stored / "cube.zarr"), "--out", str(tmp_path / "report"),
+                            "--decide", f"pac.window={value}", cwd=stored)
+    assert result.returncode == 2
+    assert problem in result.stderr
+    assert "e.g. --decide pac.window=0.05,0.95" in result.stderr or "e.g. --decide pac.window=0.1,0.9" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "report").exists()
+
+
+def test_partition_of_a_method_with_assignments_is_the_consensus_partition_of_its_stored_clusterings(stored, tmp_path):
+    from ordercube import open_cube
+    from ordercube.tasks.consensus import consensus_partition, item_consensus
+
+    cube = open_cube(stored / "cube.zarr").load()
+    out = tmp_path / "labels.csv"
+    result = cli_in_process("partition", str(stored / "cube.zarr"), "--dataset", "blobs", "--method", "km",
+                            "--criterion", "pac", "--out", str(out), cwd=stored)
+    assert result.returncode == 0, result.stderr
+    assert "nothing refitted" in result.stdout
+    k = int(select_k(cube)["pac"].sel(dataset="blobs", n=60, model="km"))
+    matrix = _consensus_by_loop(cube, k)
+    expected = np.unique(consensus_partition(matrix, k), return_inverse=True)[1]
+    rows = pd.read_csv(out)
+    assert rows["cluster"].tolist() == (expected + 1).tolist()
+    consensus = item_consensus(matrix, expected, int(expected.max()) + 1)
+    np.testing.assert_allclose(rows["item_consensus"], consensus[np.arange(expected.size), expected])
+    np.testing.assert_allclose(rows[[f"consensus_{j + 1}" for j in range(consensus.shape[1])]].values, consensus)
+    clusters = pd.read_csv(out.with_name(out.stem + "-clusters.csv"))
+    assert clusters["clusterings"].tolist() == [2 * RESAMPLES] * len(clusters)
+
+
+def test_partition_of_a_method_without_assignments_is_fitted_as_before(stored, tmp_path):
+    out = tmp_path / "labels.csv"
+    result = cli_in_process("partition", str(stored / "cube.zarr"), "--dataset", "blobs", "--method", "plain",
+                            "--out", str(out), cwd=stored)
+    assert result.returncode == 0, result.stderr
+    assert "fitted on 60 rows" in result.stdout and "item_consensus" not in pd.read_csv(out).columns

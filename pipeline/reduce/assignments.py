@@ -204,16 +204,15 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
         from ordercube.tasks.consensus import bootstrap_weights
 
         weights = bootstrap_weights(clusterings.trials, clusterings.rng(BOOTSTRAP_KEY), replicates)
-    out = {}
-    for name, options in criteria.items():
-        criterion = CRITERIA[name]
-        point = _curves(criterion, clusterings, options)
-        boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
-        for b in range(replicates):
-            for output, curve in _curves(criterion, replace(clusterings, weights=weights[b]), options).items():
+    point = {output: curve for name, options in criteria.items()
+             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
+    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
+    for b in range(replicates):  # every criterion on one replicate in turn: they share its consensus matrices
+        replicate = replace(clusterings, weights=weights[b])  # type: ignore[index]
+        for name, options in criteria.items():
+            for output, curve in _curves(CRITERIA[name], replicate, options).items():
                 boot[output][b] = curve
-        out |= {output: (point[output], boot[output]) for output in point}
-    return out
+    return {output: (point[output], boot[output]) for output in point}
 
 
 def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
