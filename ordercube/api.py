@@ -141,13 +141,19 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
 
     ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
     output of :func:`ordercube.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
-    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
+    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``. The criteria a cube computes
+    from its stored assignments (PAC, ...) are computed here, without refitting, and ``decide`` may give their
+    options too: ``{"pac": {"window": (0.05, 0.95)}}``.
     """
-    from ordercube.pipeline.reduce.select import decisions
+    from ordercube.pipeline.reduce.assignments import point_curves, reduced_scores, resolved_options
+    from ordercube.pipeline.reduce.select import decisions, with_reduced
     from ordercube.pipeline.reduce.select import select_k as choose
 
-    scores = _scores(cube_or_scores)
+    scores, cube = _scores(cube_or_scores, with_cube=True)
     try:
+        if cube is not None:
+            resolved_options(cube, decide)
+            scores = with_reduced(scores, point_curves(reduced_scores(cube, decide, replicates=0)))
         decisions(scores, decide)
     except ValueError as error:
         raise InputError(f"decide: {error}") from None
@@ -155,9 +161,14 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
-           decide: Decide | None = None, *, fmt: str = "png") -> pd.DataFrame:
+           decide: Decide | None = None, *, fmt: str = "png", replicates: int | None = None) -> pd.DataFrame:
     """Write ``selection.csv`` and the figures (``fmt``: png, svg or pdf) into ``folder``, as ``ordercube report``
     does; returns the table (with each k̂'s uncertainty and flags).
+
+    The criteria computed from stored assignments (PAC, ...) are computed from the cube, nothing refitted, with
+    ``replicates`` bootstrap replicates over resamples for their intervals (default
+    :data:`ordercube.pipeline.reduce.assignments.REPLICATES`; 0: none); ``decide`` may give their options
+    (``{"pac": {"window": (0.05, 0.95)}}``).
 
     A cube without a computed cell writes nothing and returns an empty table.
     """
@@ -175,28 +186,44 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         target = report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder), key="folder")
     else:
         cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
-    _, table = write_checked_report(cube, target, decide, decide_key="decide", folder_key="folder", fmt=fmt)
+    _, table = write_checked_report(cube, target, decide, decide_key="decide", folder_key="folder", fmt=fmt,
+                                    replicates=_replicates(replicates, "replicates"))
     return pd.DataFrame() if table is None else table
 
 
 def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, *, decide_key: str, folder_key: str,
-                         fmt: str, helper: Any = None) -> tuple[dict[str, int], pd.DataFrame | None]:
+                         fmt: str, helper: Any = None, replicates: int | None = None
+                         ) -> tuple[dict[str, int], pd.DataFrame | None]:
     """``decide`` checked against the cube's criteria (a bad one named by ``decide_key``), then the report written
     into ``folder`` (named ``folder_key``): the cube's cell counts and the table, None (nothing written) when no
     cell is computed. :func:`report` and ``ordercube report`` (through :mod:`ordercube.commands`) both call it."""
     from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, claim_folder
-    from ordercube.pipeline.reduce.select import criterion_scores, decisions
+    from ordercube.pipeline.reduce.assignments import reduced_names, resolved_options
+    from ordercube.pipeline.reduce.select import criteria_of, criterion_scores, decisions_of
     from ordercube.pipeline.report.write import status_counts, write_report
 
     try:
-        decisions(criterion_scores(cube), decide)
+        decisions_of(criteria_of(criterion_scores(cube)) + reduced_names(cube), decide)
+        resolved_options(cube, decide)
     except ValueError as error:
         raise InputError(f"{decide_key}: {error}") from None
     counts = status_counts(cube)
     if counts["ok"] == 0:  # nothing to tabulate or draw: the disk is left as it is
         return counts, None
     claim_folder(folder, FIGURE_RECORD, key=folder_key)  # marked as a report's first: an interrupted one is recognised
-    return counts, write_report(cube, folder, decide, fmt=fmt, helper=helper)
+    return counts, write_report(cube, folder, decide, fmt=fmt, helper=helper, replicates=replicates)
+
+
+def _replicates(value: Any, key: str) -> int | None:
+    """``value`` as a number of bootstrap replicates (None: the default); ``InputError`` naming ``key`` otherwise."""
+    from ordercube.pipeline.reduce.assignments import MAX_REPLICATES, REPLICATES
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLICATES:
+        raise InputError(f"{key}: expected an integer from 0 to {MAX_REPLICATES:,} (bootstrap replicates over "
+                         f"resamples; 0: no intervals), got {value!r}; e.g. {REPLICATES}")
+    return int(value)
 
 
 def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, method: str, *, k: int | None = None,
@@ -330,9 +357,9 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
                      out=parsed.out, method=f"{method.algorithm} + {method.predictor}")
 
 
-def _scores(given: Any) -> xr.Dataset:
+def _scores(given: Any, *, with_cube: bool = False) -> Any:
     """The per-trial scores of a cube (a path, :func:`open_cube`'s Dataset, ``xarray.open_zarr``'s with Dask
-    arrays) or the scores themselves, in memory."""
+    arrays) or the scores themselves, in memory; ``with_cube``: and the cube (None when given scores)."""
     import xarray as xr
 
     from ordercube.pipeline.cube.owner import Cube
@@ -340,14 +367,16 @@ def _scores(given: Any) -> xr.Dataset:
     from ordercube.pipeline.reduce.select import criterion_scores
 
     if isinstance(given, (str, os.PathLike)):
-        return criterion_scores(Cube.open(given).dataset())
+        cube = Cube.open(given).dataset()
+        return (criterion_scores(cube), cube) if with_cube else criterion_scores(cube)
     if not isinstance(given, xr.Dataset):
         raise InputError(f"cube_or_scores: expected a cube (an xarray.Dataset, or its path) or its criterion scores, "
                          f"got {type(given).__name__}; e.g. ordercube.select_k('results/iris.zarr')")
     given = given.compute()  # a Dask-backed Dataset (xarray.open_zarr) indexes with its own values
     if "status" in given.variables:
-        return criterion_scores(described(given))
-    return given
+        cube = described(given)
+        return (criterion_scores(cube), cube) if with_cube else criterion_scores(cube)
+    return (given, None) if with_cube else given
 
 
 def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:
