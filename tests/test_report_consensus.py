@@ -152,3 +152,35 @@ def test_a_figure_drawn_now_is_written_kept_when_unchanged_and_left_out_of_the_p
     assert again.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, ylabel="PAC", label="g", name="PAC") == path
     assert again.kept == ["consensus_g_pac.png"] and again.drawn == []
     assert again.draw_now("nothing", lambda: None) is None
+
+
+@pytest.fixture(scope="module")
+def plain_cube(tmp_path_factory):
+    """A cube of k-means over two halves: no method stored assignments."""
+    from conftest import cli_in_process, small_config, write_config
+
+    folder = tmp_path_factory.mktemp("plain")
+    path = write_config(folder / "c.yaml", **small_config(n=[40], resamples=4))
+    result = cli_in_process("run", str(path), "--out", str(folder / "c.zarr"), "--workers", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return folder / "c.zarr"
+
+
+def context_of(cube, folder):
+    from ordercube.pipeline.report.section import Reduced, SectionContext
+    from ordercube.pipeline.report.write import table_of
+
+    reduced = Reduced.of(cube)
+    return SectionContext(cube=cube, reduced=reduced, table=table_of(reduced), figures=Figures(folder), published={},
+                          sweeps={}, criteria=("consensus_area", "pac"))
+
+
+def test_the_section_is_none_for_a_cube_without_assignments(plain_cube, tmp_path):
+    from ordercube.pipeline.cube.owner import open_cube
+    from ordercube.pipeline.report.consensus import groups_with_assignments, section
+
+    cube = open_cube(plain_cube).load()
+    assert "assignment" not in cube and groups_with_assignments(cube) == []
+    context = context_of(cube, tmp_path)
+    assert section(context) is None
+    assert list(tmp_path.iterdir()) == [] and context.figures.names == []

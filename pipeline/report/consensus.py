@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -38,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
-from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, colour_bar, grid, log_axis, title
+from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 
 if TYPE_CHECKING:
@@ -319,12 +320,46 @@ def _curve(scores: xr.Dataset, name: str, at: Mapping[str, object]) -> np.ndarra
 
 
 def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
-    """The (dataset, n, method) with at least one stored assignment, in the cube's order."""
+    """The (dataset, n, method) of the methods that store assignments (the cube's ``ordercube_part_roles``), in the
+    cube's order; those without an ok cell give no clustering and are left out later."""
     if "assignment" not in cube:
         return []
-    stored = (cube["assignment"] >= 0).any([dim for dim in cube["assignment"].dims if dim not in ("dataset", "n", "model")])
+    storing = set(json.loads(cube.attrs.get("ordercube_part_roles", "{}")))
     return [(str(d), int(n), str(m)) for d in cube["dataset"].values for n in cube["n"].values
-            for m in cube["model"].values if bool(stored.sel(dataset=d, n=n, model=m))]
+            for m in cube["model"].values if str(m) in storing]
+
+
+def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
+                   label: str) -> tuple[list[str], dict[str, str]]:
+    """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-value at its k̂."""
+    ks, parts, notes = scores["k"].values, [], {}
+    delta = _curve(scores, "consensus_delta", at)
+    if delta is not None:
+        path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
+                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"])
+        parts.append(_embed(path, "Relative change in the area under the consensus CDF, Δ(k) (Monti et al. 2003)."))
+    pac = _curve(scores, "pac", at)
+    if pac is not None:
+        low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
+        path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), ylabel="PAC",
+                                label=label, name="PAC", low=low, high=high)
+        parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
+                                  "whose consensus falls inside the window."
+                            + (" Bars: bootstrap interval over resamples." if low is not None else "")))
+    rcsi = _curve(scores, "rcsi", at)
+    if rcsi is not None:
+        k_hat, p_values = _k_hat(chosen, "m3c", at), _curve(scores, "rcsi_p", at)
+        low, high, bars = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at), "bootstrap interval over resamples"
+        standard_error = _curve(scores, "rcsi_se", at)
+        if (low is None or high is None) and standard_error is not None:  # M3C's own spread over the references
+            low, high, bars = rcsi - standard_error, rcsi + standard_error, "± 1 SE over the reference data sets"
+        path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, low=low, high=high)
+        parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and its "
+                                  "Monte Carlo p-value per k (John et al. 2020)."
+                            + (f" Bars: {bars}." if low is not None else "")))
+        if k_hat in ks and p_values is not None:
+            notes["m3c"] = f" (p = {p_values[list(ks).index(k_hat)]:.3g})"
+    return parts, notes
 
 
 def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
@@ -334,55 +369,30 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
     at = {"dataset": dataset, "n": n, "model": model}
     label = f"{dataset}, n = {n}, {model}"
     stem = f"consensus_{slug(dataset)}_{n}_{slug(model)}"
+    orders = {k: heat_map_order(consensus.partitions[k], consensus.own[k]) for k in consensus.ks}
+    write_matrices(figures.folder / f"{stem}_matrices.npz", consensus, orders)
     maps = {k: heat_map(consensus.matrices[k], consensus.partitions[k], consensus.own[k]) for k in consensus.ks}
-    write_matrices(figures.folder / f"{stem}_matrices.npz", consensus, {k: heat_map_order(consensus.partitions[k],
-                                                                                            consensus.own[k]) for k in consensus.ks})
-    capped = cap_rule(next(iter(maps.values())).step, len(consensus.partitions[consensus.ks[0]])) if maps else ""
+    capped = cap_rule(maps[consensus.ks[0]].step, maps[consensus.ks[0]].total)
     parts = [f"<h3>{html.escape(label)}</h3>",
-             f"<p>Consensus matrices of every k (NaN where two items were never drawn together): "
-             f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(...)['k3']</code>).</p>"]
-    caption = ("Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-               "each item's cluster." + (f" {capped}." if capped else ""))
-    parts.append(_embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label), caption))
-    cdfs = {k: np.asarray(_cdf(consensus.matrices[k]), dtype=float) for k in consensus.ks}
-    parts.append(_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, CDF_GRID, cdfs, label),
-                        "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. "
-                        "2003): the flatter the middle, the cleaner the clusters."))
-    ks = scores["k"].values
-    said = []
-    delta = _curve(scores, "consensus_delta", at)
-    if delta is not None:
-        k_hat = _k_hat(chosen, "consensus_area", at)
-        parts.append(_embed(figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, k_hat,
-                                             ylabel="Δ(k)", label=label, name=NAMES["consensus_area"]),
-                            "Relative change in the area under the consensus CDF, Δ(k) (Monti et al. 2003)."))
-    pac = _curve(scores, "pac", at)
-    if pac is not None:
-        k_hat = _k_hat(chosen, "pac", at)
-        low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
-        parts.append(_embed(figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, k_hat, ylabel="PAC", label=label,
-                                             name="PAC", low=low, high=high),
-                            "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs whose "
-                            "consensus falls inside the window." + (" Bars: bootstrap interval over resamples."
-                                                                    if low is not None else "")))
-    rcsi = _curve(scores, "rcsi", at)
-    if rcsi is not None:
-        k_hat = _k_hat(chosen, "m3c", at)
-        p_values = _curve(scores, "rcsi_p", at)
-        parts.append(_embed(figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label,
-                                             low=_curve(scores, "rcsi_lo", at), high=_curve(scores, "rcsi_hi", at)),
-                            "M3C's relative cluster stability index against the reference data sets, and its Monte "
-                            "Carlo p-value per k (John et al. 2020)."))
-    for name in criteria:
-        k_hat = _k_hat(chosen, name, at)
-        if k_hat > 0:
-            said.append(f"{NAMES.get(name, name)} {k_hat}")
+             "<p>Consensus matrices of every k (NaN where two items were never drawn together), partitions and orders: "
+             f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
+             _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
+                    "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
+                    "each item's cluster." + (f" {capped}." if capped else "")),
+             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, CDF_GRID, {k: _cdf(consensus.matrices[k]) for k in consensus.ks},
+                                     label),
+                    "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
+                    "the flatter its middle, the cleaner the clusters.")]
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label)
+    parts += curves
+    said = [f"{NAMES.get(name, name)} {k_hat}{notes.get(name, '')}" for name in criteria
+            if (k_hat := _k_hat(chosen, name, at)) > 0]
     shown = next(((name, k) for name in criteria if (k := _k_hat(chosen, name, at)) in consensus.ks), None)
     if shown is not None:
         name, k = shown
-        parts.append(_embed(figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k],
-                                             consensus.partitions[k], k, label=label, name=NAMES.get(name, name)),
-                            f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+        path = figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k], consensus.partitions[k], k,
+                                label=label, name=NAMES.get(name, name))
+        parts.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line
 
@@ -390,7 +400,7 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
 def _cdf(matrix: np.ndarray) -> np.ndarray:
     from ordercube.tasks.consensus import consensus_cdf
 
-    return consensus_cdf(matrix, CDF_GRID)
+    return np.asarray(consensus_cdf(matrix, CDF_GRID), dtype=float)
 
 
 def section(context: SectionContext) -> SectionResult | None:
