@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ import numpy as np
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
+from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 
@@ -322,9 +322,7 @@ def _curve(scores: xr.Dataset, name: str, at: Mapping[str, object]) -> np.ndarra
 def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
     """The (dataset, n, method) of the methods that store assignments (the cube's ``ordercube_part_roles``), in the
     cube's order; those without an ok cell give no clustering and are left out later."""
-    if "assignment" not in cube:
-        return []
-    storing = set(json.loads(cube.attrs.get("ordercube_part_roles", "{}")))
+    storing = set(part_roles(cube))
     return [(str(d), int(n), str(m)) for d in cube["dataset"].values for n in cube["n"].values
             for m in cube["model"].values if str(m) in storing]
 
@@ -332,6 +330,8 @@ def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
 def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
                    label: str) -> tuple[list[str], dict[str, str]]:
     """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-value at its k̂."""
+    if "k" not in scores.coords:  # no criterion reduced from the assignments
+        return [], {}
     ks, parts, notes = scores["k"].values, [], {}
     delta = _curve(scores, "consensus_delta", at)
     if delta is not None:
@@ -408,9 +408,7 @@ def section(context: SectionContext) -> SectionResult | None:
     groups = groups_with_assignments(context.cube)
     if not groups:
         return None
-    from ordercube.pipeline.reduce.assignments import clusterings_of, reduced_scores
-
-    scores = reduced_scores(context.cube, context.reduced.decide)
+    scores = context.reduced.reduced  # the curves reduced from the stored assignments, with their bootstrap
     fragments, lines = [], []
     for dataset, n, model in groups:
         clusterings = clusterings_of(context.cube, dataset, n, model)
