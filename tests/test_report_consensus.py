@@ -115,17 +115,22 @@ def test_k_hat_is_starred_at_its_k_with_the_bootstrap_bars():
     assert not [line for line in ax.lines if line.get_marker() == "*"] and not ax.containers
 
 
-def test_rcsi_marks_k_hat_in_both_panels_and_draws_the_p_values():
+def test_rcsi_marks_k_hat_in_both_panels_and_draws_the_p_values_and_se_bars():
     ks = np.arange(2, 6)
-    rcsi, p = np.array([0.1, 0.9, 0.4, 0.2]), np.array([0.3, 0.002, 0.04, 0.5])
-    figure = plot_rcsi(ks, rcsi, p, 3, label="g")
+    rcsi, mc, beta = np.array([0.1, 0.9, 0.4, 0.2]), np.array([0.3, 0.002, 0.04, 0.5]), np.array([0.2, 0.001, 0.03, 0.6])
+    se = np.array([0.05, 0.1, 0.02, 0.03])
+    figure = plot_rcsi(ks, rcsi, {"Monte Carlo": mc, "beta": beta}, 3, label="g", se=se, alpha=0.01)
     left, right = [ax for ax in figure.axes if ax.get_visible()]
-    for ax, values in ((left, rcsi), (right, p)):
-        star = [line for line in ax.lines if line.get_marker() == "*"]
-        assert star[0].get_xdata()[0] == 3 and star[0].get_ydata()[0] == pytest.approx(values[1])
-    np.testing.assert_array_equal(right.lines[0].get_ydata(), p)
+    star = [line for line in left.lines if line.get_marker() == "*"]
+    assert star[0].get_xdata()[0] == 3 and star[0].get_ydata()[0] == pytest.approx(0.9)
+    segments = left.containers[0].lines[2][0].get_segments()
+    np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[rcsi - se, rcsi + se])
+    curves = {line.get_label(): line.get_ydata() for line in right.lines if line.get_marker() == "o"}
+    np.testing.assert_array_equal(curves["Monte Carlo"], mc)
+    np.testing.assert_array_equal(curves["beta"], beta)
+    assert [line.get_ydata()[0] for line in right.lines if line.get_linestyle() == "--"] == [0.01]
     assert right.get_yscale() == "log"
-    assert len([ax for ax in plot_rcsi(ks, rcsi, None, 3, label="g").axes if ax.get_visible()]) == 1
+    assert len([ax for ax in plot_rcsi(ks, rcsi, {}, 3, label="g").axes if ax.get_visible()]) == 1
 
 
 def test_item_consensus_has_a_box_and_the_points_of_every_cluster():

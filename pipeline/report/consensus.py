@@ -32,13 +32,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
-from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles
+from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 
@@ -201,31 +201,36 @@ def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, ylabel: st
     return figure
 
 
-def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: np.ndarray | None, k_hat: int, *, label: str,
-              low: np.ndarray | None = None, high: np.ndarray | None = None) -> Figure:
-    """M3C's RCSI against k with k̂ starred (John et al. 2020, Fig. 1) and, beside it, the Monte Carlo p-value of
-    every k (log scale, 0.05 dashed)."""
+def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, np.ndarray], k_hat: int, *, label: str,
+              se: np.ndarray | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None,
+              alpha: float = 0.05) -> Figure:
+    """M3C's RCSI against k with k̂ starred (John et al. 2020, Fig. 2), bars ± 1 ``se`` (over the reference data sets,
+    as M3C draws them), a band from ``low`` to ``high`` (the bootstrap over resamples); beside it, each of
+    ``p_values`` (name → p per k: Monte Carlo, beta) on a log scale, ``alpha`` dashed."""
     ks, rcsi = np.asarray(ks), np.asarray(rcsi, dtype=float)
-    figure, axes = grid(1, 1 if p_values is None else 2, width=3.6, height=2.8)
+    figure, axes = grid(1, 2 if p_values else 1, width=3.6, height=2.8)
     ax = axes[0, 0]
     ax.plot(ks, rcsi, marker="o", ms=4, color="C0")
+    if se is not None:
+        ax.errorbar(ks, rcsi, yerr=np.asarray(se, dtype=float), fmt="none", ecolor="C0", capsize=3, lw=1)
     if low is not None and high is not None:
-        ax.errorbar(ks, rcsi, yerr=np.vstack([rcsi - np.asarray(low), np.asarray(high) - rcsi]), fmt="none",
-                    ecolor="C0", capsize=3, lw=1)
+        ax.fill_between(ks, low, high, color="C0", alpha=0.15, lw=0)
     _mark(ax, ks, rcsi, k_hat, "M3C")
     ax.set_xticks(ks)
     ax.set(xlabel="k", ylabel="RCSI")
     title(ax, f"{label}: relative cluster stability index")
-    if p_values is not None:
+    if p_values:
         ax = axes[0, 1]
-        p = np.asarray(p_values, dtype=float)
-        ax.plot(ks, p, marker="o", ms=4, color="C1")
-        ax.axhline(0.05, color="grey", ls="--", lw=0.9)
-        _mark(ax, ks, p, k_hat, "M3C")
-        ax.set_xticks(ks)
-        if np.all(np.isfinite(p) & (p > 0)) and p.min() < 0.5:
+        for i, (name, p) in enumerate(p_values.items()):
+            p = np.asarray(p, dtype=float)
+            ax.plot(ks, p, marker="o", ms=4, color=f"C{i + 1}", label=name)
+        ax.axhline(alpha, color="grey", ls="--", lw=0.9, label=f"alpha = {alpha:g}")
+        ax.legend(fontsize=7, loc="best")
+        every = np.concatenate([np.asarray(p, dtype=float) for p in p_values.values()])
+        if np.all(np.isfinite(every) & (every > 0)) and every.min() < 0.5:
             log_axis(ax, "y")
-        ax.set(xlabel="k", ylabel="Monte Carlo p-value")
+        ax.set_xticks(ks)
+        ax.set(xlabel="k", ylabel="p-value (K = 1 against k)")
         title(ax, f"{label}: p-value per k")
     return figure
 
@@ -328,8 +333,9 @@ def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
 
 
 def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
-                   label: str) -> tuple[list[str], dict[str, str]]:
-    """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-value at its k̂."""
+                   label: str, options: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-values at its k̂;
+    ``options``: each criterion's (the config's, ``--decide`` applied)."""
     if "k" not in scores.coords:  # no criterion reduced from the assignments
         return [], {}
     ks, parts, notes = scores["k"].values, [], {}
@@ -343,22 +349,29 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
         path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), ylabel="PAC",
                                 label=label, name="PAC", low=low, high=high)
+        window = tuple(options.get("pac", {}).get("window", ()))
         parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
-                                  "whose consensus falls inside the window."
+                                  "whose consensus falls inside the window"
+                            + (f" ({window[0]:g}, {window[1]:g})." if len(window) == 2 else ".")
                             + (" Bars: bootstrap interval over resamples." if low is not None else "")))
     rcsi = _curve(scores, "rcsi", at)
     if rcsi is not None:
-        k_hat, p_values = _k_hat(chosen, "m3c", at), _curve(scores, "rcsi_p", at)
-        low, high, bars = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at), "bootstrap interval over resamples"
-        standard_error = _curve(scores, "rcsi_se", at)
-        if (low is None or high is None) and standard_error is not None:  # M3C's own spread over the references
-            low, high, bars = rcsi - standard_error, rcsi + standard_error, "± 1 SE over the reference data sets"
-        path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, low=low, high=high)
-        parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and its "
-                                  "Monte Carlo p-value per k (John et al. 2020)."
-                            + (f" Bars: {bars}." if low is not None else "")))
-        if k_hat in ks and p_values is not None:
-            notes["m3c"] = f" (p = {p_values[list(ks).index(k_hat)]:.3g})"
+        k_hat = _k_hat(chosen, "m3c", at)
+        p_values = {name: p for name, output in (("Monte Carlo", "rcsi_p"), ("beta", "rcsi_beta_p"))
+                    if (p := _curve(scores, output, at)) is not None}
+        low, high = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at)
+        se = _curve(scores, "rcsi_se", at)
+        path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low,
+                                high=high, alpha=float(options.get("m3c", {}).get("alpha", 0.05)))
+        parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and the "
+                                  "p-values of each k against K = 1 (John et al. 2020)."
+                            + (" Bars: ± 1 SE over the reference data sets." if se is not None else "")
+                            + (" Band: bootstrap interval over resamples." if low is not None else "")))
+        if k_hat in ks:
+            at_k = list(ks).index(k_hat)
+            notes["m3c"] = " (" + ", ".join(f"{name} p = {p[at_k]:.3g}" for name, p in p_values.items()) + ")"
+        else:
+            notes["m3c"] = " none: no k significant (M3C's k = 1)"
     return parts, notes
 
 
@@ -383,10 +396,16 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
                                      label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
                     "the flatter its middle, the cleaner the clusters.")]
-    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label)
+    options = resolved_options(context.cube, context.reduced.decide).get(model, {})
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options)
     parts += curves
-    said = [f"{NAMES.get(name, name)} {k_hat}{notes.get(name, '')}" for name in criteria
-            if (k_hat := _k_hat(chosen, name, at)) > 0]
+    said = []
+    for name in criteria:
+        k_hat = _k_hat(chosen, name, at)
+        if k_hat > 0:
+            said.append(f"{NAMES.get(name, name)} {k_hat}{notes.get(name, '')}")
+        elif name in notes:
+            said.append(f"{NAMES.get(name, name)}{notes[name]}")
     shown = next(((name, k) for name in criteria if (k := _k_hat(chosen, name, at)) in consensus.ks), None)
     if shown is not None:
         name, k = shown
