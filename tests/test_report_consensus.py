@@ -4,6 +4,7 @@ consensus matrices with known structure, then end to end on a small cube that st
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -189,3 +190,92 @@ def test_the_section_is_none_for_a_cube_without_assignments(plain_cube, tmp_path
     context = context_of(cube, tmp_path)
     assert section(context) is None
     assert list(tmp_path.iterdir()) == [] and context.figures.names == []
+
+
+BLOB_CENTRES = np.array([[0.0, 0.0, 0.0], [6.0, 0.0, 0.0], [0.0, 6.0, 0.0]])
+
+
+@pytest.fixture(scope="module")
+def consensus_report(tmp_path_factory):
+    """Three well-separated blobs of 20 items in a file, k-means over k = 2..5 storing its assignments; the report."""
+    from conftest import cli_in_process, write_config
+
+    folder = tmp_path_factory.mktemp("consensus")
+    rng = np.random.default_rng(5)
+    points = np.vstack([centre + rng.standard_normal((20, 3)) for centre in BLOB_CENTRES])
+    np.savetxt(folder / "blobs.csv", points, delimiter=",")
+    path = write_config(folder / "c.yaml", name="cc", seed=3, n=["all"], k=[2, 3, 4, 5], resamples=10,
+                        datasets=[{"name": "blobs", "kind": "file", "path": str(folder / "blobs.csv"), "header": False}],
+                        methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3},
+                                  "predictor": "nearest_centroid", "criteria": ["lange", "consensus_area", "pac"]}])
+    result = cli_in_process("run", str(path), "--out", str(folder / "c.zarr"), "--workers", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    result = cli_in_process("report", str(folder / "c.zarr"), "--out", str(folder / "r"))
+    assert result.returncode == 0, result.stderr
+    return folder / "c.zarr", folder / "r", result.stdout
+
+
+GROUP = "consensus_blobs_60_km"
+
+
+def test_the_report_writes_the_figures_and_matrices_and_says_k_hat(consensus_report):
+    import pandas as pd
+
+    from ordercube.pipeline.cube.owner import open_cube
+
+    cube_path, folder, printed = consensus_report
+    for figure in ("heatmaps", "cdf", "delta", "pac", "item_consensus"):
+        assert (folder / f"{GROUP}_{figure}.png").read_bytes()[:4] == b"\x89PNG", figure
+    assert not (folder / f"{GROUP}_rcsi.png").exists()  # no reference data sets: no M3C
+    # the matrices, recomputed here from the stored assignments: co-clustered over co-drawn
+    stored = np.load(folder / f"{GROUP}_matrices.npz")
+    assignment = open_cube(cube_path)["assignment"].sel(dataset="blobs", n=60, model="km").values
+    assert stored["ks"].tolist() == [2, 3, 4, 5]
+    for i, k in enumerate(stored["ks"]):
+        labels = assignment[i].reshape(-1, 60)
+        drawn = (labels[:, :, None] >= 0) & (labels[:, None, :] >= 0)
+        together = drawn & (labels[:, :, None] == labels[:, None, :])
+        with np.errstate(invalid="ignore"):
+            expected = together.sum(0) / drawn.sum(0)
+        np.testing.assert_allclose(stored[f"k{k}"], expected)
+        partition, order = stored[f"partition_k{k}"], stored[f"order_k{k}"]
+        assert sorted(order.tolist()) == list(range(60)) and np.all(np.diff(partition[order]) >= 0)
+        assert len(np.unique(partition)) == k
+    # three blobs 6 sd apart: the consensus partition at k = 3 is the blobs, up to the labels' names
+    blobs = np.repeat(np.arange(3), 20)
+    assert len({(a, b) for a, b in zip(blobs, stored["partition_k3"])}) == 3
+    table = pd.read_csv(folder / "selection.csv").set_index("criterion")
+    k_hat = {name: int(table.loc[name, "k_hat"]) for name in ("consensus_area", "pac")}
+    assert k_hat["pac"] == 3
+    assert f"blobs, n = 60, km: k̂ by Δ(k) {k_hat['consensus_area']}, PAC {k_hat['pac']}" in printed
+
+
+def test_the_page_embeds_every_consensus_figure_once_and_loads_nothing(consensus_report):
+    import re
+
+    _, folder, _ = consensus_report
+    page = (folder / "index.html").read_text()
+    alts = re.findall(r'<img alt="([^"]+)"', page)
+    assert sorted(alts) == sorted(path.stem for path in folder.glob("*.png"))  # each figure once
+    assert {f"{GROUP}_{name}" for name in ("heatmaps", "cdf", "delta", "pac", "item_consensus")} <= set(alts)
+    sources = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert sources and all(source.startswith(("data:image/png;base64,", "#")) for source in sources), sources
+    section = page[page.index("Consensus clustering"):page.index("<h2>Figures</h2>")]
+    assert f"{GROUP}_matrices.npz" in section and f'alt="{GROUP}_heatmaps"' in section
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (apt-get install chromium)")
+def test_chromium_loads_the_consensus_figures_without_console_errors(consensus_report):
+    from test_report_html import Page, _browser
+
+    _, folder, _ = consensus_report
+    loaded = _browser("--dump-dom", page=folder / "index.html")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert [line for line in loaded.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
+    page = Page()
+    page.feed(loaded.stdout)
+    shown = {image["alt"]: image for image in page.images}
+    assert sorted(shown) == sorted(path.stem for path in folder.glob("*.png"))
+    for name in ("heatmaps", "cdf", "pac"):
+        image = shown[f"{GROUP}_{name}"]
+        assert image["data-loaded"] == "yes" and int(image["data-width"]) > 300
