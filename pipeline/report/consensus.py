@@ -41,13 +41,17 @@ from ordercube.pipeline.files.outputs import write_output
 from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
 from ordercube.pipeline.report.section import SectionContext, SectionResult
+from ordercube.tasks.criteria import Decision
+from ordercube.tasks.criteria.base import Clusterings
+from ordercube.tasks.consensus import (
+    consensus_cdf, consensus_matrix, consensus_partition, consensus_values, item_consensus,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th item of the ordered list
-CDF_GRID = np.linspace(0.0, 1.0, 201)
 # How the text and the figures name the consensus criteria (others: by their own name).
 NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
@@ -164,16 +168,35 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
     return figure
 
 
-def plot_cdf(x: np.ndarray, cdfs: Mapping[int, np.ndarray], label: str) -> Figure:
-    """The consensus CDF of every k on one axis (Monti et al. 2003, Sec. 3.3), one line per k."""
+def cdf_curve(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The consensus CDF of ``matrix`` (Monti et al. 2003, Sec. 3.3.1: over the pairs i < j drawn together) exactly,
+    as the points of a step drawn ``steps-post``: from (0, 0) up to the share of pairs at 0, then at every distinct
+    value, to (1, 1)."""
+    values, _ = consensus_values(matrix)
+    x = np.concatenate([[0.0, 0.0], values, [1.0]])
+    y = np.concatenate([[0.0], np.asarray(consensus_cdf(matrix, x[1:]), dtype=float)])
+    return x, y
+
+
+def plot_cdf(curves: Mapping[int, tuple[np.ndarray, np.ndarray]], label: str) -> Figure:
+    """The consensus CDF of every k on one axis (Monti et al. 2003, Sec. 3.3.1, Fig. 3), one line per k: ``curves``
+    maps k to its points (:func:`cdf_curve`)."""
     figure, axes = grid(1, 1, width=4.2, height=3.0, right=1.0)
     ax = axes[0, 0]
-    for k in sorted(cdfs):
-        ax.plot(x, cdfs[k], drawstyle="steps-post", lw=1.2, label=f"k = {k}")
+    for k in sorted(curves):
+        x, y = curves[k]
+        ax.plot(x, y, drawstyle="steps-post", lw=1.2, label=f"k = {k}")
     ax.set(xlim=(-0.01, 1.01), ylim=(0.0, 1.02), xlabel="consensus index", ylabel="CDF (pairs of items)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     title(ax, f"{label}: consensus CDF")
     return figure
+
+
+def _interval(ax: Axes, ks: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+    """Bars from ``low`` to ``high`` at each k, with caps."""
+    ax.vlines(ks, low, high, color="C0", lw=1)
+    for end in (low, high):
+        ax.plot(ks, end, "_", color="C0", ms=7, ls="none")
 
 
 def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -> None:
@@ -184,16 +207,18 @@ def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -
 
 
 def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, ylabel: str, label: str, name: str,
-                   low: np.ndarray | None = None, high: np.ndarray | None = None) -> Figure:
+                   low: np.ndarray | None = None, high: np.ndarray | None = None,
+                   threshold: float | None = None) -> Figure:
     """One criterion's curve against k with k̂ starred (``k_hat`` < 0: none); ``low``/``high``: its bootstrap
-    interval over resamples, drawn as bars."""
+    interval over resamples, drawn as bars; ``threshold``: its decision's, dashed."""
     figure, axes = grid(1, 1, width=4.2, height=2.8)
     ax = axes[0, 0]
     ks, values = np.asarray(ks), np.asarray(values, dtype=float)
     ax.plot(ks, values, marker="o", ms=4, color="C0")
-    if low is not None and high is not None:
-        below, above = values - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - values
-        ax.errorbar(ks, values, yerr=np.vstack([below, above]), fmt="none", ecolor="C0", capsize=3, lw=1)
+    if low is not None and high is not None:  # a percentile interval need not hold the curve: drawn as it is
+        _interval(ax, ks, low, high)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", ls="--", lw=0.9)
     _mark(ax, ks, values, k_hat, name)
     ax.set_xticks(ks)
     ax.set(xlabel="k", ylabel=ylabel)
@@ -269,16 +294,14 @@ class Consensus:
     own: Mapping[int, np.ndarray]  # each item's consensus with its own cluster
 
 
-def consensus_of(clusterings) -> Consensus:  # noqa: ANN001 - ordercube.tasks.criteria.base.Clusterings
-    """The consensus matrix (Monti et al. 2003, Eq. 2), the consensus partition (hierarchical clustering of 1 - M,
-    ConsensusClusterPlus's final linkage) and each item's consensus with its cluster, for every k of
+def consensus_of(clusterings: Clusterings, linkage: str = "average") -> Consensus:
+    """The consensus matrix (Monti et al. 2003, Eq. 2), the consensus partition (hierarchical clustering of 1 - M by
+    ``linkage``, ConsensusClusterPlus's final linkage) and each item's consensus with its cluster, for every k of
     ``clusterings``' data."""
-    from ordercube.tasks.consensus import consensus_matrix, consensus_partition, item_consensus
-
     matrices, partitions, own = {}, {}, {}
     for k in clusterings.ks:
         matrix = consensus_matrix(np.asarray(clusterings.data[k]))
-        partition = np.asarray(consensus_partition(matrix, k))
+        partition = np.asarray(consensus_partition(matrix, k, linkage))
         matrices[k], partitions[k] = matrix, partition
         own[k] = np.asarray(item_consensus(matrix, partition, k))[np.arange(len(partition)), partition]
     return Consensus(ks=tuple(clusterings.ks), matrices=matrices, partitions=partitions, own=own)
@@ -333,17 +356,23 @@ def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
 
 
 def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
-                   label: str, options: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+                   label: str, options: Mapping[str, Mapping[str, Any]], rules: Mapping[str, Decision]
+                   ) -> tuple[list[str], dict[str, str]]:
     """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-values at its k̂;
-    ``options``: each criterion's (the config's, ``--decide`` applied)."""
+    ``options``: each criterion's (the config's, ``--decide`` applied), ``rules``: their decisions."""
     if "k" not in scores.coords:  # no criterion reduced from the assignments
         return [], {}
     ks, parts, notes = scores["k"].values, [], {}
     delta = _curve(scores, "consensus_delta", at)
     if delta is not None:
+        rule = rules.get("consensus_area")
+        threshold = None if rule is None or rule.threshold is None else float(rule.threshold)
         path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
-                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"])
-        parts.append(_embed(path, "Relative change in the area under the consensus CDF, Δ(k) (Monti et al. 2003)."))
+                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"], threshold=threshold)
+        parts.append(_embed(path, "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
+                                  "Sec. 3.3.1)." + ("" if threshold is None else
+                                                    f" Dashed: the rule's threshold {threshold:g} (k̂: the largest k "
+                                                    "whose Δ(k) reaches it).")))
     pac = _curve(scores, "pac", at)
     if pac is not None:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
@@ -376,8 +405,9 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
 
 
 def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
-                  consensus: Consensus) -> tuple[str, str]:
-    """Draw one group's figures and write its matrices; its HTML and its line of text."""
+                  consensus: Consensus, options: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+    """Draw one group's figures and write its matrices; its HTML and its line of text. ``options``: the method's
+    criteria's (:func:`ordercube.pipeline.reduce.assignments.resolved_options`)."""
     figures, chosen, criteria = context.figures, context.reduced.chosen, context.criteria
     at = {"dataset": dataset, "n": n, "model": model}
     label = f"{dataset}, n = {n}, {model}"
@@ -392,12 +422,10 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
              _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
                     "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
                     "each item's cluster." + (f" {capped}." if capped else "")),
-             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, CDF_GRID, {k: _cdf(consensus.matrices[k]) for k in consensus.ks},
-                                     label),
+             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
                     "the flatter its middle, the cleaner the clusters.")]
-    options = resolved_options(context.cube, context.reduced.decide).get(model, {})
-    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options)
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules)
     parts += curves
     said = []
     for name in criteria:
@@ -416,24 +444,23 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
     return "".join(parts), line
 
 
-def _cdf(matrix: np.ndarray) -> np.ndarray:
-    from ordercube.tasks.consensus import consensus_cdf
-
-    return np.asarray(consensus_cdf(matrix, CDF_GRID), dtype=float)
-
-
 def section(context: SectionContext) -> SectionResult | None:
     """The consensus figures and matrices of every (dataset, n, method) that stored assignments; None when none did."""
     groups = groups_with_assignments(context.cube)
     if not groups:
         return None
     scores = context.reduced.reduced  # the curves reduced from the stored assignments, with their bootstrap
+    options = resolved_options(context.cube, context.reduced.decide)
     fragments, lines = [], []
     for dataset, n, model in groups:
         clusterings = clusterings_of(context.cube, dataset, n, model)
         if not clusterings.ks:
             continue
-        fragment, line = group_figures(context, scores, dataset, n, model, consensus_of(clusterings))
+        own = options.get(model, {})
+        # the partition the cluster-wise criteria used, where one of them is in the config
+        linkage = next((own[name]["linkage"] for name in ("cluster_consensus", "clusterwise_jaccard")
+                        if "linkage" in own.get(name, {})), "average")
+        fragment, line = group_figures(context, scores, dataset, n, model, consensus_of(clusterings, linkage), own)
         fragments.append(fragment)
         lines.append(line)
     if not lines:
