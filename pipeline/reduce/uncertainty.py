@@ -24,7 +24,8 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
 - A criterion reduced from stored assignments (:mod:`ordercube.pipeline.reduce.assignments`) has one curve, not one
   value per trial: its intervals come from the bootstrap over resamples instead. ``score_se`` is the replicates'
   standard deviation at k̂, the difference's interval the percentile interval of the replicates' differences
-  (Efron & Tibshirani 1993, ch. 13), ``frequency`` the share of replicates whose own choice is k̂ (no interval:
+  (Efron & Tibshirani 1993, ch. 13) moved by their median bias
+  (:func:`ordercube.pipeline.reduce.assignments.centred_interval`), ``frequency`` the share of replicates whose own choice is k̂ (no interval:
   it is itself the bootstrap's measure of how settled k̂ is), ``few_trials`` counts the resamples read.
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
   Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
@@ -47,7 +48,9 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from ordercube.pipeline.reduce.select import DECISION_DIMS, deciding_rules, choice_per_trial, per_trial, select_k
+from ordercube.pipeline.reduce.select import (
+    DECISION_DIMS, choice_per_trial, decided_on, deciding_rules, per_trial, select_k,
+)
 from ordercube.tasks.adaptive import t_quantile
 from ordercube.tasks.criteria import CRITERIA, Decision
 from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
@@ -66,7 +69,7 @@ def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.Dat
     """The per-trial values the rule compares across k (Clest: d_k against the trials' mean reference)."""
     if decision.rule == "clest":
         return scores["clest"] - scores["clest_null"].mean("trial")
-    return scores[name]
+    return scores[decided_on(name, decision)]
 
 
 def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, float, float]:
@@ -190,8 +193,10 @@ def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np
         differences = np.array([_difference(row[None, :], at, runner, decision, level)[0] for row in boot])
         differences = differences[~np.isnan(differences)]
         if differences.size > 1:
-            tail = (1 - level) / 2 * 100
-            out["difference_low"], out["difference_high"] = np.percentile(differences, [tail, 100 - tail])
+            from ordercube.pipeline.reduce.assignments import centred_interval
+
+            low, high = centred_interval(np.float64(out["difference"]), differences, level)
+            out["difference_low"], out["difference_high"] = float(low), float(high)
     low, high = out["difference_low"], out["difference_high"]
     out["not_separated"] = float(bool(low <= 0.0 <= high))
     out["runner_up_better"] = float(bool(high < 0.0))
@@ -261,12 +266,13 @@ def _trial_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, ch
 
 def _reduced_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, reduced: xr.Dataset | None, name: str,
                     decision: Decision, k_hat: NDArray[np.int64], min_k: int, level: float) -> None:
-    curves = scores[name].transpose(*DECISION_DIMS, "k").values
+    output = decided_on(name, decision)
+    curves = scores[output].transpose(*DECISION_DIMS, "k").values
     ks = scores["k"].values
     boot = share = trials = None
-    if reduced is not None and f"{name}_boot" in reduced:
+    if reduced is not None and f"{output}_boot" in reduced:
         at = {dim: scores[dim].values for dim in (*DECISION_DIMS, "k")}
-        boot = reduced[f"{name}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
+        boot = reduced[f"{output}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
         share = reduced[f"{name}_k_hat_share"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
         trials = reduced[f"{name}_trials"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
     for index in np.ndindex(k_hat.shape):
