@@ -409,3 +409,26 @@ def test_against_consensusclustering_package():
     assert areas == pytest.approx([runs.area_under_cdf(k) for k in (2, 3, 4)], rel=1e-12)
     # its Delta: A(2) at k = 2, then (A(k + 1) - A(k)) / A(k + 1) at k (documented in delta_area)
     assert runs.change_in_area_under_cdf() == pytest.approx([areas[0], (areas[2] - areas[1]) / areas[2]])
+
+
+def test_consensusclustering_fit_replayed():
+    """The package's own run (k-means on 80 % subsamples), replayed draw by draw: the same resamples give its
+    consensus matrices (with 0 where two items never met) and its areas."""
+    consensus = pytest.importorskip("consensusclustering.consensus", reason="the PyPI package consensusclustering "
+                                    "0.2.4 (a test extra) is not installed")
+    from sklearn.cluster import KMeans
+
+    X = np.random.default_rng(18).normal(size=(30, 2)) + np.repeat([[0, 0], [4, 0], [0, 4]], 10, axis=0)
+    runs = consensus.ConsensusClustering(KMeans(n_init=1, random_state=0), min_clusters=2, max_clusters=4,
+                                         n_resamples=15, resample_frac=0.8, rng=19)
+    runs.fit(X)
+    draws = np.random.default_rng(19)  # its generator, consumed in the same order: k, then resample
+    for k in (2, 3, 4):
+        labels = np.full((15, 30), -1, dtype=np.int16)
+        for h in range(15):
+            child = np.random.default_rng(draws.integers(0, 2**31))
+            items = child.choice(range(30), size=int(30 * 0.8), replace=False)
+            labels[h, items] = KMeans(n_clusters=k, n_init=1, random_state=0).fit_predict(X[items])
+        M = consensus_matrix(labels, fill=0.0)
+        np.testing.assert_allclose(M, runs.consensus_k(k), rtol=1e-12)
+        assert cdf_area(M, method="consensusclustering") == pytest.approx(runs.area_under_cdf(k), rel=1e-12)

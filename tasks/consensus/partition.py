@@ -1,5 +1,5 @@
 """The consensus partition and how firmly its clusters and items hold together (Monti, Tamayo, Mesirov & Golub
-2003, Sec. 3.2-3.3; Wilkerson & Hayes 2010; Hennig 2007).
+2003; Wilkerson & Hayes 2010; Hennig 2007).
 
 The consensus partition at k is the hierarchical clustering of the items on the distance 1 - M cut into k
 clusters (Monti et al.: "M is used as the similarity for agglomerative hierarchical clustering";
@@ -21,7 +21,7 @@ LINKAGES: tuple[str, ...] = ("average", "complete", "single", "weighted")
 
 
 def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> NDArray[np.int64]:
-    """The consensus partition: hierarchical clustering on 1 - M cut into k clusters (Monti et al. 2003, Sec. 3.2).
+    """The consensus partition: hierarchical clustering on 1 - M cut into k clusters (Monti et al. 2003).
 
     Parameters
     ----------
@@ -79,7 +79,7 @@ def _member_sums(M: NDArray[np.float64], partition: NDArray[np.int64],
 
 
 def item_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
-    """Item consensus m_i(c) of every item to every cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010).
+    """Item consensus m_i(c) of every item to every cluster (Monti et al. 2003; Wilkerson & Hayes 2010, ``calcICL``).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ def item_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.flo
 
 
 def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
-    """Cluster consensus m(c) of each cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010, ``calcICL``).
+    """Cluster consensus m(c) of each cluster (Monti et al. 2003; Wilkerson & Hayes 2010, ``calcICL``).
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.
 
 def clusterwise_jaccard(labels: ArrayLike, partition: ArrayLike, k: int, *,
                         weights: ArrayLike | None = None) -> NDArray[np.float64]:
-    """Hennig's (2007, Sec. 3.1) clusterwise Jaccard stability of the consensus partition's clusters.
+    """Hennig's (2007) clusterwise Jaccard stability of the consensus partition's clusters.
 
     Parameters
     ----------

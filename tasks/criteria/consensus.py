@@ -13,15 +13,18 @@ replicate over resamples; None: one each) make Monti et al.'s (2003) consensus m
 - ``pac``: the proportion of ambiguous clustering, CDF(u2) - CDF(u1) (Senbabaoglu, Michailidis & Li 2014), the
   smallest is best; its ``window`` can be changed at decision time (``--decide pac.window=0.05,0.95``).
 - ``cluster_consensus``: the mean over the consensus partition's clusters (at least two members) of their
-  cluster consensus (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010's ``calcICL``), the largest is best.
+  cluster consensus (Monti et al. 2003; Wilkerson & Hayes 2010's ``calcICL``), the largest is best.
 - ``clusterwise_jaccard``: the mean over the consensus partition's clusters of Hennig's (2007) clusterwise
-  Jaccard against the resamples, the largest is best.
+  Jaccard against the resamples (the consensus partition in place of the clustering of the whole data, which
+  the resamples never fit), the largest is best.
 - ``resample_agreement``: the mean adjusted Rand index between pairs of resamples on their common items, the
   largest is best.
 
 The consensus partition is the average-linkage clustering of 1 - M cut into k clusters (ConsensusClusterPlus's
-``finalLinkage = "average"``). The consensus matrix of one k is computed once for all of these criteria while
-the same arrays are reduced (a small cache keyed by the arrays' identity).
+``finalLinkage = "average"``; option ``linkage``). While the same arrays are reduced, the consensus matrix of one
+k is computed once for the criteria that read its distribution (``consensus_area``, ``pac``) and once more for
+the first that needs its partition: a small cache keyed by the arrays' identity keeps what they read of it,
+never the (N, N) matrix itself.
 """
 
 from __future__ import annotations
@@ -205,8 +208,8 @@ PAC = Criterion(
 CLUSTER_CONSENSUS = Criterion(
     name="cluster_consensus",
     min_k=2,
-    description="mean cluster consensus of the consensus partition's clusters (Monti et al. 2003, Sec. 3.3; "
-                "Wilkerson & Hayes 2010); the largest is best",
+    description="mean cluster consensus of the consensus partition's clusters (Monti et al. 2003; Wilkerson & "
+                "Hayes 2010); the largest is best",
     reads="assignments",
     reduce=reduce_cluster_consensus,
     options={"linkage": "average"},
