@@ -55,6 +55,9 @@ CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th i
 # How the text and the figures name the consensus criteria (others: by their own name).
 NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
+# The page's own styles (no style sheet is loaded): the smaller figures side by side, each captioned below.
+ROW_STYLE = "display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start"
+FIGURE_STYLE = "margin: 0 0 1em; max-width: 100%"
 
 
 @dataclass(frozen=True)
@@ -327,8 +330,9 @@ def _embed(path: Path | None, caption: str) -> str:
     if path.suffix[1:] not in MIME:
         return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a>: {escaped}</p>'
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure id="{html.escape(path.stem)}"><img alt="{html.escape(path.stem)}" '
-            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption>{escaped}</figcaption></figure>')
+    return (f'<figure id="{html.escape(path.stem)}" style="{FIGURE_STYLE}"><img alt="{html.escape(path.stem)}" '
+            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption style="max-width: 36em">{escaped}'
+            "</figcaption></figure>")
 
 
 def _k_hat(chosen: xr.Dataset, name: str, at: Mapping[str, object]) -> int:
@@ -421,12 +425,12 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
              f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
              _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
                     "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-                    "each item's cluster." + (f" {capped}." if capped else "")),
-             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
+                    "each item's cluster." + (f" {capped}." if capped else ""))]
+    row = [_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
                     "the flatter its middle, the cleaner the clusters.")]
     curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules)
-    parts += curves
+    row += curves
     said = []
     for name in criteria:
         k_hat = _k_hat(chosen, name, at)
@@ -439,7 +443,8 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
         name, k = shown
         path = figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k], consensus.partitions[k], k,
                                 label=label, name=NAMES.get(name, name))
-        parts.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+        row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+    parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line
 
