@@ -288,3 +288,34 @@ def test_chromium_loads_the_consensus_figures_without_console_errors(consensus_r
     for name in ("heatmaps", "cdf", "pac"):
         image = shown[f"{GROUP}_{name}"]
         assert image["data-loaded"] == "yes" and int(image["data-width"]) > 300
+
+
+def test_m3c_on_the_consensus_scheme_draws_rcsi_and_says_its_k_hat(tmp_path):
+    """The consensus scheme with M3C's reference data sets (once the scheme and the criterion are registered)."""
+    import pandas as pd
+
+    from conftest import cli_in_process, write_config
+    from ordercube.tasks.criteria import CRITERIA
+    from ordercube.tasks.schemes import SCHEMES
+
+    if "consensus" not in SCHEMES or "m3c" not in CRITERIA:
+        pytest.skip("the consensus scheme or the m3c criterion is not registered in this checkout")
+    rng = np.random.default_rng(5)
+    points = np.vstack([centre + rng.standard_normal((20, 3)) for centre in BLOB_CENTRES])
+    np.savetxt(tmp_path / "blobs.csv", points, delimiter=",")
+    path = write_config(tmp_path / "m.yaml", name="m", seed=3, n=["all"], k=[2, 3, 4, 5], resamples=10,
+                        datasets=[{"name": "blobs", "kind": "file", "path": str(tmp_path / "blobs.csv"), "header": False}],
+                        methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "scheme": "consensus",
+                                  "scheme_params": {"p_item": 0.8, "references": 3},
+                                  "criteria": ["consensus_area", "pac", "m3c"]}])
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "m.zarr"), "--workers", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    result = cli_in_process("report", str(tmp_path / "m.zarr"), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "r"
+    assert (folder / f"{GROUP}_rcsi.png").read_bytes()[:4] == b"\x89PNG"
+    table = pd.read_csv(folder / "selection.csv").set_index("criterion")
+    k_hat = int(table.loc["m3c", "k_hat"])
+    line = next(line for line in result.stdout.splitlines() if line.startswith("blobs, n = 60, km: k̂ by"))
+    assert (f"M3C {k_hat} (Monte Carlo p = " if k_hat > 0 else "M3C none") in line
+    assert f'alt="{GROUP}_rcsi"' in (folder / "index.html").read_text()
