@@ -1,20 +1,23 @@
 """The figures of consensus clustering, from the stored assignments: what ConsensusClusterPlus and M3C draw.
 
 Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub 2003, Sec. 3; Wilkerson & Hayes
-2010; Senbabaoglu, Michailidis & Li 2014; John et al. 2020):
+2010; Senbabaoglu, Michailidis & Li 2014; John et al. 2020), ``<group>`` being ``<dataset>_<n>_<method>``:
 
 - ``consensus_<group>_heatmaps``: the consensus matrix of every k, its items ordered by the consensus partition of
   that k (cluster by cluster, each cluster's items by their item consensus, highest first), with the items' clusters
   as a colour strip beside and above the map, as ConsensusClusterPlus draws it. Above :data:`CAP` items the map
   shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item.
-- ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k.
-- ``consensus_<group>_delta``: Monti's relative change in the area under the CDF, Δ(k), against k.
+- ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k, drawn
+  exactly (a step at every distinct value).
+- ``consensus_<group>_delta``: Monti's relative increase of the area under the CDF, Δ(k), against k, with its
+  rule's threshold.
 - ``consensus_<group>_pac``: the proportion of ambiguous clustering against k, with its bootstrap interval over
   resamples as bars where the reduction gives one.
-- ``consensus_<group>_rcsi``: M3C's relative cluster stability index and its Monte Carlo p-values against k (when
-  the cube has reference clusterings).
-- ``consensus_<group>_item_consensus``: each item's consensus with its own cluster at k̂, a box and the items per
-  cluster.
+- ``consensus_<group>_rcsi``: M3C's relative cluster stability index against k (bars: ± 1 SE over the reference data
+  sets; band: the bootstrap interval over resamples) and its Monte Carlo and beta p-values (when the method drew
+  reference data sets and the config lists ``m3c``).
+- ``consensus_<group>_item_consensus``: each item's consensus with its own cluster, a box and the items per
+  cluster, at the k̂ of the first of the section's criteria (registry order) that chose one.
 
 k̂ is marked (a star) where the report chose one by the criterion the figure shows. The consensus matrices are
 also written as ``consensus_<group>_matrices.npz`` (``numpy.load``: ``k3`` the N x N matrix of k = 3, NaN for
