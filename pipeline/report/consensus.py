@@ -167,10 +167,10 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
     for ax in axes.ravel()[len(ks):]:
         ax.set_visible(False)
     # above the top strips, inside the figure's fixed top margin
-    figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices, items by consensus cluster",
+    figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices",
                 ha="center", va="top", fontsize=9)
     if image is not None:
-        colour_bar(figure, image, "consensus (share of co-drawn resamples together)")
+        colour_bar(figure, image, "consensus index")
     return figure
 
 
