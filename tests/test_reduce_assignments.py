@@ -139,6 +139,32 @@ def test_reduced_curves_are_the_criterion_on_the_stored_clusterings_and_k_hat_fo
     np.testing.assert_allclose(summary["pair_share_mean"].sel(model="m").values.ravel(), curve)
 
 
+def test_a_cube_whose_criteria_are_all_reduced_keeps_its_coordinates_and_true_k(pair_share):
+    from ordercube.pipeline.report.section import Reduced
+    from ordercube.pipeline.report.write import table_of
+
+    cube = planted(10).drop_vars("prediction_strength").assign_coords(true_k=("dataset", [3]))
+    reduced = Reduced.of(cube, replicates=20)
+    assert list(reduced.scores.data_vars) == ["pair_share"]
+    assert int(reduced.truth.sel(dataset="d")) == 3
+    table = table_of(reduced)
+    assert table[["method", "criterion", "k_hat", "true_k", "trials"]].values.tolist() == [["m", "pair_share", 3, 3, 10]]
+
+
+def test_an_adaptive_cubes_per_trial_reducers_leave_the_curves_as_they_are(pair_share):
+    from ordercube.pipeline.reduce.select import common_prefix, summarise
+
+    cube = planted(8)
+    cube["status"].loc[{"model": "h", "k": 4, "trial": [6, 7]}] = Status.SKIPPED  # stopped early by the adaptive rule
+    scores, _ = scores_and_summary(criterion_scores(cube), reduced_scores(cube, replicates=0))
+    assert "complete_trial" in scores.coords
+    prefix = common_prefix(scores)
+    assert prefix["pair_share"].dims == scores["pair_share"].dims  # no trial dim given to the curve
+    assert prefix["prediction_strength"].sel(model="h", k=2, trial=7).isnull().all()
+    assert choice_per_trial(scores)["prediction_strength"].sizes["trial"] == 8
+    assert int(summarise(scores)["pair_share_trials"].sel(dataset="d", n=30, model="m", k=3)) == 1
+
+
 def test_a_decided_option_replaces_the_configs_and_changes_k_hat_where_it_should(pair_share):
     # k = 2: items of groups 1 and 2 co-cluster at about 0.9 (each strays with probability 0.05), with group 0 at
     # about 0.05; k = 3 exact; k = 4 splits group 0 (rates about 0.5). The config's low = 0.3 finds no ambiguous
@@ -323,6 +349,8 @@ def test_report_on_a_stored_cube_computes_nothing_new(stored, tmp_path, sections
         assert rows.loc[name, "k_hat"] == int(chosen[name].sel(dataset="blobs", n=60, model="km"))
     assert rows.loc["pac", "trials"] == RESAMPLES
     assert "pac" not in set(table.loc[table["method"] == "plain", "criterion"])
+    page = (tmp_path / "report" / "index.html").read_text()  # the drill-down per group holds the reduced curves
+    assert "pac mean ± SE" in page and "consensus_area mean ± SE" in page
 
 
 def test_pac_with_another_window_through_decide_is_the_hand_computed_one(stored, tmp_path, sections):

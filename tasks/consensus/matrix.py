@@ -47,7 +47,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import blas
 
 AreaMethod = Literal["monti", "ccp", "consensusclustering"]
 AREA_METHODS: tuple[str, ...] = ("monti", "ccp", "consensusclustering")
@@ -123,6 +122,8 @@ def _weighted_gram(labels: NDArray[np.integer], w: NDArray[np.float64], clusters
             onehot = _onehot(labels[start:start + per_block], clusters, dtype)
             out += (onehot * np.repeat(w[start:start + per_block], clusters)) @ onehot.T
         return np.ascontiguousarray(out)
+    from scipy.linalg import blas  # here, not at import: the criteria's registry must not load SciPy
+
     syrk = blas.ssyrk if dtype is np.float32 else blas.dsyrk
     for value in distinct:
         rows = np.flatnonzero(w == value)
