@@ -360,7 +360,7 @@ def test_pac_with_another_window_through_decide_is_the_hand_computed_one(stored,
     window = (0.05, 0.95)
     by_hand = np.array([_pac_by_hand(_consensus_by_loop(cube, k), window) for k in STORED_KS])
     result = cli_in_process("report", str(stored / "cube.zarr"), "--out", str(tmp_path / "report"),
-                            "--decide", "pac.window=0.05,0.95", cwd=stored)
+                            "--decide", "pac.window=0.05,0.95", "--decide", "lange.ties=largest", cwd=stored)
     assert result.returncode == 0, result.stderr
     rows = pd.read_csv(tmp_path / "report" / "selection.csv").set_index(["method", "criterion"])
     best = np.flatnonzero(by_hand <= by_hand.min() + 1e-12)[0]  # the smallest PAC, ties to the smallest k

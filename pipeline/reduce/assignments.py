@@ -29,6 +29,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
+from ordercube.pipeline.reduce.uncertainty import LEVEL
 from ordercube.tasks.cell import Status
 from ordercube.tasks.criteria import CRITERIA, Criterion
 from ordercube.tasks.criteria.base import Clusterings
@@ -47,7 +48,6 @@ REPLICATES = 100
 MAX_REPLICATES = 100_000
 #: The key of the bootstrap's stream among a group's reduction streams (a criterion's own draws use others).
 BOOTSTRAP_KEY = (0, 0)
-LEVEL = 0.95  # as ordercube.pipeline.reduce.uncertainty.LEVEL, the level of every interval of the report
 
 
 def part_roles(cube: xr.Dataset) -> dict[str, list[str]]:
@@ -272,21 +272,38 @@ def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     options = resolved_options(cube, decide)
     if not options:
         return xr.Dataset()
-    from ordercube.pipeline.reduce.select import choose_on_curves, decisions_of
-
     names = list(dict.fromkeys(name for found in options.values() for name in found))
     outputs = [output for name in names for output in CRITERIA[name].variables]
     coords = {dim: cube[dim].values for dim in (*GROUP_DIMS, "k")}
+    point, boot, trials = _reduce_groups(cube, options, coords, outputs, replicates)
+    dims = (*GROUP_DIMS, "k")
+    variables: dict[str, Any] = {}
+    for output in outputs:
+        variables[output] = (dims, point[output])
+        variables[f"{output}_boot"] = ((*dims, "replicate"), boot[output])
+        low, high = centred_interval(point[output], boot[output], level)
+        variables[f"{output}_lo"], variables[f"{output}_hi"] = (dims, low), (dims, high)
+    for name in names:  # the resamples read, where the criterion has a value
+        held = np.isfinite(point[CRITERIA[name].variables[0]]).any(axis=-1)
+        variables[f"{name}_trials"] = (GROUP_DIMS, np.where(held, trials, 0))
+    out = xr.Dataset(variables, coords={**coords, "replicate": np.arange(replicates)},
+                     attrs={"level": level, "replicates": replicates})
+    return out.assign(_k_hat_shares(out, names, decide))
+
+
+def _reduce_groups(cube: xr.Dataset, options: Mapping[str, Mapping[str, Mapping[str, Any]]], coords: Mapping[str, Any],
+                   outputs: list[str], replicates: int
+                   ) -> tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]], NDArray[np.int64]]:
+    """Every output's curve and replicates over (dataset, n, model, k[, replicate]) and the resamples read per
+    group, from the groups of the methods with reduced criteria (NaN and 0 elsewhere)."""
     shape = tuple(len(values) for values in coords.values())
     point = {output: np.full(shape, np.nan) for output in outputs}
     boot = {output: np.full((*shape, replicates), np.nan) for output in outputs}
-    trials = {name: np.zeros(shape[:3], dtype=np.int64) for name in names}
+    trials = np.zeros(shape[:3], dtype=np.int64)
     k_index = {int(k): i for i, k in enumerate(coords["k"])}
     for m, model in enumerate(coords["model"]):
         criteria = options.get(str(model), {})
-        if not criteria:
-            continue
-        for d, dataset in enumerate(coords["dataset"]):
+        for d, dataset in enumerate(coords["dataset"] if criteria else []):
             for j, n in enumerate(coords["n"]):
                 clusterings = clusterings_of(cube, str(dataset), int(n), str(model))
                 if not clusterings.ks:
@@ -295,26 +312,27 @@ def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
                 for output, (curve, replicated) in group_reduction(clusterings, criteria, replicates).items():
                     point[output][d, j, m, at] = curve
                     boot[output][d, j, m][at] = replicated.T
-                for name in criteria:
-                    trials[name][d, j, m] = np.unique(clusterings.trials).size
-    dims = (*GROUP_DIMS, "k")
-    variables: dict[str, Any] = {}
-    for output in outputs:
-        variables[output] = (dims, point[output])
-        variables[f"{output}_boot"] = ((*dims, "replicate"), boot[output])
-        low, high = centred_interval(point[output], boot[output], level)
-        variables[f"{output}_lo"], variables[f"{output}_hi"] = (dims, low), (dims, high)
-    for name in names:
-        variables[f"{name}_trials"] = (GROUP_DIMS, trials[name])
-    out = xr.Dataset(variables, coords={**coords, "replicate": np.arange(replicates)},
-                     attrs={"level": level, "replicates": replicates})
-    rules = decisions_of(names, decide)
+                trials[d, j, m] = np.unique(clusterings.trials).size
+    return point, boot, trials
+
+
+def _k_hat_shares(reduced: xr.Dataset, names: list[str], decide: Mapping[str, Mapping[str, Any]] | None
+                  ) -> dict[str, xr.DataArray]:
+    """``{criterion}_k_hat_share``: the share of the replicates (with a choice) whose own choice is the k̂ of the
+    curve on every resample, by the criterion's rule with ``decide``'s fields; NaN without k̂."""
+    from ordercube.pipeline.reduce.select import choose_on_curves, decisions_of
+
+    own = {name: fields for name, fields in decide.items() if name in names} if isinstance(decide, Mapping) else None
+    rules = decisions_of(names, own)
+    out = {}
     for name in names:
         if rules[name].rule == "none":
             continue
-        k_hat = choose_on_curves(out[[o for o in CRITERIA[name].variables]], name, rules[name])
-        choices = choose_on_curves(out[[f"{o}_boot" for o in CRITERIA[name].variables]].rename(
-            {f"{o}_boot": o for o in CRITERIA[name].variables}), name, rules[name])
+        outputs = list(CRITERIA[name].variables)
+        k_hat = choose_on_curves(reduced[outputs], name, rules[name])
+        replicated = reduced[[f"{output}_boot" for output in outputs]].rename(
+            {f"{output}_boot": output for output in outputs})
+        choices = choose_on_curves(replicated, name, rules[name])
         chose = (choices >= 0).sum("replicate")
         share = ((choices == k_hat) & (k_hat >= 0)).sum("replicate") / chose.where(chose > 0)
         out[f"{name}_k_hat_share"] = share.where(k_hat >= 0)

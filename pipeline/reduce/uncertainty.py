@@ -25,8 +25,9 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
   value per trial: its intervals come from the bootstrap over resamples instead. ``score_se`` is the replicates'
   standard deviation at k̂, the difference's interval the percentile interval of the replicates' differences
   (Efron & Tibshirani 1993, ch. 13) moved by their median bias
-  (:func:`ordercube.pipeline.reduce.assignments.centred_interval`), ``frequency`` the share of replicates whose own choice is k̂ (no interval:
-  it is itself the bootstrap's measure of how settled k̂ is), ``few_trials`` counts the resamples read.
+  (:func:`ordercube.pipeline.reduce.assignments.centred_interval`), ``frequency`` the share of replicates whose
+  own choice is k̂ (no interval: it is itself the bootstrap's measure of how settled k̂ is), ``few_trials``
+  counts the resamples read.
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
   Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
 - flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
