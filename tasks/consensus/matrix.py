@@ -87,9 +87,9 @@ def consensus_matrix(labels: ArrayLike, *, weights: ArrayLike | None = None, fil
     indicator of the drawn items. They are accumulated by BLAS ``syrk`` over blocks of resamples that share a
     weight (a bootstrap's weights take few values; zero weights are skipped), in float32 when the weights are
     integers summing below 2**24 (every sum is then an exact integer, so M is the exact quotient) and in float64
-    otherwise (real weights: one ``gemm`` per block). Time: about R k N^2 / 2 multiply-adds, 2-4 s at N = 3000,
-    R = 1000, k = 2..10 on two cores; memory: the (N, N) sums and M, 212 MiB at its peak for N = 3000, plus a
-    one-hot block below 64 MiB.
+    otherwise (real weights: one ``gemm`` per block). Time: about R k N^2 / 2 multiply-adds; at N = 3000,
+    R = 1000, k = 2..10 on two cores, 2-4 s each k, 7-8 s with the cores shared by a load of 14; memory: the
+    (N, N) sums and M, 212-225 MiB at the peak for N = 3000, the one-hot blocks included (below 64 MiB each).
     """
     labels = np.asarray(labels)
     n_resamples, n_items = labels.shape
