@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -399,25 +399,6 @@ def percentile_interval(replicates: NDArray[np.float64],
         warnings.simplefilter("ignore", RuntimeWarning)  # a k without values: NaN
         low, high = np.nanquantile(np.asarray(replicates, dtype=np.float64), [tail, 1.0 - tail], axis=0)
     return low, high
-
-
-def replicate_curves(reduce: Callable[..., Any], clusterings: Any, output: str, weights: NDArray[np.float64],
-                     options: Mapping[str, Any] | None = None) -> NDArray[np.float64]:
-    """The reduced curve ``reduce(clusterings, **options)[output]`` of each bootstrap replicate, shape
-    (len(weights), len(clusterings.ks)); ``weights`` (B, rows): each row of ``clusterings`` weighted by how many
-    times its trial was drawn (``ordercube.tasks.consensus.bootstrap_weights(clusterings.trials, rng, B)``)."""
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.ndim != 2 or weights.shape[1] != len(clusterings.trials):
-        raise ValueError(f"weights of shape {weights.shape}: expected (replicates, {len(clusterings.trials)}), one "
-                         "weight per row of the clusterings")
-    options = dict(options or {})
-    curves = [np.asarray(reduce(replace(clusterings, weights=w), **options)[output], dtype=np.float64) for w in weights]
-    return np.array(curves).reshape(len(weights), len(clusterings.ks))
-
-
-def decision_output(criterion: Any) -> str:
-    """The output of a reduced criterion (``ordercube.tasks.criteria.Criterion``) its decision reads: its first."""
-    return criterion.variables[0]
 
 
 def bootstrap_race(curves_at: Callable[[int], tuple[NDArray[np.float64], NDArray[np.float64]]], looks: Sequence[int],

@@ -12,10 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from ordercube.tasks.adaptive import (bootstrap_level, bootstrap_look, bootstrap_race, percentile_interval,
-                                      replicate_curves)
+from ordercube.tasks.adaptive import bootstrap_level, bootstrap_look, bootstrap_race, percentile_interval
 from ordercube.tasks.criteria import Decision
-from ordercube.tasks.criteria.base import Clusterings
 
 SMALLEST = Decision(rule="smallest")
 LOOKS = (20, 40, 80)
@@ -126,29 +124,3 @@ def test_percentile_interval_is_the_replicates_quantiles():
     np.testing.assert_allclose(low[:2], np.quantile(replicates[:, :2], 0.05, axis=0))
     np.testing.assert_allclose(high[:2], np.quantile(replicates[:, :2], 0.95, axis=0))
     assert np.isnan(low[2]) and np.isnan(high[2])
-
-
-def test_replicate_curves_weight_every_row_of_a_trial():
-    """A reduction honours the rows' weights (Clusterings.weights): a replicate's curve equals the reduction on
-    the rows repeated as many times as their weight."""
-    rng = np.random.default_rng(9)
-    trials = np.repeat(np.arange(6), 2)  # two clusterings per trial (the halves)
-    data = {k: rng.integers(-1, k, size=(12, 15)).astype(np.int16) for k in (2, 3)}
-
-    def drawn_share(clusterings, scale=1.0):
-        w = np.ones(len(clusterings.trials)) if clusterings.weights is None else clusterings.weights
-        return {"share": np.array([scale * np.sum(w * (clusterings.data[k] >= 0).mean(axis=1)) / w.sum()
-                                   for k in clusterings.ks])}
-
-    clusterings = Clusterings(ks=(2, 3), data=data, references={}, trials=trials, items=15,
-                              rng=lambda key: np.random.default_rng(key))
-    counts = rng.multinomial(6, np.full(6, 1 / 6), size=5).astype(float)
-    weights = counts[:, trials]
-    curves = replicate_curves(drawn_share, clusterings, "share", weights, {"scale": 2.0})
-    assert curves.shape == (5, 2)
-    for w, got in zip(weights, curves):
-        rows = np.repeat(np.arange(12), w.astype(int))
-        expected = [2.0 * (data[k][rows] >= 0).mean() for k in (2, 3)]
-        np.testing.assert_allclose(got, expected)
-    with pytest.raises(ValueError, match="one weight per row"):
-        replicate_curves(drawn_share, clusterings, "share", counts, {})

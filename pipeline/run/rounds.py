@@ -37,12 +37,10 @@ from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from ordercube.pipeline.cube.attrs import BASELINE
-from ordercube.tasks.adaptive import (BOUNDED, INTERVAL, Race, bootstrap_look, decision_output, percentile_interval,
-                                      race_by, replicate_curves)
+from ordercube.tasks.adaptive import BOUNDED, INTERVAL, Race, bootstrap_look, percentile_interval, race_by
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockResult, Status
 from ordercube.tasks.criteria import get_criterion
-from ordercube.tasks.seeding import label_id
 
 ADAPTIVE_ATTRIBUTE = "ordercube_adaptive"
 
@@ -203,10 +201,12 @@ class AdaptiveFeed:
         return values.T
 
     def _reduced_look(self, state: _Group, criterion: str, r: int) -> tuple[Race, tuple[int, ...]] | None:
-        """The bootstrap look of a criterion reduced from stored clusterings (ok cells of trials 0..r-1 only):
-        its race at this look and its arms (cube k indices); None when no clustering is stored."""
-        from ordercube.pipeline.reduce.assignments import clusterings_of
-        from ordercube.tasks.consensus import bootstrap_weights
+        """The bootstrap look of a criterion reduced from stored clusterings, on the clusterings of trials
+        0..r-1 whose cells are ok at every k (as the report reads them): its race at this look and its arms
+        (cube k indices); None when no clustering is stored. The bootstrap is the report's
+        (:func:`ordercube.pipeline.reduce.assignments.group_reduction`, the same stream): at the last look the
+        share recorded is the share the report gives."""
+        from ordercube.pipeline.reduce.assignments import clusterings_of, group_reduction
 
         d, i, m = state.index
         record = get_criterion(criterion)
@@ -215,17 +215,12 @@ class AdaptiveFeed:
         if not clusterings.ks:
             return None
         options = record.resolve(self.methods[self.coords.model[m]].criterion_options.get(criterion, {}))
-        output = decision_output(record)
-        curve = np.asarray(record.reduce(clusterings, **options)[output], dtype=float)
-        # the look's own bootstrap: addressed by the criterion and the look, the same draws on a resumed run
-        weights = bootstrap_weights(clusterings.trials, clusterings.rng((label_id("adaptive"), label_id(criterion), r)),
-                                    state.spec.replicates)
-        replicates = replicate_curves(record.reduce, clusterings, output, weights, options)
+        curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[criterion]
         k_list = [int(k) for k in self.coords.k]
         arms = tuple(k_list.index(int(k)) for k in clusterings.ks)
         low, high = percentile_interval(replicates)
-        state.curves[criterion] = {"rule": "bootstrap", "output": output, "replicates": state.spec.replicates,
-                                   "interval": INTERVAL, "k": [int(k) for k in clusterings.ks],
+        state.curves[criterion] = {"rule": "bootstrap", "replicates": state.spec.replicates, "interval": INTERVAL,
+                                   "k": [int(k) for k in clusterings.ks],
                                    **{name: [None if np.isnan(v) else float(v) for v in values]
                                       for name, values in (("curve", curve), ("lo", low), ("hi", high))}}
         outcome = bootstrap_look(curve, replicates, record.decision, state.spec.looks, state.look,
