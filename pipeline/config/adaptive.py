@@ -68,14 +68,16 @@ def sequential(criterion: str) -> bool:
     stored clusterings and decided on its curve by a rule of ``ordercube.tasks.adaptive.CURVE_RULES``: the
     bootstrap over resamples, ordercube.tasks.adaptive.bootstrap_look."""
     record = get_criterion(criterion)
-    if record.reduce is not None:
+    if reduced(criterion):
         return has_curve_race(record.decision)
     return has_race(record.decision)
 
 
 def reduced(criterion: str) -> bool:
     """Whether ``criterion`` is reduced from stored clusterings (``Criterion.reduce``): raced by the bootstrap."""
-    return get_criterion(criterion).reduce is not None
+    from ordercube.pipeline.config.specs import is_reduced  # specs imports this module
+
+    return is_reduced(criterion)
 
 
 def score_ranges(criterion: str, baseline: np.ndarray | None, count: int) -> np.ndarray:
@@ -168,7 +170,7 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
         if spec is None:
             continue
         where = key if "adaptive" in entry else "adaptive"
-        for j, criterion in enumerate(method.criteria):
+        for j, criterion in enumerate(method.all_criteria):  # in the config's order: j is the entry's index
             if not sequential(criterion):
                 rule = get_criterion(criterion).decision
                 raise ConfigError(f"methods[{i}].criteria[{j}]", f"{criterion!r} chooses k by its {rule.rule!r} rule "
@@ -176,7 +178,7 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
                                   f"set 'adaptive: off' on methods[{i}] ({method.name}), or give this criterion a method "
                                   "of its own without adaptive")
         if spec.mode == "strict":
-            for j, criterion in enumerate(method.criteria):
+            for j, criterion in enumerate(method.all_criteria):
                 if reduced(criterion):
                     raise ConfigError(f"methods[{i}].criteria[{j}]", f"{where}.mode strict bounds per-trial values "
                                       f"and {criterion!r} is reduced from stored clusterings (no per-trial values; "

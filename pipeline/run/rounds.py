@@ -129,7 +129,7 @@ class AdaptiveFeed:
                     if not planned:
                         continue
                     method = methods[coords.model[m]]
-                    self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.criteria, planned,
+                    self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.all_criteria, planned,
                                                     joint=get_algorithm(method.algorithm).shares_fit_across_k,
                                                     in_play=planned)
         self.total = sum(task.cells for task in fixed) + int(sum(self.todo[index].sum() for index in self.groups))
