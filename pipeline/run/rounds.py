@@ -304,7 +304,7 @@ class AdaptiveFeed:
                               "in_play": [int(ks[arms[a]]) for a in outcome.active],
                               "eliminated": [[int(ks[arms[a]]) for a in gone] for gone in outcome.eliminated]}
             if name in state.curves:  # a reduced criterion: the bootstrap's share of k̂, and the curve's interval
-                criteria[name].update({"share": outcome.share, "level": outcome.level, **state.curves[name]})
+                criteria[name].update({"k_hat_share": outcome.share, "level": outcome.level, **state.curves[name]})
         return {**state.spec.record(), "dataset": self.coords.dataset[d], "n": int(self.coords.n[i]),
                 "method": self.coords.model[m], "r_stop": r_stop,
                 "cells": int((planned & (status != Status.PENDING) & (status != Status.SKIPPED)).sum()),
