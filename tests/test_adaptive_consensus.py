@@ -124,3 +124,151 @@ def test_percentile_interval_is_the_replicates_quantiles():
     np.testing.assert_allclose(low[:2], np.quantile(replicates[:, :2], 0.05, axis=0))
     np.testing.assert_allclose(high[:2], np.quantile(replicates[:, :2], 0.95, axis=0))
     assert np.isnan(low[2]) and np.isnan(high[2])
+
+
+# ------------------------------------------------------------------------------- the engine, on a real zarr cube
+
+
+def blobs_csv(path, per_cluster: int = 20):
+    """A clean 3-cluster CSV: three well-separated Gaussian blobs in the plane, rows in file order."""
+    rng = np.random.default_rng(42)
+    centres = np.array([[0.0, 0.0], [6.0, 0.0], [3.0, 5.0]])
+    rows = np.vstack([centre + rng.normal(0, 0.4, size=(per_cluster, 2)) for centre in centres])
+    np.savetxt(path, rows, delimiter=",", header="x,y", comments="", fmt="%.6f")
+    return path
+
+
+def consensus_config(csv, **overrides) -> dict:
+    config = {
+        "name": "adaptive_consensus", "seed": 5, "n": ["all"], "k": [2, 3, 4, 5], "resamples": 40,
+        "datasets": [{"name": "blobs", "kind": "file", "path": str(csv)}],
+        "methods": [{"name": "cc", "algorithm": "kmeans", "params": {"n_init": 2}, "scheme": "consensus",
+                     "scheme_params": {"p_item": 0.8}, "criteria": ["pac"]}],
+        "adaptive": {"delta": 0.05, "looks": [10, 20, 40], "replicates": 100},
+        "execution": {"task_seconds": 0.05},
+    }
+    config.update(overrides)
+    return config
+
+
+def run(tmp_path, name: str, raw: dict):
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.cube.owner import open_cube
+    from ordercube.pipeline.run.sweep import run_sweep
+
+    config = parse_config(raw, base=tmp_path, out=str(tmp_path / name))
+    run_sweep(config, show_progress=False, echo=lambda line: None, workers=0)
+    return open_cube(tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def cubes(tmp_path_factory):
+    """The adaptive run and the full run of one config (the same cube without the adaptive block)."""
+    tmp_path = tmp_path_factory.mktemp("adaptive_consensus")
+    csv = blobs_csv(tmp_path / "blobs.csv")
+    adaptive = run(tmp_path, "adaptive.zarr", consensus_config(csv))
+    fixed = run(tmp_path, "fixed.zarr", {key: value for key, value in consensus_config(csv).items() if key != "adaptive"})
+    return adaptive.load(), fixed.load()
+
+
+def test_the_adaptive_run_stops_early_on_the_full_run_s_k_hat_with_the_same_bits(cubes):
+    import json
+
+    import ordercube
+    from ordercube.pipeline.run.rounds import ADAPTIVE_ATTRIBUTE
+    from ordercube.tasks.cell import Status
+
+    adaptive, fixed = cubes
+    record = json.loads(adaptive.attrs[ADAPTIVE_ATTRIBUTE])["blobs|60|cc"]
+    race = record["criteria"]["pac"]
+    full_k = int(ordercube.select_k(fixed)["pac"].sel(dataset="blobs", n=60, model="cc"))
+    assert full_k == 3
+    assert race["reason"] == "decided" and race["k_hat"] == full_k and race["rule"] == "bootstrap"
+    r_stop = record["r_stop"]
+    assert 10 <= r_stop < 40 and race["r_stop"] == r_stop  # early, never before the first look
+    assert race["k_hat_share"] >= race["level"] == pytest.approx(1 - 0.05 / 3)
+    status = adaptive["status"].sel(dataset="blobs", n=60, model="cc").transpose("k", "trial").values
+    assert (status[:, :r_stop] == Status.OK).all() and (status[:, r_stop:] == Status.SKIPPED).all()
+    assert record["cells"] == 4 * r_stop and record["budget"] == 4 * 40
+    # the skipped cells say which look stopped them; no value, no assignment
+    reasons = adaptive["reason"].sel(dataset="blobs", n=60, model="cc").transpose("k", "trial").values
+    assert set(reasons[:, r_stop:].ravel()) == {f"adaptive: stopped at r = {r_stop} (pac decided)"}
+    skipped = adaptive["assignment"].sel(dataset="blobs", n=60, model="cc").isel(trial=slice(r_stop, None))
+    assert (skipped.values == -1).all()
+    # the kept cells: every stored bit equal to the full run's (seconds aside)
+    kept = {"trial": slice(0, r_stop)}
+    for name in ("status", "reason", "assignment"):
+        np.testing.assert_array_equal(adaptive[name].isel(kept).values, fixed[name].isel(kept).values, err_msg=name)
+    assert (fixed["status"].values == Status.OK).all()
+
+
+def test_the_recorded_share_is_the_bootstrap_over_the_stored_resamples(cubes):
+    """Recomputed here from the stored clusterings: the kernels' bootstrap weights and PAC on each replicate."""
+    import json
+    from dataclasses import replace
+
+    from ordercube.pipeline.reduce.assignments import BOOTSTRAP_KEY, clusterings_of, reduced_scores
+    from ordercube.pipeline.run.rounds import ADAPTIVE_ATTRIBUTE
+    from ordercube.tasks.consensus import bootstrap_weights
+    from ordercube.tasks.criteria import get_criterion
+
+    adaptive, fixed = cubes
+    race = json.loads(adaptive.attrs[ADAPTIVE_ATTRIBUTE])["blobs|60|cc"]["criteria"]["pac"]
+    r_stop = race["r_stop"]
+    clusterings = clusterings_of(fixed.isel(trial=slice(0, r_stop)), "blobs", 60, "cc")
+    assert np.unique(clusterings.trials).tolist() == list(range(r_stop))
+    pac = get_criterion("pac")
+    weights = bootstrap_weights(clusterings.trials, clusterings.rng(BOOTSTRAP_KEY), 100)
+    curves = np.array([pac.reduce(replace(clusterings, weights=w), **pac.options)["pac"] for w in weights])
+    curve = pac.reduce(clusterings, **pac.options)["pac"]
+    np.testing.assert_allclose(race["curve"], curve)
+    choices = np.array(clusterings.ks)[np.argmin(curves, axis=1)]
+    assert race["k_hat_share"] == pytest.approx(np.mean(choices == 3))
+    np.testing.assert_allclose(race["lo"], np.quantile(curves, 0.025, axis=0))
+    np.testing.assert_allclose(race["hi"], np.quantile(curves, 0.975, axis=0))
+    # PAC's resampling error as the report states it: the same bootstrap on the adaptive cube's kept resamples
+    reduced = reduced_scores(adaptive, replicates=100).sel(dataset="blobs", n=60, model="cc")
+    np.testing.assert_allclose(reduced["pac"].values, curve)
+    np.testing.assert_allclose(reduced["pac_lo"].values, race["lo"])
+    np.testing.assert_allclose(reduced["pac_hi"].values, race["hi"])
+    assert float(reduced["pac_k_hat_share"]) == pytest.approx(race["k_hat_share"])
+    assert (reduced["pac_lo"] <= reduced["pac"]).all() and (reduced["pac"] <= reduced["pac_hi"]).all()
+    assert float(reduced["pac_hi"].sel(k=3)) < float(reduced["pac_lo"].drop_sel(k=3).min())  # k = 3 apart
+
+
+def test_the_report_states_pac_s_interval_and_the_replay_the_cells_saved(cubes, tmp_path):
+    import ordercube
+    from ordercube.pipeline.report.replay import Setting, reduced_groups, replay
+
+    adaptive, fixed = cubes
+    table = ordercube.report(adaptive, tmp_path / "report").attrs["adaptive"]
+    row = table[table["criterion"] == "pac"].iloc[0]
+    assert row["reason"] == "decided" and row["k_hat"] == 3 and row["k_hat_share"] >= row["level"]
+    assert row["score_low"] <= row["score_at_k_hat"] <= row["score_high"]
+    assert (tmp_path / "report" / "adaptive.csv").read_text().count("pac") == 1
+    # the replay on the full cube: in index order, the live run's stop and k̂; fewer cells than the budget
+    setting = Setting(delta=0.05, r_min=10, permutations=3, replicates=100)
+    groups = reduced_groups(fixed, setting)
+    assert [(g.dataset, g.n, g.method, g.criterion) for g in groups] == [("blobs", 60, "cc", "pac")]
+    replayed = replay(None, setting, seed=5, groups=groups).iloc[0]
+    assert replayed["fixed_k_hat"] == 3 and replayed["in_order_k"] == 3
+    assert replayed["in_order_stop"] == row["r_stop"] and replayed["in_order_reason"] == "decided"
+    assert replayed["orders"] == 4 and replayed["agreement"] == 1.0 and replayed["wrong"] == 0
+    assert replayed["cells_mean"] < 1.0
+
+
+def test_the_config_accepts_a_reduced_criterion_and_refuses_what_does_not_apply(tmp_path):
+    from ordercube.pipeline.config.study import parse_config
+    from ordercube.pipeline.errors import ConfigError
+
+    csv = blobs_csv(tmp_path / "blobs.csv")
+    config = parse_config(consensus_config(csv), base=tmp_path, out=str(tmp_path / "c.zarr"))
+    spec = config.adaptive["cc"]
+    assert spec.replicates == 100 and spec.looks == (10, 20, 40)
+    for block, key, words in (({"replicates": 5}, "adaptive.replicates", "integer >= 10"),
+                              ({"replicates": True}, "adaptive.replicates", "integer >= 10"),
+                              ({"mode": "strict"}, "methods[0].criteria[0]", "reduced from stored clusterings")):
+        with pytest.raises(ConfigError) as error:
+            parse_config(consensus_config(csv, adaptive={"looks": [10, 20, 40], **block}), base=tmp_path,
+                         out=str(tmp_path / "c.zarr"))
+        assert str(error.value).startswith(key) and words in str(error.value), str(error.value)
