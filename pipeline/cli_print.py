@@ -163,6 +163,10 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{tasks} tasks {place} (estimated work {'under' if here else 'over'} "
           f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
+    from ordercube.pipeline.cube.assignments import size_line
+
+    if line := size_line(config, plan):
+        print(f"  {line}")
     print_datasets(config)
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}, "
@@ -170,7 +174,9 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     for method in config.methods:
         model = get_algorithm(method.algorithm)
         how = model.summary(method.predictor)
-        print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}, "
+        scheme = f" (scheme {method.scheme} {dict(method.scheme_params)})" if method.scheme else ""
+        stored = ", stores assignments" if method.assignments else ""
+        print(f"  method {method.name}: {method.algorithm} {how}{scheme} -> {', '.join(method.all_criteria)}{stored}, "
               f"method digest {data_digest(method.identity)}")
         if method.name in config.adaptive:
             rule = config.adaptive[method.name]

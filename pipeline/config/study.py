@@ -27,7 +27,9 @@ from ordercube.pipeline.config.checks import (
     valid_name as _name,
 )
 from ordercube.pipeline.config.defaults import RESAMPLES, default_criteria, default_name, draw_seed, fitting_criteria
-from ordercube.pipeline.config.schemes import SCHEME_KEYS, check_items, method_assignments, method_scheme, scheme_misfit
+from ordercube.pipeline.config.schemes import (
+    SCHEME_KEYS, check_items, check_schemes, method_assignments, method_scheme, scheme_misfit,
+)
 from ordercube.pipeline.config.specs import (
     Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint, is_reduced,
 )
@@ -290,6 +292,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None, na
                                   f"use n <= {rows // 2} for this dataset")
     _check_fit(datasets, methods)
     refused = check_items(datasets, methods, [filled for _, filled in methods_and_defaults])
+    refused += check_schemes(datasets, methods)
     if refused:
         raise ConfigErrors.of(refused)
     run_family_checks(datasets, methods, ks)

@@ -94,22 +94,23 @@ def create_assignments(group: zarr.Group, shape: tuple[int, ...], cell_chunks: t
 
     full = (*shape, parts, items)
     chunks = chunk_shape(cell_chunks, parts, items)
-    group.create_array(ASSIGNMENT, shape=full, chunks=chunks, dtype=np.int16, fill_value=FILL,
+    # overwrite: recreated beside what is left of it when the variable was deleted (its cells were lost)
+    group.create_array(ASSIGNMENT, shape=full, chunks=chunks, dtype=np.int16, fill_value=FILL, overwrite=True,
                        dimension_names=ASSIGNMENT_DIMS, compressors=COMPRESSORS,
                        attributes={**array_attrs(ASSIGNMENT, ASSIGNMENT_DIMS), "coordinates": f"true_k {ITEMS}"})
     for name, values in ((PART, np.arange(parts)), (ITEM, np.arange(items))):
         coordinate = group.create_array(name, shape=(len(values),), chunks=(max(len(values), 1),), dtype=np.int64,
-                                        fill_value=FILL, dimension_names=(name,), compressors=COMPRESSORS,
+                                        fill_value=FILL, dimension_names=(name,), compressors=COMPRESSORS, overwrite=True,
                                         attributes=variable_attrs(name))
         coordinate[:] = values
     counts = group.create_array(ITEMS, shape=(len(dataset_items),), chunks=(max(len(dataset_items), 1),),
                                 dtype=np.int64, fill_value=FILL, dimension_names=("dataset",), compressors=COMPRESSORS,
-                                attributes=variable_attrs(ITEMS))
+                                attributes=variable_attrs(ITEMS), overwrite=True)
     counts[:] = np.asarray(dataset_items, dtype=np.int64)
     grid = chunk_grid_shape(full, chunks)
     group.require_group("integrity").create_array(
         ASSIGNMENT_MANIFEST.split("/", 1)[1], shape=grid, chunks=(1, 1, 1, *grid[3:]), dtype="uint64", fill_value=0,
-        compressors=COMPRESSORS, dimension_names=ASSIGNMENT_DIMS)
+        compressors=COMPRESSORS, dimension_names=ASSIGNMENT_DIMS, overwrite=True)
 
 
 def dataset_items(config: Config, datasets: tuple[str, ...], known: Mapping[str, int] | None = None) -> list[int]:
@@ -286,3 +287,23 @@ def size_estimate(config: Config, cells_by_model: Mapping[str, int]) -> tuple[in
     raw = sum(cells for model, cells in cells_by_model.items()
               if any(m.name == model and m.assignments for m in config.methods)) * parts * items * 2
     return raw, int(raw / COMPRESSION_RATIO)
+
+
+def size_line(config: Config, plan: Any) -> str | None:
+    """``ordercube validate``'s line on the assignments a run of ``plan`` (:class:`ordercube.pipeline.run.sweep.Plan`)
+    writes, None when no method stores them."""
+    from ordercube.pipeline.config.limits import human
+
+    if not config.stores_assignments:
+        return None
+    cells: dict[str, int] = {}
+    for chunk in plan.chunks:
+        model = plan.coords.model[chunk.model]
+        cells[model] = cells.get(model, 0) + chunk.cells
+    raw, disk = size_estimate(config, cells)
+    parts, items = wanted_size(config)
+    storing = [m.name for m in config.methods if m.assignments]
+    count = sum(cells.get(name, 0) for name in storing)
+    return (f"assignments: stored by {', '.join(storing)}: {count} cells x {parts} parts x {items} items = {human(raw)} "
+            f"raw (int16), about {human(disk)} on disk (zstd; {COMPRESSION_RATIO:g}:1, below the ratio measured on "
+            "halves of 150 rows)")

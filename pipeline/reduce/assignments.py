@@ -166,6 +166,10 @@ def clusterings_of(cube: xr.Dataset, dataset: str, n: int, model: str) -> Cluste
     with_cells = ok.any(axis=1)
     common = ok[with_cells].all(axis=0) if with_cells.any() else np.zeros(ok.shape[1], dtype=bool)
     items = int(cube[ITEMS].sel(dataset=dataset))
+    if items < 0:  # a dataset without fixed items (fresh synthetic draws) stores none
+        with_cells[:] = False
+        common[:] = False
+        items = 0
     stored = cube[ASSIGNMENT].sel(at).transpose("k", "trial", "part", "item")
     stored = stored.isel(k=np.flatnonzero(with_cells), trial=np.flatnonzero(common), item=slice(0, items))
     labels = np.asarray(stored.values, dtype=np.int16)  # (ks, trials, parts, items)
@@ -200,16 +204,15 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
         from ordercube.tasks.consensus import bootstrap_weights
 
         weights = bootstrap_weights(clusterings.trials, clusterings.rng(BOOTSTRAP_KEY), replicates)
-    out = {}
-    for name, options in criteria.items():
-        criterion = CRITERIA[name]
-        point = _curves(criterion, clusterings, options)
-        boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
-        for b in range(replicates):
-            for output, curve in _curves(criterion, replace(clusterings, weights=weights[b]), options).items():
+    point = {output: curve for name, options in criteria.items()
+             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
+    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
+    for b in range(replicates):  # every criterion on one replicate in turn: they share its consensus matrices
+        replicate = replace(clusterings, weights=weights[b])  # type: ignore[index]
+        for name, options in criteria.items():
+            for output, curve in _curves(CRITERIA[name], replicate, options).items():
                 boot[output][b] = curve
-        out |= {output: (point[output], boot[output]) for output in point}
-    return out
+    return {output: (point[output], boot[output]) for output in point}
 
 
 def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,

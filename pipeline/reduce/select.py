@@ -270,7 +270,12 @@ def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: boo
         return _gap_choice(curve("gap"), curve("gap_sd"), decision)
     if decision.rule == "clest":
         return _clest_choice(scores["clest"], scores["clest_null"], decision, per_trial=per_trial)
-    return _rule_choice(curve(name), decision)
+    return _rule_choice(curve(decided_on(name, decision)), decision)
+
+
+def decided_on(name: str, decision: Decision) -> str:
+    """The output of criterion ``name`` whose curve its rule reads: the one its decision names, else its first."""
+    return getattr(decision, "output", "") or name
 
 
 def per_trial_scores(scores: xr.Dataset, name: str) -> bool:

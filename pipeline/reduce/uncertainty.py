@@ -47,7 +47,9 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from ordercube.pipeline.reduce.select import DECISION_DIMS, deciding_rules, choice_per_trial, per_trial, select_k
+from ordercube.pipeline.reduce.select import (
+    DECISION_DIMS, choice_per_trial, decided_on, deciding_rules, per_trial, select_k,
+)
 from ordercube.tasks.adaptive import t_quantile
 from ordercube.tasks.criteria import CRITERIA, Decision
 from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
@@ -66,7 +68,7 @@ def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.Dat
     """The per-trial values the rule compares across k (Clest: d_k against the trials' mean reference)."""
     if decision.rule == "clest":
         return scores["clest"] - scores["clest_null"].mean("trial")
-    return scores[name]
+    return scores[decided_on(name, decision)]
 
 
 def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, float, float]:
@@ -261,12 +263,13 @@ def _trial_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, ch
 
 def _reduced_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, reduced: xr.Dataset | None, name: str,
                     decision: Decision, k_hat: NDArray[np.int64], min_k: int, level: float) -> None:
-    curves = scores[name].transpose(*DECISION_DIMS, "k").values
+    output = decided_on(name, decision)
+    curves = scores[output].transpose(*DECISION_DIMS, "k").values
     ks = scores["k"].values
     boot = share = trials = None
-    if reduced is not None and f"{name}_boot" in reduced:
+    if reduced is not None and f"{output}_boot" in reduced:
         at = {dim: scores[dim].values for dim in (*DECISION_DIMS, "k")}
-        boot = reduced[f"{name}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
+        boot = reduced[f"{output}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
         share = reduced[f"{name}_k_hat_share"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
         trials = reduced[f"{name}_trials"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
     for index in np.ndindex(k_hat.shape):

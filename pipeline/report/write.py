@@ -178,7 +178,9 @@ NOT_COMPUTABLE = "n/a"
 # Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
 NOT_COMPUTABLE_MEANINGS = {
     "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
-                       "has no width, so no interval is given",
+                       "has no width, so no interval is given; for a criterion computed from stored assignments the "
+                       "share is that of the bootstrap replicates over resamples choosing k̂, itself the interval's "
+                       "measure",
     "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
                   "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
 }
