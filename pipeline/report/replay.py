@@ -222,7 +222,10 @@ class ReducedGroup:
         from ordercube.pipeline.reduce.assignments import clusterings_of, group_reduction
 
         clusterings = clusterings_of(self.cube.isel(trial=np.sort(trials)), self.dataset, self.n, self.method)
-        curve, boot = group_reduction(clusterings, {self.criterion: self.options}, replicates)[self.criterion]
+        from ordercube.tasks.criteria import get_criterion
+
+        output = get_criterion(self.criterion).decided_on
+        curve, boot = group_reduction(clusterings, {self.criterion: self.options}, replicates)[output]
         at = [int(np.flatnonzero(self.ks == k)[0]) for k in clusterings.ks]
         full_curve, full_boot = np.full(len(self.ks), np.nan), np.full((replicates, len(self.ks)), np.nan)
         full_curve[at], full_boot[:, at] = curve, boot

@@ -215,11 +215,13 @@ class AdaptiveFeed:
         if not clusterings.ks:
             return None
         options = record.resolve(self.methods[self.coords.model[m]].criterion_options.get(criterion, {}))
-        curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[criterion]
+        # the output its rule reads (Monti's consensus_area: the relative change Delta(k))
+        curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[record.decided_on]
         k_list = [int(k) for k in self.coords.k]
         arms = tuple(k_list.index(int(k)) for k in clusterings.ks)
         low, high = percentile_interval(replicates)
         state.curves[criterion] = {"rule": "bootstrap", "replicates": state.spec.replicates, "interval": INTERVAL,
+                                   "output": record.decided_on,
                                    "k": [int(k) for k in clusterings.ks],
                                    **{name: [None if np.isnan(v) else float(v) for v in values]
                                       for name, values in (("curve", curve), ("lo", low), ("hi", high))}}
