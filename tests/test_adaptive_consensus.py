@@ -129,11 +129,10 @@ def test_percentile_interval_is_the_replicates_quantiles():
 # ------------------------------------------------------------------------------- the engine, on a real zarr cube
 
 
-def blobs_csv(path, per_cluster: int = 20):
-    """A clean 3-cluster CSV: three well-separated Gaussian blobs in the plane, rows in file order."""
+def blobs_csv(path, per_cluster: int = 20, centres=((0.0, 0.0), (6.0, 0.0), (3.0, 5.0)), sd: float = 0.4):
+    """A 3-cluster CSV: Gaussian blobs in the plane (by default clean: well separated), rows in file order."""
     rng = np.random.default_rng(42)
-    centres = np.array([[0.0, 0.0], [6.0, 0.0], [3.0, 5.0]])
-    rows = np.vstack([centre + rng.normal(0, 0.4, size=(per_cluster, 2)) for centre in centres])
+    rows = np.vstack([np.asarray(centre) + rng.normal(0, sd, size=(per_cluster, 2)) for centre in centres])
     np.savetxt(path, rows, delimiter=",", header="x,y", comments="", fmt="%.6f")
     return path
 
@@ -161,13 +160,13 @@ def run(tmp_path, name: str, raw: dict):
     return open_cube(tmp_path / name)
 
 
-def full_k_hat(cube) -> int:
+def full_k_hat(cube, model: str = "cc") -> int:
     """PAC's k̂ on every stored resample of the group, as the report decides it (the reducers' curve and rule)."""
     from ordercube.pipeline.reduce.assignments import reduced_scores
     from ordercube.pipeline.reduce.select import choose_on_curves
     from ordercube.tasks.criteria import get_criterion
 
-    curves = reduced_scores(cube, replicates=0)[["pac"]].sel(dataset="blobs", n=60, model="cc")
+    curves = reduced_scores(cube, replicates=0)[["pac"]].sel(dataset="blobs", n=60, model=model)
     return int(choose_on_curves(curves, "pac", get_criterion("pac").decision))
 
 
@@ -280,3 +279,43 @@ def test_the_config_accepts_a_reduced_criterion_and_refuses_what_does_not_apply(
             parse_config(consensus_config(csv, adaptive={"looks": [10, 20, 40], **block}), base=tmp_path,
                          out=str(tmp_path / "c.zarr"))
         assert str(error.value).startswith(key) and words in str(error.value), str(error.value)
+
+
+def test_a_method_racing_per_trial_and_reduced_criteria_keeps_each_stop_and_the_full_run_s_bits(tmp_path):
+    """The two halves with Lange's instability (PSE-t) and PAC on the halves' stored clusterings (the bootstrap),
+    on two close blobs and a far one: PAC decides at the first look and its stop stands while Lange's race goes
+    on to the budget; every cell kept equals the full run's."""
+    import json
+
+    from ordercube.pipeline.cube.attrs import BASELINE
+    from ordercube.pipeline.run.rounds import ADAPTIVE_ATTRIBUTE
+    from ordercube.tasks.adaptive import race_by
+    from ordercube.tasks.cell import Status
+    from ordercube.tasks.criteria import get_criterion
+
+    csv = blobs_csv(tmp_path / "blobs.csv", centres=((0.0, 0.0), (2.0, 0.0), (9.0, 0.0)), sd=0.5)
+    raw = consensus_config(csv, methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 2},
+                                          "predictor": "nearest_centroid", "criteria": ["lange", "pac"]}])
+    adaptive = run(tmp_path, "a.zarr", raw).load()
+    fixed = run(tmp_path, "f.zarr", {key: value for key, value in raw.items() if key != "adaptive"}).load()
+    record = json.loads(adaptive.attrs[ADAPTIVE_ATTRIBUTE])["blobs|60|km"]
+    pac, lange = record["criteria"]["pac"], record["criteria"]["lange"]
+    assert pac["reason"] == "decided" and pac["r_stop"] == 10 < record["r_stop"] == 40
+    assert pac["k_hat"] == full_k_hat(fixed, "km") and pac["k_hat_share"] >= pac["level"]
+    assert pac["eliminated"] == [[]]  # one look: the stop at the first, not recomputed at the later looks
+    status = adaptive["status"].sel(dataset="blobs", n=60, model="km").transpose("k", "trial").values
+    assert (status[:, : pac["r_stop"]] == Status.OK).all()  # no k left before PAC stopped
+    kept = status == Status.OK
+    assert kept.sum() == record["cells"] < record["budget"]
+    for name in ("lange", "assignment", "reason"):
+        a = adaptive[name].sel(dataset="blobs", n=60, model="km").transpose("k", "trial", ...).values
+        f = fixed[name].sel(dataset="blobs", n=60, model="km").transpose("k", "trial", ...).values
+        np.testing.assert_array_equal(a[kept], f[kept], err_msg=name)
+    # Lange's race is today's, on the stored values
+    values = adaptive["lange"].sel(dataset="blobs", n=60, model="km").transpose("trial", "k").values
+    values = values / adaptive[BASELINE].sel(n=60).values[None, :]  # the score the rule races (Roth et al. 2002)
+    ks = [k for k, column in zip(adaptive["k"].values, values[:10].T) if not np.isnan(column).all()]
+    columns = [list(adaptive["k"].values).index(k) for k in ks]
+    expected = race_by(get_criterion("lange").decision, values[:, columns], (10, 20, 40), delta=0.05, epsilon=0.0,
+                       upto=record["r_stop"])
+    assert (lange["reason"], lange["r_stop"], lange["k_hat"]) == (expected.reason, expected.stop, ks[expected.choice])

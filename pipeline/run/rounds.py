@@ -235,6 +235,8 @@ class AdaptiveFeed:
         in_play: set[int] = set()
         for criterion in state.criteria:
             if reduced(criterion):
+                if criterion in state.races and state.races[criterion][0].reason != "running":
+                    continue  # stopped at an earlier look (other criteria go on): its stop stands
                 look = self._reduced_look(state, criterion, r)
                 if look is None:
                     continue
