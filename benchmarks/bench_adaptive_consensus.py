@@ -82,13 +82,17 @@ def main() -> None:
     for name, entry in entries.items():
         entry = {"name": name, **entry}
         adaptive, adaptive_seconds = sweep(folder, config(name, entry, True), f"{name}-adaptive.zarr")
+        print(f"{name}: adaptive run {adaptive_seconds:.1f} s", flush=True)
         fixed, fixed_seconds = sweep(folder, config(name, entry, False), f"{name}-fixed.zarr")
+        print(f"{name}: full run {fixed_seconds:.1f} s", flush=True)
         record = next(iter(json.loads(adaptive.attrs["ordercube_adaptive"]).values()))
         r_stop = record["r_stop"]
         same = all(np.array_equal(adaptive[v].isel(trial=slice(0, r_stop)).values,
                                   fixed[v].isel(trial=slice(0, r_stop)).values) for v in ("status", "assignment"))
         curves = reduced_scores(fixed, replicates=0)
+        started = time.perf_counter()
         replays = {group.criterion: group.run(setting, 3) for group in reduced_groups(fixed, setting)}
+        print(f"{name}: replayed in {time.perf_counter() - started:.1f} s", flush=True)
         for criterion, race in record["criteria"].items():
             rule = get_criterion(criterion)
             full = int(choose_on_curves(curves[[rule.decided_on]].rename({rule.decided_on: criterion})

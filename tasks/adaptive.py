@@ -21,6 +21,11 @@ once its trial count exceeds Cochran's rule for the normal approximation of a me
 skewness of the differences; Cochran 1977, Sampling Techniques, 3rd ed., sec. 2.15): a difference whose prefix
 is skewed waits for more trials. It cannot see a tail that no trial of the prefix has reached, so it narrows the
 failure without removing it (measured: ``benchmarks/bench_adaptive.py``).
+
+A criterion reduced from stored clusterings (PAC, Monti's consensus CDF) has one curve over k and no per-trial
+values to pair: :func:`bootstrap_look` decides it at the same looks from the curve of the prefix and its curves on a
+bootstrap over the prefix's resamples, settled once the share of replicates choosing the curve's k̂ reaches
+1 - delta / L (measured: ``benchmarks/bench_adaptive_consensus.py``).
 """
 
 from __future__ import annotations
