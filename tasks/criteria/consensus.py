@@ -70,6 +70,7 @@ class Summary:
 
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
+_HELD = [0]  # the bytes of the summaries in _CACHE, kept as they change (summing them per call grew with the cache)
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
@@ -82,6 +83,7 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
     entry = _CACHE.get(key)
     fresh = entry is None or entry.labels is not labels or entry.weights is not weights
     if fresh or any(need not in entry.extras for need in needs):  # type: ignore[union-attr]
+        held = _CACHE[key].nbytes if key in _CACHE else 0
         M = consensus_matrix(labels, weights=weights)
         if fresh:
             entry = Summary(labels, weights, *consensus_values(M))
@@ -89,8 +91,9 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
             if need not in entry.extras:  # type: ignore[union-attr]
                 entry.extras[need] = _extra(M, k, need)  # type: ignore[union-attr]
         _CACHE[key] = entry  # type: ignore[assignment]
-        while len(_CACHE) > 1 and sum(item.nbytes for item in _CACHE.values()) > CACHE_BYTES:
-            _CACHE.popitem(last=False)
+        _HELD[0] += entry.nbytes - held  # type: ignore[union-attr]
+        while len(_CACHE) > 1 and _HELD[0] > CACHE_BYTES:
+            _HELD[0] -= _CACHE.popitem(last=False)[1].nbytes
     _CACHE.move_to_end(key)
     return entry  # type: ignore[return-value]
 
