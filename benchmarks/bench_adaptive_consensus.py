@@ -4,7 +4,7 @@ For each dataset, consensus k-means (p_item 0.8, k = 2..6, R = 80 resamples, loo
 replicates per look) is run twice, with and without the ``adaptive:`` block, in this process. Per dataset and
 criterion: the full run's k̂, the live adaptive run's stop (look, reason, k̂, share of replicates on it) and its
 cells against the full budget, the whole run's seconds of each, whether the kept cells equal the full run's bit
-for bit, and the replay on the full cube (``ordercube.pipeline.report.replay``: index order and 20 random trial
+for bit, and the replay on the full cube (``ordercube.pipeline.report.replay``: index order and 10 random trial
 orders) with its agreement with the full k̂ and its mean share of cells.
 
 Datasets: three clean Gaussian blobs (60 points), three overlapping blobs (90 points, sd 1.3 with centres 3
@@ -78,7 +78,7 @@ def main() -> None:
     else:
         print(f"skipped colon: {COLON} is absent")
     rows = []
-    setting = Setting(delta=0.05, r_min=20, permutations=20, replicates=200)
+    setting = Setting(delta=0.05, r_min=20, permutations=10, replicates=200)
     for name, entry in entries.items():
         entry = {"name": name, **entry}
         adaptive, adaptive_seconds = sweep(folder, config(name, entry, True), f"{name}-adaptive.zarr")
@@ -95,9 +95,7 @@ def main() -> None:
         print(f"{name}: replayed in {time.perf_counter() - started:.1f} s", flush=True)
         for criterion, race in record["criteria"].items():
             rule = get_criterion(criterion)
-            full = int(choose_on_curves(curves[[rule.decided_on]].rename({rule.decided_on: criterion})
-                                        if rule.decided_on != criterion else curves[[criterion]],
-                                        criterion, rule.decision).squeeze())
+            full = int(choose_on_curves(curves[list(rule.variables)], criterion, rule.decision).squeeze())
             replay = replays[criterion]
             rows.append({"dataset": name, "criterion": criterion, "full_k_hat": full, "live_k_hat": race["k_hat"],
                          "live_reason": race["reason"], "live_r_stop": race["r_stop"],
