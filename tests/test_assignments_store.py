@@ -14,6 +14,7 @@ import xarray as xr
 import zarr
 
 from conftest import cli_in_process, write_config
+from ordercube.pipeline.config.schemes import COMPRESSION_RATIO
 from ordercube.pipeline.config.study import parse_config
 from ordercube.pipeline.cube import assignments as stored
 from ordercube.pipeline.cube.owner import Cube, open_cube
@@ -173,7 +174,7 @@ def test_validate_states_a_size_the_written_cube_keeps_to(tmp_path):
     cells = 2 * 5 * 20
     assert f"{cells} cells x 2 parts x {ROWS} items" in line
     raw_bytes = cells * 2 * ROWS * 2
-    estimate = raw_bytes / stored.COMPRESSION_RATIO
+    estimate = raw_bytes / COMPRESSION_RATIO
     _run(tmp_path, raw)
     folder = tmp_path / "c.zarr" / "assignment" / "c"
     written = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
@@ -257,7 +258,7 @@ def test_assignments_on_fresh_synthetic_points_are_refused_naming_key_dataset_an
 
 def test_refusals_of_scheme_keys_name_key_value_and_fix(tmp_path, reducer, monkeypatch):
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "bootstrap"}]))
-    assert "methods[0].scheme: unknown scheme 'bootstrap'; expected one of ['halves'" in said
+    assert f"methods[0].scheme: unknown scheme 'bootstrap'; expected one of {sorted(SCHEMES)}" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "halves",
                                                           "scheme_params": {"p_item": 0.5}}]))
     assert "methods[0].scheme_params.p_item: unknown parameter 'p_item'" in said
@@ -303,7 +304,11 @@ def test_a_scheme_without_labels_refuses_label_criteria_listing_what_fits(tmp_pa
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "criteria": ["lange", "gap", reducer]}]))
     assert "methods[0].criteria[0]: lange reads 'labels', and the scheme 'tiny' gives ['assignments']" in said
-    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of ['{reducer}'] with scheme 'tiny'" in said
+    from ordercube.tasks.capabilities import fitting_criteria
+
+    fitting = fitting_criteria(None, get_algorithm("kmeans").with_scheme("tiny"))
+    assert reducer in fitting and "lange" not in fitting and "gap" not in fitting
+    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of {fitting} with scheme 'tiny'" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "scheme_params": {"share": 2}, "criteria": [reducer]}]))
     assert "methods[0].scheme_params.share:" in said and "2" in said
@@ -357,3 +362,37 @@ def test_an_interrupted_growth_that_added_assignments_is_rolled_back(tmp_path, m
     _run(tmp_path, {**more, "out": str(tmp_path / "once.zarr")})
     _same_bits(tmp_path / "c.zarr", tmp_path / "once.zarr")
     assert os.path.isdir(tmp_path / "c.zarr" / "integrity" / "assignment_crc")
+
+
+def test_a_chunk_of_assignments_over_the_limit_is_refused_with_the_trials_that_fit():
+    raw = {"name": "big", "seed": 1, "k": [2], "resamples": 1000, "n": [100],
+           "datasets": [{"name": "many", "data": np.arange(200_000.0).reshape(-1, 1)}],
+           "methods": [{"name": "km", "algorithm": "kmeans", "criteria": ["lange"], "assignments": True}],
+           "execution": {"trials_per_chunk": 1000}}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw)
+    said = str(refused.value)
+    assert said.startswith("methods[0].assignments: a chunk of its stored assignments (1,000 trials x 2 clusterings x "
+                           "200,000 items, int16) takes ~762.9 MiB") and "at most 671" in said
+    parse_config({**raw, "execution": {"trials_per_chunk": 671}})
+
+
+def test_an_ok_cell_whose_trial_gave_no_assignments_fails_and_stores_none(monkeypatch):
+    from ordercube.tasks.cell import BlockSpec, run_block
+    from ordercube.tasks.datasets import ArraySource
+
+    def forgetful(algorithm, spec, source):
+        def compute_trial(trial):
+            given = {k: np.zeros((1, source.items), dtype=np.int16) for k in spec.ks if k != 3}
+            return TrialOutcome(values={}, assignments=given)
+        return compute_trial
+
+    monkeypatch.setitem(SCHEMES, "forgetful", Scheme(name="forgetful", description="", runner=forgetful,
+                                                     gives=("assignments",), part_roles=lambda params: ("data",)))
+    spec = BlockSpec(root_seed=1, dataset_id=2, n=40, method_id=3, algorithm="kmeans", algorithm_params=(),
+                     predictor="none", criteria=(), ks=(2, 3), trials=(0, 1), scheme="forgetful", assignments=True)
+    result = run_block(spec, ArraySource(_rows()))
+    assert result.assignments.shape == (2, 2, 1, ROWS)
+    assert (result.status[0] == Status.OK).all() and (result.assignments[0] == 0).all()
+    assert (result.status[1] == Status.FAILED).all() and (result.assignments[1] == -1).all()
+    assert "no assignments of shape (1, 90) at k=3 (got none)" in result.reason[1, 0]

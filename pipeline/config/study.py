@@ -377,7 +377,7 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
                                            else [m.name for m in methods], pair)
             continue
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
-        _check_keys(entries, set(method.criteria), f"published.{pair}")
+        _check_keys(entries, set(method.all_criteria), f"published.{pair}")
         out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).counts_clusters)
                      for name, value in entries.items()}
     return out
