@@ -31,7 +31,6 @@ bootstrap over the prefix's resamples, settled once the share of replicates choo
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -308,8 +307,7 @@ def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
 #: Decision rules a reduced curve (one value per k, no trials) can be raced by: those
 #: :func:`ordercube.tasks.criteria.rules.choose_along` computes on a curve.
 CURVE_RULES = ("smallest", "largest", "largest_above", "first_above", "first_below")
-REPLICATES = 200  # the config's adaptive.replicates: bootstrap replicates over resamples at each look
-INTERVAL = 0.95  # the two-sided level of the percentile interval a look records per k
+REPLICATES = 100  # the config's adaptive.replicates: bootstrap replicates at each look (the report's default too)
 
 
 def has_curve_race(rule: Any) -> bool:
@@ -393,17 +391,6 @@ def bootstrap_look(curve: NDArray[np.float64], replicates: NDArray[np.float64], 
     if look == len(looks) - 1:
         return Race(choice, "unsettled", r, tuple(range(arms)), trials, eliminated, near, level)
     return Race(choice, "running", r, tuple(range(arms)), trials, eliminated, near, level)
-
-
-def percentile_interval(replicates: NDArray[np.float64],
-                        level: float = INTERVAL) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The bootstrap percentile interval (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13) of
-    each column of ``replicates`` (B, arms) at two-sided ``level``; NaN where no replicate has a value."""
-    tail = (1.0 - level) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a k without values: NaN
-        low, high = np.nanquantile(np.asarray(replicates, dtype=np.float64), [tail, 1.0 - tail], axis=0)
-    return low, high
 
 
 def bootstrap_race(curves_at: Callable[[int], tuple[NDArray[np.float64], NDArray[np.float64]]], looks: Sequence[int],

@@ -19,7 +19,7 @@ raced by a bootstrap over the resamples of the prefix instead (``bootstrap_look`
                        # only once Cochran's rule holds for it (trials > 25 skewness^2: for arms with rare large
                        # values; more cells); strict: empirical Bernstein (criteria with values in [0, 1] only;
                        # valid at every trial count, stops late)
-      replicates: 200  # bootstrap replicates over resamples at each look, for criteria reduced from stored
+      replicates: 100  # bootstrap replicates over resamples at each look, for criteria reduced from stored
                        # clusterings (>= 10)
 
 The block is not part of the cube's identity: a cube computed with it is the same cube with fewer cells,

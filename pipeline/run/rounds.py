@@ -37,7 +37,7 @@ from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from ordercube.pipeline.cube.attrs import BASELINE
-from ordercube.tasks.adaptive import BOUNDED, INTERVAL, Race, bootstrap_look, percentile_interval, race_by
+from ordercube.tasks.adaptive import BOUNDED, Race, bootstrap_look, race_by
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockResult, Status
 from ordercube.tasks.criteria import get_criterion
@@ -206,7 +206,7 @@ class AdaptiveFeed:
         (cube k indices); None when no clustering is stored. The bootstrap is the report's
         (:func:`ordercube.pipeline.reduce.assignments.group_reduction`, the same stream): at the last look the
         share recorded is the share the report gives."""
-        from ordercube.pipeline.reduce.assignments import clusterings_of, group_reduction
+        from ordercube.pipeline.reduce.assignments import LEVEL, centred_interval, clusterings_of, group_reduction
 
         d, i, m = state.index
         record = get_criterion(criterion)
@@ -219,8 +219,8 @@ class AdaptiveFeed:
         curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[record.decided_on]
         k_list = [int(k) for k in self.coords.k]
         arms = tuple(k_list.index(int(k)) for k in clusterings.ks)
-        low, high = percentile_interval(replicates)
-        state.curves[criterion] = {"rule": "bootstrap", "replicates": state.spec.replicates, "interval": INTERVAL,
+        low, high = centred_interval(curve, replicates.T, LEVEL)  # the report's interval of each k
+        state.curves[criterion] = {"rule": "bootstrap", "replicates": state.spec.replicates, "interval": LEVEL,
                                    "output": record.decided_on,
                                    "k": [int(k) for k in clusterings.ks],
                                    **{name: [None if np.isnan(v) else float(v) for v in values]
