@@ -215,7 +215,7 @@ class AdaptiveFeed:
         if not clusterings.ks:
             return None
         options = record.resolve(self.methods[self.coords.model[m]].criterion_options.get(criterion, {}))
-        # the output its rule reads (Monti's consensus_area: the relative change Delta(k))
+        # the output its rule reads (Decision.output: a relative change of the curve, say, rather than the curve)
         curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[record.decided_on]
         k_list = [int(k) for k in self.coords.k]
         arms = tuple(k_list.index(int(k)) for k in clusterings.ks)
