@@ -13,6 +13,7 @@ as the response), ``orders`` (every order of a trial from one fit).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from functools import partial
@@ -202,7 +203,7 @@ class Clusterer(BaseAlgorithm):
         its criteria is then the scheme's (:attr:`gives`)."""
         if scheme == self.scheme:
             return self
-        variants = {objects: replace(variant, scheme=scheme) if isinstance(variant, Clusterer) else variant
+        variants = {objects: _scheme_set(variant, scheme) if isinstance(variant, Clusterer) else variant
                     for objects, variant in self.variants.items()}
         return replace(self, scheme=scheme, variants=variants)
 
@@ -236,6 +237,14 @@ class Clusterer(BaseAlgorithm):
         # names its linkage, which the config checks against them (ordercube.pipeline.config.study)
         object.__setattr__(variant, "ranges", {**self.ranges, **(ranges or {})})
         return replace(self, variants={**self.variants, "dissimilarity": variant})
+
+
+def _scheme_set(variant: Clusterer, scheme: str) -> Clusterer:
+    """A copy of ``variant`` under ``scheme``, its defaults not checked again: a dissimilarity variant keeps the
+    defaults of points (Ward's linkage) outside its own ranges (:meth:`Clusterer.with_dissimilarity_variant`)."""
+    moved = copy.copy(variant)
+    object.__setattr__(moved, "scheme", scheme)
+    return moved
 
 
 def _one_k(many: Callable[..., dict[int, Labels]], X: NDArray[np.float64], k: int,

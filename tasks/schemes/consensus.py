@@ -79,8 +79,22 @@ def _m3c_reference(X: NDArray[np.float64], rng: np.random.Generator) -> NDArray[
     return m3c_reference(X, rng)  # type: ignore[no-any-return]
 
 
-def _refusal(objects: str, p_feature: float, references: int, data: Any, n: int) -> str | None:
-    """Why this block cannot be resampled by consensus at all (every trial fails with it), or None."""
+def refusal(objects: str, params: Mapping[str, Any], data: Any, n: int) -> str | None:
+    """Why a block cannot be resampled by consensus at all, or None: the scheme's ``refusal`` (the config refuses
+    it before the sweep), and every trial of such a block fails with the same words.
+
+    Parameters
+    ----------
+    objects : str
+        The dataset's objects (``points``, ``dissimilarity``, ``graph``, ...).
+    params : mapping
+        The scheme's resolved parameters.
+    data : ndarray of shape (N, d) or None
+        The dataset's fixed array (None: a dataset that draws fresh points every trial).
+    n : int
+        The block's n.
+    """
+    p_feature, references = float(params["p_feature"]), int(params["references"])
     if not isinstance(data, np.ndarray):
         return ("methods[].scheme: consensus resamples the fixed items of a dataset (rows of a file or an array, "
                 "objects of a dissimilarity or graph matrix), and this dataset draws fresh points every trial; give "
@@ -148,7 +162,7 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Any, *,
     params = dict(spec.algorithm_params)
     objects = getattr(source, "objects", "points")
     data = getattr(source, "X", None)
-    refusal = _refusal(objects, p_feature, references, data, spec.n)
+    refused = refusal(objects, scheme_params, data, spec.n)
     cache: dict[str, Any] = {}
 
     def parts() -> list[NDArray[np.float64]]:
@@ -163,8 +177,8 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Any, *,
         return cache["parts"]  # type: ignore[no-any-return]
 
     def compute_trial(trial: int) -> TrialOutcome:
-        if refusal is not None:
-            raise ValueError(refusal)
+        if refused is not None:
+            raise ValueError(refused)
         started = time.perf_counter()
         sets = parts()
         kept: NDArray[np.int64] = cache["universe"]
@@ -225,4 +239,5 @@ CONSENSUS = Scheme(
     part_roles=_part_roles,
     fits=_fits,
     citation="Monti, Tamayo, Mesirov & Golub (2003), Sec. 3; Wilkerson & Hayes (2010); John et al. (2020)",
+    refusal=refusal,
 )
