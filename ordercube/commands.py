@@ -185,7 +185,8 @@ def replay_command(cube: str, *, delta: float, epsilon: float, r_min: int, permu
     from ordercube.pipeline.files.outputs import beside_cube, replay_paths, write_csv
     from ordercube.pipeline.reduce.select import criterion_scores
     from ordercube.pipeline.report.replay import (
-        CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, replay, replay_groups,
+        CALIBRATION_PERMUTATIONS, MAX_PERMUTATIONS, Setting, estimate_seconds, plot_replay, reduced_groups, replay,
+        replay_groups,
     )
 
     for key, value, ok, fix in (("--delta", delta, 0 < delta < 1, "e.g. --delta 0.05"),
@@ -199,11 +200,12 @@ def replay_command(cube: str, *, delta: float, epsilon: float, r_min: int, permu
     table_path, figure = replay_paths(Path(out) if out else beside_cube(place, "-replay.csv"))
     loaded = Cube.open(place).load()
     scores = criterion_scores(loaded)
-    _check_replay(scores, criteria, mode, r_min)
+    _check_replay(scores, criteria, mode, r_min, loaded)
     setting = Setting(delta=delta, epsilon=epsilon, r_min=r_min or first_look, permutations=permutations, mode=mode)
     seed = int(json.loads(loaded.attrs["ordercube_config"])["seed"])
     groups = replay_groups(scores, setting, criteria=criteria, seconds=loaded["seconds"],
                            baseline=loaded[BASELINE] if BASELINE in loaded else None)
+    groups += reduced_groups(loaded, setting, criteria=criteria)
     if not groups:
         return None, setting, table_path, figure
     estimate, timed = estimate_seconds(groups, setting, seed)
@@ -214,16 +216,18 @@ def replay_command(cube: str, *, delta: float, epsilon: float, r_min: int, permu
     return table, setting, table_path, figure
 
 
-def _check_replay(scores: xr.Dataset, criteria: list[str] | None, mode: str, r_min: int | None) -> None:
-    """``--criterion`` and ``--r-min`` against the cube: criteria in it with a sequential rule, a first look
-    within its trials."""
-    from ordercube.pipeline.report.replay import sequential_criteria
+def _check_replay(scores: xr.Dataset, criteria: list[str] | None, mode: str, r_min: int | None,
+                  cube: xr.Dataset | None = None) -> None:
+    """``--criterion`` and ``--r-min`` against the cube: criteria in it with a sequential rule (those reduced
+    from its stored clusterings too), a first look within its trials."""
+    from ordercube.pipeline.report.replay import reduced_sequential, sequential_criteria
 
-    names = sorted(map(str, scores.data_vars))
+    reduced = reduced_sequential(cube, mode) if cube is not None else ([], [])
+    names = sorted([*map(str, scores.data_vars), *reduced[0]])
     unknown = sorted(set(criteria or []) - set(names))
     if unknown:
         raise InputError(f"--criterion: {unknown[0]!r} is not in the cube; it has {names}")
-    racing = sequential_criteria(scores, mode)  # type: ignore[arg-type]
+    racing = sequential_criteria(scores, mode) + reduced[1]  # type: ignore[arg-type]
     without = [name for name in criteria or [] if name not in racing]
     if without:
         raise InputError(f"--criterion: {without[0]!r} has no sequential rule the adaptive rule can replay (mode "

@@ -146,6 +146,10 @@ def print_replay(table: pd.DataFrame, setting: Any, out: object, figure: object)
           "replays that stopped decided or settled on a k outside it, with its 95% Clopper-Pearson upper bound; "
           "cells, compute: used / fixed budget; null races: an arm against a permuted copy of itself "
           "(decided = false), with the 95% Clopper-Pearson upper bound")
+    if "orders" in table and table["orders"].notna().any():  # groups of criteria reduced from stored clusterings
+        print("criteria reduced from stored clusterings (no per-trial values): the bootstrap rule instead, stopped once "
+              "the share of replicates choosing the curve's k̂ reaches 1 - delta / looks, replayed in index order and "
+              f"at most {int(table['orders'].max()) - 1} random orders; no null races")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"written to {out}; accuracy against cells, fixed budgets and the rule: {figure}")
 

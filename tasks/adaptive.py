@@ -21,19 +21,24 @@ once its trial count exceeds Cochran's rule for the normal approximation of a me
 skewness of the differences; Cochran 1977, Sampling Techniques, 3rd ed., sec. 2.15): a difference whose prefix
 is skewed waits for more trials. It cannot see a tail that no trial of the prefix has reached, so it narrows the
 failure without removing it (measured: ``benchmarks/bench_adaptive.py``).
+
+A criterion reduced from stored clusterings (PAC, Monti's consensus CDF) has one curve over k and no per-trial
+values to pair: :func:`bootstrap_look` decides it at the same looks from the curve of the prefix and its curves on a
+bootstrap over the prefix's resamples, settled once the share of replicates choosing the curve's k̂ reaches
+1 - delta / L (measured: ``benchmarks/bench_adaptive_consensus.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks.criteria.rules import at_least, choose_index, mean_curve, tied_with
+from ordercube.tasks.criteria.rules import at_least, below, choose_along, choose_index, mean_curve, tied_with
 
 REASONS = ("decided", "settled", "unsettled")  # and "running": a race given only its first looks
 
@@ -41,7 +46,9 @@ REASONS = ("decided", "settled", "unsettled")  # and "running": a race given onl
 @dataclass(frozen=True)
 class Race:
     """The outcome of one race. ``choice`` and ``active`` are arm indices; ``trials[i]``: the trials arm i was
-    given (the look at which it left, or the stop); ``eliminated[l]``: the arms that left at look l."""
+    given (the look at which it left, or the stop); ``eliminated[l]``: the arms that left at look l; ``share``
+    and ``level``: a reduced curve's bootstrap share of k̂ and the level it must reach (:func:`bootstrap_look`),
+    NaN for PSE-t."""
 
     choice: int
     reason: str
@@ -49,6 +56,8 @@ class Race:
     active: tuple[int, ...]
     trials: tuple[int, ...]
     eliminated: tuple[tuple[int, ...], ...]
+    share: float = math.nan  # a reduced curve's race (bootstrap_look): the share of replicates choosing k̂
+    level: float = math.nan  # and the share it had to reach
 
     @property
     def cells(self) -> int:
@@ -291,3 +300,109 @@ def choice_on_means(rule: Any, values: NDArray[np.float64]) -> int:
     chooses none (no mean above the threshold, or no value)."""
     threshold = None if rule.threshold is None else float(rule.threshold)
     return choose_index(mean_curve(values), rule.rule, ties=rule.ties, threshold=threshold)
+
+
+# -- criteria reduced from stored clusterings: a bootstrap over resamples ----------------------------------------
+
+#: Decision rules a reduced curve (one value per k, no trials) can be raced by: those
+#: :func:`ordercube.tasks.criteria.rules.choose_along` computes on a curve.
+CURVE_RULES = ("smallest", "largest", "largest_above", "first_above", "first_below")
+REPLICATES = 100  # the config's adaptive.replicates: bootstrap replicates at each look (the report's default too)
+
+
+def has_curve_race(rule: Any) -> bool:
+    """Whether a decision rule (``ordercube.tasks.criteria.Decision``) can be raced on a reduced curve by the
+    bootstrap over resamples (:func:`bootstrap_look`): one of ``CURVE_RULES``."""
+    return rule.rule in CURVE_RULES
+
+
+def bootstrap_level(delta: float, looks: Sequence[int]) -> float:
+    """The share of bootstrap replicates that must choose k̂ at a look: 1 - delta / L over the L looks (the
+    Bonferroni split over looks that PSE-t makes, delta' = delta / (P L), with one decision per look instead of
+    P pairs)."""
+    return 1.0 - delta / len(looks)
+
+
+def replicate_choices(curves: NDArray[np.float64], rule: Any) -> NDArray[np.int64]:
+    """The arm each curve (..., arms) chooses by ``rule`` (-1: none), as the fixed budget chooses on one curve."""
+    threshold = None if rule.threshold is None else float(rule.threshold)
+    return choose_along(np.asarray(curves, dtype=np.float64), rule.rule, ties=rule.ties, threshold=threshold)
+
+
+def _within_epsilon(replicates: NDArray[np.float64], point: NDArray[np.float64], choice: int, rule: Any,
+                    epsilon: float) -> NDArray[np.bool_]:
+    """Per replicate: whether moving none of its values by more than ``epsilon`` makes it choose ``choice``, the
+    point curve's choice. Smallest (largest): its value at ``choice`` is within epsilon of its best. Threshold
+    rules: every k it puts on the other side of the threshold than ``point`` does lies within epsilon of it."""
+    if rule.rule in ("smallest", "largest"):
+        if choice < 0:
+            return np.zeros(len(replicates), dtype=bool)
+        column = replicates[:, choice]
+        with np.errstate(invalid="ignore"):
+            gap = column - np.nanmin(replicates, axis=1) if rule.rule == "smallest" else \
+                np.nanmax(replicates, axis=1) - column
+        return gap <= epsilon
+    threshold = float(rule.threshold)
+    test = (lambda curves: below(curves, threshold)) if rule.rule == "first_below" else \
+        (lambda curves: at_least(curves, threshold))
+    differs = test(replicates) != test(point[None, :])
+    with np.errstate(invalid="ignore"):
+        near = np.abs(replicates - threshold) <= epsilon
+    return ~(differs & ~near).any(axis=1)
+
+
+def bootstrap_look(curve: NDArray[np.float64], replicates: NDArray[np.float64], rule: Any, looks: Sequence[int],
+                   look: int, *, delta: float = 0.05, epsilon: float = 0.0) -> Race:
+    """The adaptive rule for a criterion reduced from stored clusterings (a reduced curve has no per-trial values
+    to pair, so PSE-t does not apply), at look index ``look`` (trials 0..looks[look]-1).
+
+    ``curve`` (arms,): the criterion on the look's trials; ``replicates`` (B, arms): on B bootstrap replicates over
+    those trials (Efron & Tibshirani 1993, An Introduction to the Bootstrap: the trials drawn with replacement,
+    ``ordercube.tasks.consensus.bootstrap_weights``). k̂ is the curve's choice by ``rule``; its share is the share of
+    replicates choosing it too. The group's k̂ is settled once that share reaches :func:`bootstrap_level`,
+    1 - delta / L:
+
+    1. the share of replicates choosing k̂ exactly reaches it: *decided*;
+    2. counting also the replicates within ``epsilon`` of choosing it (:func:`_within_epsilon`; as PSE-t's
+       epsilon, k's closer than it tie): *settled*, the k's some replicate chose reported;
+    3. at the last look: *unsettled*, k̂ the curve's choice, as the fixed budget's;
+    4. otherwise *running*, every arm in play (a reduced curve is computed from every k's clusterings, so no k
+       is eliminated).
+
+    No look comes before ``looks[0]``: the minimum number of resamples. Returns a :class:`Race` whose ``share``
+    is the share of step 1 or 2 and ``level`` the level."""
+    curve = np.asarray(curve, dtype=np.float64)
+    replicates = np.asarray(replicates, dtype=np.float64)
+    arms = curve.shape[0]
+    r = int(looks[look])
+    level = bootstrap_level(delta, looks)
+    choice = int(replicate_choices(curve[None, :], rule)[0])
+    chosen = replicate_choices(replicates, rule)
+    exact = float(np.mean(chosen == choice)) if len(chosen) else 0.0
+    near = float(np.mean((chosen == choice) | _within_epsilon(replicates, curve, choice, rule, epsilon))) \
+        if len(chosen) and epsilon > 0 else exact
+    trials = (r,) * arms
+    eliminated = ((),) * (look + 1)
+    if exact >= level:
+        return Race(choice, "decided", r, (choice,) if choice >= 0 else (), trials, eliminated, exact, level)
+    if near >= level:
+        tied = tuple(sorted({int(c) for c in chosen if c >= 0} | ({choice} if choice >= 0 else set())))
+        return Race(choice, "settled", r, tied, trials, eliminated, near, level)
+    if look == len(looks) - 1:
+        return Race(choice, "unsettled", r, tuple(range(arms)), trials, eliminated, near, level)
+    return Race(choice, "running", r, tuple(range(arms)), trials, eliminated, near, level)
+
+
+def bootstrap_race(curves_at: Callable[[int], tuple[NDArray[np.float64], NDArray[np.float64]]], looks: Sequence[int],
+                   rule: Any, *, delta: float = 0.05, epsilon: float = 0.0) -> Race:
+    """:func:`bootstrap_look` at each look in turn until one stops (the last always does): ``curves_at(r)`` → (the
+    curve, its bootstrap replicates) on trials 0..r-1, asked only at the looks, never before ``looks[0]`` (the
+    minimum number of resamples). What the engine does look by look, in one call (the replay)."""
+    if not looks:
+        raise ValueError("bootstrap_race: no looks given")
+    for look, r in enumerate(looks):
+        curve, replicates = curves_at(int(r))
+        outcome = bootstrap_look(curve, replicates, rule, looks, look, delta=delta, epsilon=epsilon)
+        if outcome.reason != "running":
+            break
+    return outcome

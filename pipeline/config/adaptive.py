@@ -6,6 +6,9 @@ sequential rule: those decided by the smallest mean over the trials (Lange, pair
 BIC/AIC, the supervised errors: PSE-t) and Prediction Strength (the largest k above its threshold: each k
 classified above or below with the same t intervals), all in :mod:`ordercube.tasks.adaptive`, at fixed looks:
 trial-index prefixes that are multiples of the cube's trials per chunk, the last the config's ``resamples``.
+A criterion reduced from stored clusterings (``Criterion.reduce``: one curve over k, no per-trial values) is
+raced by a bootstrap over the resamples of the prefix instead (``bootstrap_look``): settled once the share of
+``replicates`` choosing the prefix's k̂ reaches 1 - delta / (the number of looks).
 
     adaptive:
       delta: 0.05      # error probability of the decision (0 < delta < 1)
@@ -16,6 +19,8 @@ trial-index prefixes that are multiples of the cube's trials per chunk, the last
                        # only once Cochran's rule holds for it (trials > 25 skewness^2: for arms with rare large
                        # values; more cells); strict: empirical Bernstein (criteria with values in [0, 1] only;
                        # valid at every trial count, stops late)
+      replicates: 100  # bootstrap replicates over resamples at each look, for criteria reduced from stored
+                       # clusterings (>= 10)
 
 The block is not part of the cube's identity: a cube computed with it is the same cube with fewer cells,
 which a later run (more resamples, adaptive off) extends.
@@ -31,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from ordercube.pipeline.errors import ConfigError
-from ordercube.tasks.adaptive import MODES, doubling_looks, has_race
+from ordercube.tasks.adaptive import MODES, REPLICATES, doubling_looks, has_curve_race, has_race
 from ordercube.tasks.criteria import get_criterion
 from ordercube.tasks.params import show
 
-KEYS = ("delta", "epsilon", "r_min", "looks", "mode")
+KEYS = ("delta", "epsilon", "r_min", "looks", "mode", "replicates")
 OFF = (False, "off", None)
 # Criteria whose stored values lie in [0, 1] (disagreement fractions, prediction strength, error rates): mode
 # strict's empirical Bernstein bound needs the range (Lange's score divided by its baseline: [0, 1 / baseline]).
@@ -44,12 +49,14 @@ UNIT_RANGE = ("lange", "pairwise", "prediction_strength", "test_error", "true_er
 
 @dataclass(frozen=True)
 class AdaptiveSpec:
-    """The rule of one method: PSE-t with these parameters at these looks."""
+    """The rule of one method: PSE-t with these parameters at these looks (``replicates``: the bootstrap over
+    resamples of its criteria reduced from stored clusterings, recorded with their stops)."""
 
     delta: float
     epsilon: float
     looks: tuple[int, ...]
     mode: str = "t"
+    replicates: int = REPLICATES
 
     def record(self) -> dict[str, Any]:
         return {"rule": "PSE-t", "mode": self.mode, "delta": self.delta, "epsilon": self.epsilon, "looks": list(self.looks)}
@@ -57,8 +64,20 @@ class AdaptiveSpec:
 
 def sequential(criterion: str) -> bool:
     """Whether ``criterion`` has a sequential rule here: decided by the smallest mean over the trials, or by the
-    largest k whose mean is above a threshold (Prediction Strength): ordercube.tasks.adaptive.race_by."""
-    return has_race(get_criterion(criterion).decision)
+    largest k whose mean is above a threshold (Prediction Strength): ordercube.tasks.adaptive.race_by; reduced from
+    stored clusterings and decided on its curve by a rule of ``ordercube.tasks.adaptive.CURVE_RULES``: the
+    bootstrap over resamples, ordercube.tasks.adaptive.bootstrap_look."""
+    record = get_criterion(criterion)
+    if reduced(criterion):
+        return has_curve_race(record.decision)
+    return has_race(record.decision)
+
+
+def reduced(criterion: str) -> bool:
+    """Whether ``criterion`` is reduced from stored clusterings (``Criterion.reduce``): raced by the bootstrap."""
+    from ordercube.pipeline.config.specs import is_reduced  # specs imports this module
+
+    return is_reduced(criterion)
 
 
 def score_ranges(criterion: str, baseline: np.ndarray | None, count: int) -> np.ndarray:
@@ -124,11 +143,16 @@ def parse_block(block: Any, key: str, resamples: int, inherited: Mapping[str, An
                           "use mode: t (Student-t intervals, asymptotic), guarded (t intervals once Cochran's rule holds: "
                           "for criteria with rare large values) or strict (empirical Bernstein, valid at every number of "
                           "trials, and rarely stopping early at R <= 1000)")
+    replicates = merged.get("replicates", REPLICATES)
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 10:
+        raise ConfigError(f"{key}.replicates", f"expected an integer >= 10, got {show(replicates)}",
+                          f"e.g. replicates: {REPLICATES} (the default: bootstrap replicates over resamples at each "
+                          "look, for criteria reduced from stored clusterings)")
     return AdaptiveSpec(
         delta=_number(merged, "delta", key, 0.05, low=0.0, high=1.0, fix="e.g. delta: 0.05 (a 5% error probability)"),
         epsilon=_number(merged, "epsilon", key, 0.0, low=0.0, high=None,
                         fix="e.g. epsilon: 0 (no indifference zone) or 0.005 for instabilities in [0, 1]"),
-        looks=_looks(merged, key, resamples), mode=mode)
+        looks=_looks(merged, key, resamples), mode=mode, replicates=replicates)
 
 
 def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: int,
@@ -146,7 +170,7 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
         if spec is None:
             continue
         where = key if "adaptive" in entry else "adaptive"
-        for j, criterion in enumerate(method.criteria):
+        for j, criterion in enumerate(method.all_criteria):  # in the config's order: j is the entry's index
             if not sequential(criterion):
                 rule = get_criterion(criterion).decision
                 raise ConfigError(f"methods[{i}].criteria[{j}]", f"{criterion!r} chooses k by its {rule.rule!r} rule "
@@ -154,7 +178,12 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
                                   f"set 'adaptive: off' on methods[{i}] ({method.name}), or give this criterion a method "
                                   "of its own without adaptive")
         if spec.mode == "strict":
-            for j, criterion in enumerate(method.criteria):
+            for j, criterion in enumerate(method.all_criteria):
+                if reduced(criterion):
+                    raise ConfigError(f"methods[{i}].criteria[{j}]", f"{where}.mode strict bounds per-trial values "
+                                      f"and {criterion!r} is reduced from stored clusterings (no per-trial values; "
+                                      "its rule is a bootstrap over resamples)",
+                                      f"use mode: t for methods[{i}] ({method.name})")
                 if criterion not in UNIT_RANGE:
                     raise ConfigError(f"methods[{i}].criteria[{j}]", f"{where}.mode strict needs values in a known range "
                                       f"and {criterion!r} has none", f"use mode: t, or only the criteria {list(UNIT_RANGE)}")

@@ -8,6 +8,13 @@ on the fixed budget's k̂, the cells used against the fixed budget (mean and med
 the calibration on null races: each arm raced against an independently permuted copy of itself (a true tie,
 so every *decided* stop is a false decision), with a one-sided 95% Clopper-Pearson upper bound on the rate.
 The permutations come from the cube's seed (``Purpose.REPLAY``): the same table on every machine.
+
+A criterion reduced from stored clusterings (PAC, the consensus CDF's area) has one curve over k, no per-trial
+values: its groups (:class:`ReducedGroup`) replay the bootstrap rule (:func:`ordercube.tasks.adaptive.bootstrap_race`)
+on the stored clusterings of each order's first r trials at each look, in index order (the live run's stops
+exactly) and in at most ``REDUCED_ORDERS`` random orders: what the rule would have saved and whether k̂ would
+have changed. Its reference set is the k's some bootstrap replicate of the full budget chooses; it has no null
+races (no two arms are raced).
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import pandas as pd
 import xarray as xr
 
 from ordercube.pipeline.reduce.select import DECISION_DIMS, deciding_rules, select_k
-from ordercube.tasks.adaptive import BOUNDED, choice_on_means, doubling_looks, has_race, mean_and_radius, race, race_by
+from ordercube.tasks.adaptive import (BOUNDED, REPLICATES, bootstrap_race, choice_on_means, doubling_looks, has_race,
+                                      mean_and_radius, race, race_by, replicate_choices)
 from ordercube.tasks.criteria import Decision
 from ordercube.tasks.seeding import Purpose, label_id, stream
 
@@ -36,6 +44,7 @@ class Setting:
     r_min: int = 20
     permutations: int = 200
     mode: str = "t"  # or guarded, strict, hoeffding (ordercube.tasks.adaptive.RADII; the last an ablation only)
+    replicates: int = REPLICATES  # the bootstrap over resamples at each look of a reduced criterion
 
 
 def clopper_pearson_upper(failures: int, trials: int, level: float = 0.95) -> float:
@@ -174,8 +183,126 @@ class Group:
     def rng(self, seed: int) -> np.random.Generator:
         return stream(seed, Purpose.REPLAY, label_id(self.dataset), self.n, label_id(self.method), label_id(self.criterion))
 
+    @property
+    def trials(self) -> int:
+        return int(self.values.shape[0])
+
     def run(self, setting: Setting, seed: int) -> dict[str, Any]:
         return replay_group(self.values, self.ks, self.fixed_k, setting, self.rng(seed), self.rule, self.ranges, self.cost)
+
+
+REDUCED_ORDERS = 20  # the most random orders a reduced criterion's group is replayed in (each look: B + 1 reductions)
+
+
+@dataclass(frozen=True)
+class ReducedGroup:
+    """One replayed group of a criterion reduced from stored clusterings: the cube (in memory), its labels, the
+    criterion's options and rule, the trials whose cells are ok at every k (in index order) and their seconds."""
+
+    dataset: str
+    n: int
+    method: str
+    criterion: str
+    cube: xr.Dataset
+    options: dict[str, Any]
+    rule: Decision
+    trial_ids: np.ndarray
+    ks: np.ndarray
+    cost: np.ndarray | None
+
+    rng = Group.rng
+
+    @property
+    def trials(self) -> int:
+        return len(self.trial_ids)
+
+    def curves(self, trials: np.ndarray, replicates: int) -> tuple[np.ndarray, np.ndarray]:
+        """The criterion's curve on the clusterings of ``trials`` (cube trial positions) and its ``replicates``
+        bootstrap curves, over ``self.ks`` (NaN at a k without clusterings)."""
+        from ordercube.pipeline.reduce.assignments import clusterings_of, group_reduction
+
+        clusterings = clusterings_of(self.cube.isel(trial=np.sort(trials)), self.dataset, self.n, self.method)
+        from ordercube.tasks.criteria import get_criterion
+
+        output = get_criterion(self.criterion).decided_on
+        curve, boot = group_reduction(clusterings, {self.criterion: self.options}, replicates)[output]
+        at = [int(np.flatnonzero(self.ks == k)[0]) for k in clusterings.ks]
+        full_curve, full_boot = np.full(len(self.ks), np.nan), np.full((replicates, len(self.ks)), np.nan)
+        full_curve[at], full_boot[:, at] = curve, boot
+        return full_curve, full_boot
+
+    def run(self, setting: Setting, seed: int) -> dict[str, Any]:
+        return replay_reduced(self, setting, self.rng(seed))
+
+
+def replay_reduced(group: ReducedGroup, setting: Setting, rng: np.random.Generator) -> dict[str, Any]:
+    """The replay's summary for one group of a reduced criterion (module docstring), with the columns of
+    :func:`replay_group`: the bootstrap rule in index order (the trials as stored: the live run's looks) and in
+    ``min(setting.permutations, REDUCED_ORDERS)`` random orders; ``orders``: how many were replayed."""
+    positions = np.flatnonzero(np.isin(group.cube["trial"].values, group.trial_ids))
+    size = len(positions)
+    looks = doubling_looks(min(setting.r_min, size), size)
+    orders = [positions] + [positions[rng.permutation(size)] for _ in range(min(setting.permutations, REDUCED_ORDERS))]
+    full, boot = group.curves(positions, setting.replicates)
+    reference = int(replicate_choices(full[None, :], group.rule)[0])
+    fixed_k = int(group.ks[reference]) if reference >= 0 else -1
+    plausible = {reference} | {int(c) for c in replicate_choices(boot, group.rule)}
+    outcomes = [bootstrap_race(lambda r, order=order: group.curves(order[:r], setting.replicates), looks, group.rule,
+                               delta=setting.delta, epsilon=setting.epsilon) for order in orders]
+    cells = np.array([outcome.stop / size for outcome in outcomes])
+    chosen = [int(group.ks[outcome.choice]) if outcome.choice >= 0 else -1 for outcome in outcomes]
+    confident = [outcome for outcome in outcomes if outcome.reason != "unsettled"]
+    wrong_vs_fixed = sum(outcome.choice != reference for outcome in confident)
+    wrong = sum(outcome.choice not in plausible for outcome in confident)
+    compute = np.nan
+    if group.cost is not None and group.cost.sum() > 0:  # cost: (cube trials, ks) seconds
+        compute = float(np.mean([group.cost[order[:outcome.stop]].sum() for order, outcome in zip(orders, outcomes)])
+                        / group.cost[positions].sum())
+    budgets = [r for r in FIXED_BUDGETS if r < size] + [size]
+    curve = {r: float(np.mean([replicate_choices(group.curves(order[:r], 0)[0][None, :], group.rule)[0] == reference
+                               for order in orders])) for r in budgets}
+    reasons = pd.Series([outcome.reason for outcome in outcomes]).value_counts()
+    in_order = outcomes[0]
+    return {"fixed_k_hat": fixed_k, "in_order_k": chosen[0], "in_order_reason": in_order.reason,
+            "in_order_stop": in_order.stop, "in_order_share": in_order.share,
+            "in_play": " ".join(str(group.ks[i]) for i in in_order.active),
+            "agreement": float(np.mean([k == fixed_k for k in chosen])),
+            "reference": " ".join(str(group.ks[arm]) if arm >= 0 else "none" for arm in sorted(plausible)),
+            "confident": len(confident), "wrong_vs_fixed": wrong_vs_fixed, "wrong": wrong,
+            "wrong_upper": clopper_pearson_upper(wrong, len(confident)) if confident else np.nan,
+            "cells_mean": float(cells.mean()), "cells_median": float(np.median(cells)), "compute_mean": compute,
+            **{reason: int(reasons.get(reason, 0)) for reason in ("decided", "settled", "unsettled")},
+            "null_races": 0, "null_false_rate": np.nan, "null_false_upper": np.nan,
+            "fixed_curve": " ".join(f"{r}:{share:.4g}" for r, share in curve.items()), "orders": len(orders)}
+
+
+def reduced_groups(cube: xr.Dataset, setting: Setting, *, criteria: list[str] | None = None) -> list[ReducedGroup]:
+    """The groups of the criteria reduced from stored clusterings of ``cube`` (in memory; ``criteria``: a subset)
+    that have a bootstrap rule (``ordercube.tasks.adaptive.has_curve_race``), per dataset, n and method with two
+    trials whose cells are ok at every k and two k's at least. None for the bounded modes (strict, hoeffding):
+    a curve has no per-trial values to bound."""
+    from ordercube.pipeline.reduce.assignments import clusterings_of, resolved_options
+    from ordercube.tasks.adaptive import has_curve_race
+    from ordercube.tasks.criteria import get_criterion
+
+    if setting.mode in BOUNDED:
+        return []
+    groups = []
+    for model, found in resolved_options(cube).items():
+        for name, options in found.items():
+            rule = get_criterion(name).decision
+            if not has_curve_race(rule) or (criteria is not None and name not in criteria):
+                continue
+            for dataset in map(str, cube["dataset"].values):
+                for n in map(int, cube["n"].values):
+                    clusterings = clusterings_of(cube, dataset, n, model)
+                    trial_ids = np.unique(clusterings.trials)
+                    if len(trial_ids) < 2 or len(clusterings.ks) < 2:
+                        continue
+                    ks = np.array(clusterings.ks)
+                    cost = cube["seconds"].sel(dataset=dataset, n=n, model=model, k=ks).transpose("trial", "k").values
+                    groups.append(ReducedGroup(dataset, n, model, name, cube, options, rule, trial_ids, ks, cost))
+    return groups
 
 
 def sequential_criteria(scores: xr.Dataset, mode: str) -> list[str]:
@@ -220,34 +347,42 @@ def replay_groups(scores: xr.Dataset, setting: Setting, *, criteria: list[str] |
     return groups
 
 
-def estimate_seconds(groups: list[Group], setting: Setting, seed: int) -> tuple[float, int]:
+def estimate_seconds(groups: list[Group | ReducedGroup], setting: Setting, seed: int) -> tuple[float, int]:
     """How long replaying ``groups`` with ``setting`` computes (CPU seconds of this process): groups replayed
     with ``CALIBRATION_PERMUTATIONS`` random orders (spread over the list, as many as ``CALIBRATION_SECONDS``
-    allow; at least one), their time scaled by the orders replayed (B + 1, and about B null races) and by the
-    groups not timed. Returns (the estimate, the groups timed); the tables are unchanged (each group's random
-    orders come from its own stream)."""
+    allow; at least one), each one's time scaled by the orders it replays (B + 1, and about B null races; a
+    reduced criterion's group at most ``REDUCED_ORDERS`` + 1) and by the groups not timed. Returns (the
+    estimate, the groups timed); the tables are unchanged (each group's random orders come from its own
+    stream)."""
     calibration = replace(setting, permutations=min(setting.permutations, CALIBRATION_PERMUTATIONS))
     step = max(len(groups) // 8, 1)
     order = [*range(0, len(groups), step), *(i for i in range(len(groups)) if i % step)]
-    spent, timed = 0.0, 0
+    spent, scaled, timed = 0.0, 0.0, 0
     for index in order:
         started = time.process_time()  # this process's CPU time: a busy machine's other work is not counted
         groups[index].run(calibration, seed)
-        spent, timed = spent + time.process_time() - started, timed + 1
+        took = time.process_time() - started
+        spent, timed = spent + took, timed + 1
+        scaled += took * _orders(groups[index], setting) / _orders(groups[index], calibration)
         if spent > CALIBRATION_SECONDS:
             break
-    return spent * (setting.permutations + 1) / (calibration.permutations + 1) * len(groups) / timed, timed
+    return scaled * len(groups) / timed, timed
+
+
+def _orders(group: Group | ReducedGroup, setting: Setting) -> int:
+    """The trial orders ``group`` is replayed in with ``setting``."""
+    return 1 + (min(setting.permutations, REDUCED_ORDERS) if isinstance(group, ReducedGroup) else setting.permutations)
 
 
 def replay(scores: xr.Dataset, setting: Setting, *, seed: int, criteria: list[str] | None = None,
            baseline: xr.DataArray | None = None, seconds: xr.DataArray | None = None,
-           groups: list[Group] | None = None) -> pd.DataFrame:
+           groups: list[Group | ReducedGroup] | None = None) -> pd.DataFrame:
     """The replay of every group of :func:`replay_groups` (or of ``groups``, when they were built already).
     ``seconds``: the cube's compute seconds per cell (the share of compute used)."""
     if groups is None:
         groups = replay_groups(scores, setting, criteria=criteria, baseline=baseline, seconds=seconds)
     return pd.DataFrame([{"dataset": g.dataset, "n": g.n, "method": g.method, "criterion": g.criterion,
-                          "trials": int(g.values.shape[0]), **g.run(setting, seed)} for g in groups])
+                          "trials": g.trials, **g.run(setting, seed)} for g in groups])
 
 
 def plot_replay(table: pd.DataFrame, path: Path) -> None:
@@ -280,3 +415,14 @@ def plot_replay(table: pd.DataFrame, path: Path) -> None:
     for ax in axes.ravel()[len(keys):]:
         ax.set_visible(False)
     save(figure, path)
+
+
+def reduced_sequential(cube: xr.Dataset, mode: str) -> tuple[list[str], list[str]]:
+    """The criteria reduced from ``cube``'s stored clusterings, and those of them the adaptive rule can replay in
+    ``mode`` (a bootstrap rule on their curve; none in the bounded modes)."""
+    from ordercube.pipeline.reduce.assignments import reduced_names
+    from ordercube.tasks.adaptive import has_curve_race
+    from ordercube.tasks.criteria import get_criterion
+
+    names = reduced_names(cube)
+    return names, [name for name in names if mode not in BOUNDED and has_curve_race(get_criterion(name).decision)]

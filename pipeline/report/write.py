@@ -84,22 +84,36 @@ def missing_cells(cube: xr.Dataset) -> pd.DataFrame:
 
 
 ADAPTIVE_COLUMNS = ["dataset", "n", "method", "criterion", "reason", "k_hat", "in_play", "r_stop", "cells", "budget",
-                    "share", "mode", "delta", "epsilon"]
+                    "share", "mode", "delta", "epsilon", "k_hat_share", "level", "score_at_k_hat", "score_low",
+                    "score_high"]
 
 
 def adaptive_groups(cube: xr.Dataset) -> pd.DataFrame:
     """The decision record of every adaptive group (ordercube.pipeline.run.rounds), one row per criterion: its stop reason, k̂,
     the k's it could not tell apart, the look it stopped at, the group's cells against the fixed budget, and the
-    rule's mode, delta and epsilon."""
+    rule's mode, delta and epsilon; a criterion reduced from stored clusterings also the share of the bootstrap's
+    replicates choosing k̂ at the stop, the level it had to reach, its value at k̂ and that value's bootstrap
+    percentile interval (NaN for the others)."""
     records = json.loads(str(cube.attrs.get("ordercube_adaptive", "{}")))
     rows = [{"dataset": record["dataset"], "n": record["n"], "method": record["method"], "criterion": name,
              "reason": race["reason"], "k_hat": race["k_hat"], "in_play": " ".join(map(str, race["in_play"])),
              "r_stop": race["r_stop"], "cells": record["cells"], "budget": record["budget"],
              "share": record["cells"] / record["budget"], "mode": record.get("mode", "t"), "delta": record["delta"],
-             "epsilon": record["epsilon"]}
+             "epsilon": record["epsilon"], **_bootstrap_columns(race)}
             for record in records.values() for name, race in record["criteria"].items()]
     table = pd.DataFrame(rows, columns=ADAPTIVE_COLUMNS)
     return table.sort_values(["dataset", "n", "method", "criterion"], ignore_index=True)
+
+
+def _bootstrap_columns(race: Mapping[str, Any]) -> dict[str, float]:
+    """A reduced criterion's bootstrap at its stop (ordercube.pipeline.run.rounds records it): k̂'s share, the level,
+    its value at k̂ and that value's percentile interval; NaN for a criterion raced on per-trial values."""
+    if "k_hat_share" not in race:
+        return {}
+    at = race["k"].index(race["k_hat"]) if race["k_hat"] in race["k"] else None
+    value = {name: np.nan if at is None or race[name][at] is None else float(race[name][at]) for name in ("curve", "lo", "hi")}
+    return {"k_hat_share": race["k_hat_share"], "level": race["level"], "score_at_k_hat": value["curve"],
+            "score_low": value["lo"], "score_high": value["hi"]}
 
 
 # selection.csv's columns after (dataset, n, method, criterion, k_hat): reduce_uncertainty's fields renamed

@@ -6,8 +6,11 @@ still in play. Once every cell of a round is in the cube, the group's races (one
 :func:`ordercube.tasks.adaptive.race_by`: PSE-t, or Prediction Strength's threshold race) are run on the trial-index
 prefix 0..r_l - 1 as stored, never on the order in which cells arrived: k's eliminated by every criterion get
 no more trials, and a group whose every race has stopped (decided, settled, or unsettled at the budget)
-stops. Other groups' rounds keep the workers busy meanwhile:
-there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
+stops. A criterion reduced from stored clusterings (``Criterion.reduce``) has no per-trial values: its look
+reads the group's stored clusterings of the prefix, reduces them to the curve and to the curves of a bootstrap
+over those resamples (:func:`ordercube.tasks.adaptive.bootstrap_look`), and keeps every k in play until k̂ is
+settled; the look only reads, so no stored bit of a computed cell changes. Other groups' rounds keep the
+workers busy meanwhile: there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
 look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
 
 Decisions depend on stored values only, so the cells computed, the decisions and the cube are the same for any
@@ -28,13 +31,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
+from ordercube.pipeline.config.adaptive import AdaptiveSpec, reduced, score_ranges
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from ordercube.pipeline.cube.attrs import BASELINE
-from ordercube.tasks.adaptive import BOUNDED, Race, race_by
+from ordercube.tasks.adaptive import BOUNDED, Race, bootstrap_look, race_by
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockResult, Status
 from ordercube.tasks.criteria import get_criterion
@@ -96,6 +99,7 @@ class _Group:
     outstanding: int = 0
     stopped: bool = False
     races: dict[str, tuple[Race, tuple[int, ...]]] = field(default_factory=dict)
+    curves: dict[str, dict[str, Any]] = field(default_factory=dict)  # reduced criteria: the curve at the last look
 
 
 class AdaptiveFeed:
@@ -115,7 +119,7 @@ class AdaptiveFeed:
         self.arrays = cube.writer()
         self.baseline = cube.read(BASELINE) if BASELINE in cube else None
         self.records: dict[str, Any] = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
-        methods = {m.name: m for m in config.methods}
+        methods = self.methods = {m.name: m for m in config.methods}
         self.groups: dict[tuple[int, int, int], _Group] = {}
         adaptive_models = [j for j, name in enumerate(coords.model) if name in config.adaptive]
         for d in range(len(coords.dataset)):
@@ -125,7 +129,7 @@ class AdaptiveFeed:
                     if not planned:
                         continue
                     method = methods[coords.model[m]]
-                    self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.criteria, planned,
+                    self.groups[(d, i, m)] = _Group((d, i, m), config.adaptive[method.name], method.all_criteria, planned,
                                                     joint=get_algorithm(method.algorithm).shares_fit_across_k,
                                                     in_play=planned)
         self.total = sum(task.cells for task in fixed) + int(sum(self.todo[index].sum() for index in self.groups))
@@ -196,11 +200,50 @@ class AdaptiveFeed:
             values = values / self.baseline[i, ks][:, None]
         return values.T
 
+    def _reduced_look(self, state: _Group, criterion: str, r: int) -> tuple[Race, tuple[int, ...]] | None:
+        """The bootstrap look of a criterion reduced from stored clusterings, on the clusterings of trials
+        0..r-1 whose cells are ok at every k (as the report reads them): its race at this look and its arms
+        (cube k indices); None when no clustering is stored. The bootstrap is the report's
+        (:func:`ordercube.pipeline.reduce.assignments.group_reduction`, the same stream): at the last look the
+        share recorded is the share the report gives."""
+        from ordercube.pipeline.reduce.assignments import LEVEL, centred_interval, clusterings_of, group_reduction
+
+        d, i, m = state.index
+        record = get_criterion(criterion)
+        prefix = self.cube.dataset().isel(trial=slice(0, r))
+        clusterings = clusterings_of(prefix, self.coords.dataset[d], int(self.coords.n[i]), self.coords.model[m])
+        if not clusterings.ks:
+            return None
+        options = record.resolve(self.methods[self.coords.model[m]].criterion_options.get(criterion, {}))
+        # the output its rule reads (Decision.output: a relative change of the curve, say, rather than the curve)
+        curve, replicates = group_reduction(clusterings, {criterion: options}, state.spec.replicates)[record.decided_on]
+        k_list = [int(k) for k in self.coords.k]
+        arms = tuple(k_list.index(int(k)) for k in clusterings.ks)
+        low, high = centred_interval(curve, replicates.T, LEVEL)  # the report's interval of each k
+        state.curves[criterion] = {"rule": "bootstrap", "replicates": state.spec.replicates, "interval": LEVEL,
+                                   "output": record.decided_on,
+                                   "k": [int(k) for k in clusterings.ks],
+                                   **{name: [None if np.isnan(v) else float(v) for v in values]
+                                      for name, values in (("curve", curve), ("lo", low), ("hi", high))}}
+        outcome = bootstrap_look(curve, replicates, record.decision, state.spec.looks, state.look,
+                                 delta=state.spec.delta, epsilon=state.spec.epsilon)
+        return outcome, arms
+
     def _decide(self, state: _Group) -> None:
         r = state.spec.looks[state.look]
         first = state.spec.looks[0]
         in_play: set[int] = set()
         for criterion in state.criteria:
+            if reduced(criterion):
+                if criterion in state.races and state.races[criterion][0].reason != "running":
+                    continue  # stopped at an earlier look (other criteria go on): its stop stands
+                look = self._reduced_look(state, criterion, r)
+                if look is None:
+                    continue
+                state.races[criterion] = look
+                if look[0].reason == "running":
+                    in_play |= {look[1][a] for a in look[0].active}
+                continue
             values = self._values(state, criterion, r)
             arms = tuple(k for k, column in zip(state.planned, values[:first].T) if not np.isnan(column).all())
             columns = [state.planned.index(k) for k in arms]
@@ -227,7 +270,7 @@ class AdaptiveFeed:
         leftover = self.todo[d, i, m] & self.mask[d, i, m]
         ks = self.coords.k
         reasons = ", ".join(f"{name} {outcome.reason}" for name, (outcome, _) in state.races.items())
-        variables = [v for name in state.criteria for v in get_criterion(name).variables]
+        variables = [v for name in state.criteria if not reduced(name) for v in get_criterion(name).variables]
         rows = tuple(int(k) for k in np.flatnonzero(leftover.any(axis=1)))
         trials = tuple(int(t) for t in np.flatnonzero(leftover.any(axis=0)))
         if rows:
@@ -264,6 +307,8 @@ class AdaptiveFeed:
             criteria[name] = {"reason": outcome.reason, "r_stop": outcome.stop, "k_hat": k_hat,
                               "in_play": [int(ks[arms[a]]) for a in outcome.active],
                               "eliminated": [[int(ks[arms[a]]) for a in gone] for gone in outcome.eliminated]}
+            if name in state.curves:  # a reduced criterion: the bootstrap's share of k̂, and the curve's interval
+                criteria[name].update({"k_hat_share": outcome.share, "level": outcome.level, **state.curves[name]})
         return {**state.spec.record(), "dataset": self.coords.dataset[d], "n": int(self.coords.n[i]),
                 "method": self.coords.model[m], "r_stop": r_stop,
                 "cells": int((planned & (status != Status.PENDING) & (status != Status.SKIPPED)).sum()),

@@ -75,6 +75,7 @@ class Summary:
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
 _LOCK = threading.Lock()  # reducers may run in threads: the cache's order and size change under it
+_HELD = [0]  # the bytes of the summaries in _CACHE, kept as they change (summing them per call grew with the cache)
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
@@ -99,10 +100,12 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
     extras = {need: entry.extras[need] if need in entry.extras else _extra(M, k, need) for need in needs}
     entry = Summary(labels, weights, entry.values, entry.counts, {**entry.extras, **extras})
     with _LOCK:
+        held = _CACHE[key].nbytes if key in _CACHE else 0
         _CACHE[key] = entry
         _CACHE.move_to_end(key)
-        while len(_CACHE) > 1 and sum(item.nbytes for item in _CACHE.values()) > CACHE_BYTES:
-            _CACHE.popitem(last=False)
+        _HELD[0] += entry.nbytes - held
+        while len(_CACHE) > 1 and _HELD[0] > CACHE_BYTES:
+            _HELD[0] -= _CACHE.popitem(last=False)[1].nbytes
     return entry
 
 
