@@ -37,7 +37,7 @@ import numpy as np
 
 from ordercube.pipeline.errors import ConfigError
 from ordercube.tasks.adaptive import MODES, REPLICATES, doubling_looks, has_curve_race, has_race
-from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.criteria import get_criterion, is_reduced
 from ordercube.tasks.params import show
 
 KEYS = ("delta", "epsilon", "r_min", "looks", "mode", "replicates")
@@ -75,8 +75,6 @@ def sequential(criterion: str) -> bool:
 
 def reduced(criterion: str) -> bool:
     """Whether ``criterion`` is reduced from stored clusterings (``Criterion.reduce``): raced by the bootstrap."""
-    from ordercube.pipeline.config.specs import is_reduced  # specs imports this module
-
     return is_reduced(criterion)
 
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ordercube.pipeline.config.checks import param_fix
-from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec, is_reduced
+from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
 from ordercube.pipeline.errors import ConfigError
 from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Clusterer
-from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.criteria import get_criterion, is_reduced
 from ordercube.tasks.params import ParamError, show
 from ordercube.tasks.schemes import DEFAULT, SCHEMES, get_scheme
 

@@ -62,19 +62,12 @@ class DatasetSpec:
         return None if self.data is None else int(self.data.shape[0])
 
 
-def is_reduced(name: str) -> bool:
-    """Whether criterion ``name`` is computed from stored assignments after the sweep (``Criterion.reduce``,
-    ``reads="assignments"``), never in a trial: it stores no cube variable and adds no work to a run."""
-    criterion = get_criterion(name)
-    return criterion.reduce is not None or criterion.reads == "assignments"
-
-
 @dataclass(frozen=True)
 class MethodSpec:
     """A clustering algorithm with its parameters, its predictor and the criteria read from its fits.
 
     ``criteria`` are computed in its trials (each stores cube variables); ``reduced`` are computed from its stored
-    assignments after the sweep (:func:`is_reduced`), their options in ``criterion_options`` too. ``scheme`` is
+    assignments after the sweep (``is_reduced``), their options in ``criterion_options`` too. ``scheme`` is
     its resampling scheme ("" the family's own: a clusterer's two halves), ``scheme_params`` the scheme's
     parameters resolved over its defaults, ``assignments`` whether its trials' assignments of items are stored.
     """

@@ -31,10 +31,10 @@ from ordercube.pipeline.config.schemes import (
     SCHEME_KEYS, check_items, check_schemes, method_assignments, method_scheme, scheme_misfit,
 )
 from ordercube.pipeline.config.specs import (
-    Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint, is_reduced,
+    Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint,
 )
 from ordercube.tasks.capabilities import DataObjects, objects_kind, why_not
-from ordercube.tasks.criteria import CRITERIA, get_criterion
+from ordercube.tasks.criteria import CRITERIA, get_criterion, is_reduced
 from ordercube.tasks.predictors import PREDICTORS, get_predictor
 from ordercube.tasks.params import Param, ParamError, integer, number, show
 

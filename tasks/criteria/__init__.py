@@ -51,5 +51,12 @@ def get_criterion(name: str) -> Criterion:
         raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
 
 
+def is_reduced(name: str) -> bool:
+    """Whether criterion ``name`` is computed from stored assignments after the sweep (``Criterion.reduce``,
+    ``reads="assignments"``), never in a trial: it stores no cube variable and adds no work to a run."""
+    criterion = get_criterion(name)
+    return criterion.reduce is not None or criterion.reads == "assignments"
+
+
 __all__ = ["ADJUSTABLE", "AGGREGATES", "CRITERIA", "DECISION_RANGES", "GAP_METHODS", "VARIABLES", "Criterion", "Decision",
-           "TrialFits", "TrialSample", "get_criterion"]
+           "TrialFits", "TrialSample", "get_criterion", "is_reduced"]

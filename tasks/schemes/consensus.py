@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,9 +36,6 @@ from ordercube.tasks.params import integer, number
 from ordercube.tasks.schemes.base import Scheme
 from ordercube.tasks.seeding import Purpose, stream
 from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
-
-if TYPE_CHECKING:
-    from ordercube.tasks.algorithms.kinds import Clusterer
 
 Labels = NDArray[np.int64]
 Reference = Callable[[NDArray[np.float64], np.random.Generator], NDArray[np.float64]]
@@ -113,7 +110,7 @@ def refusal(objects: str, params: Mapping[str, Any], data: Any, n: int) -> str |
     return None
 
 
-def _fit_part(algorithm: Clusterer, params: Mapping[str, Any], X: NDArray[np.float64], ks: list[int],
+def _fit_part(algorithm: Any, params: Mapping[str, Any], X: NDArray[np.float64], ks: list[int],
               rng_for: Callable[[int], np.random.Generator]) -> tuple[dict[int, Labels | str], dict[int, float]]:
     """One resample clustered at every k of ``ks``: its labels, or why that k's fit failed, and its time."""
     out: dict[int, Labels | str] = {}
@@ -142,7 +139,7 @@ def _fit_part(algorithm: Clusterer, params: Mapping[str, Any], X: NDArray[np.flo
     return out, seconds
 
 
-def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Any, *,
+def trial_runner(algorithm: Any, spec: BlockSpec, source: Any, *,
                  reference: Reference | None = None) -> TrialRunner:
     """``compute_trial(trial)`` of a clusterer under the consensus scheme: resample ``trial`` of the data (part 0) and
     of each of the ``references`` reference sets (parts 1..B), each clustered once per k.
@@ -153,9 +150,7 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Any, *,
     (every row -1 at a k that is not ok). ``reference(X, rng)`` builds a reference set from the universe's data
     (default: M3C's, :func:`ordercube.tasks.consensus.reference.m3c_reference`).
     """
-    from ordercube.tasks.schemes import scheme_of
-
-    _, scheme_params = scheme_of(spec)
+    scheme_params = {**CONSENSUS.defaults, **dict(spec.scheme_params)}
     p_item, p_feature = float(scheme_params["p_item"]), float(scheme_params["p_feature"])
     references = int(scheme_params["references"])
     build = reference if reference is not None else _m3c_reference
