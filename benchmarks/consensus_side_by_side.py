@@ -24,12 +24,12 @@ PAC (Senbabaoglu et al. 2014), both sides: the share of the consensus matrix's e
 lower < M_ij <= upper (the empirical CDF's F(upper) - F(lower), as ConsensusClusterPlus and M3C compute it),
 window (0.1, 0.9).
 
-Monte Carlo error: ordercube's PAC interval is the bootstrap over resamples that ``reduced_scores`` gives
-(``pac_lo``, ``pac_hi``); its standard error is taken as (hi - lo) / (2 x 1.96). The peer draws the same number
+Monte Carlo error: ordercube's PAC comes with the bootstrap over resamples that ``reduced_scores`` gives
+(``pac_lo``, ``pac_hi``: the 95% percentile interval; ``pac_boot``: the replicates); its standard error is the
+replicates' standard deviation. The peer draws the same number
 of resamples of the same design, so its PAC has the same standard error; the difference of the two has
 SE_diff = sqrt(2) x SE, and the two agree when |ours - theirs| <= 3 SE_diff + 1 / pairs (one pair of items:
-the resolution of a PAC). Items per resample: ordercube draws round(p_item N), consensusclustering
-int(p_item N) (ConsensusClusterPlus and M3C: floor); the table says when they differ.
+the resolution of a PAC). Items per resample: floor(p_item N) on both sides (as ConsensusClusterPlus and M3C).
 
 Datasets (rows are the objects clustered):
   colon      Alon et al. (1999): the 62 tissues x 2000 genes; intensities clipped to [100, 16000], log10, each
@@ -68,7 +68,6 @@ ORDERCUBE = ([str(Path(sys.executable).with_name("ordercube"))] if Path(sys.exec
 CONFIGS = {"colon": "consensus_colon.yaml", "yeast": "consensus_yeast.yaml", "gaussian3": "consensus_gaussian3.yaml"}
 WINDOW = (0.1, 0.9)
 SEED = 2003
-Z = 1.96  # the bootstrap interval's level (95%) as a normal quantile
 AGREE = 3.0  # standard errors of the difference within which the two PACs agree
 
 
@@ -204,7 +203,8 @@ def ours_from_cube(cube_path: Path, report: Path) -> dict[str, Any]:
     ks = [int(k) for k in pac["k"].values]
     result: dict[str, Any] = {"ks": ks, "pac": [float(v) for v in pac.values],
                               "pac_lo": [float(v) for v in scores["pac_lo"].isel(one).values],
-                              "pac_hi": [float(v) for v in scores["pac_hi"].isel(one).values]}
+                              "pac_hi": [float(v) for v in scores["pac_hi"].isel(one).values],
+                              "pac_se": [float(v) for v in scores["pac_boot"].isel(one).std("replicate", ddof=1).values]}
     assignment = cube["assignment"].isel(one)
     roles = json.loads(cube.attrs.get("ordercube_part_roles", "{}")) or {}
     model = str(cube["model"].values[0])
@@ -258,7 +258,7 @@ def side_by_side(name: str, folder: Path, args: argparse.Namespace) -> dict[str,
     seconds = {"theirs": timing["seconds"]}
     result: dict[str, Any] = {"dataset": name, "shape": list(X.shape), "pairs": X.shape[0] * (X.shape[0] - 1) // 2,
                               "theirs": theirs, "seconds": seconds,
-                              "items_per_resample": {"ours": int(round(args.p_item * X.shape[0])),
+                              "items_per_resample": {"ours": int(math.floor(args.p_item * X.shape[0])),
                                                      "theirs": theirs["items_per_resample"]}}
     if args.only == "theirs":
         result["load"] = [load_before, os.getloadavg()[0]]
@@ -283,7 +283,7 @@ def agreement(result: dict[str, Any]) -> list[dict[str, Any]]:
         if k not in ours["ks"]:
             continue
         j = ours["ks"].index(k)
-        se = (ours["pac_hi"][j] - ours["pac_lo"][j]) / (2 * Z)
+        se = ours["pac_se"][j]
         se_diff = math.sqrt(2.0) * se
         diff = ours["pac"][j] - theirs["pac"][i]
         rows.append({"k": k, "ours": ours["pac"][j], "lo": ours["pac_lo"][j], "hi": ours["pac_hi"][j],
@@ -335,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--peer-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # each table as soon as it is measured, also into a file
     if args.write_gaussian3:
         for path in write_gaussian3(Path(args.write_gaussian3)):
             print(path)

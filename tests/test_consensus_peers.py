@@ -60,8 +60,8 @@ def test_pac_and_k_hat_agree_with_consensusclustering(tmp_path: Path) -> None:
     theirs.fit(X)
     pac_theirs = np.array([bench.pac_of(theirs.consensus_k(k)) for k in ks])
     pac_ours = scores["pac"].sel(k=ks).values
-    # the bootstrap interval over resamples (95%) as a standard error; the peer's PAC has the same one
-    se = (scores["pac_hi"].sel(k=ks).values - scores["pac_lo"].sel(k=ks).values) / (2 * bench.Z)
+    # the bootstrap over resamples gives PAC's standard error; the peer's PAC (same H, same design) has the same one
+    se = scores["pac_boot"].sel(k=ks).std("replicate", ddof=1).values
     pairs = X.shape[0] * (X.shape[0] - 1) / 2
     allowed = bench.AGREE * math.sqrt(2.0) * se + 1.0 / pairs
     assert np.all(np.abs(pac_ours - pac_theirs) <= allowed), (pac_ours, pac_theirs, allowed)
