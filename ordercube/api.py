@@ -141,13 +141,19 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
 
     ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
     output of :func:`ordercube.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
-    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``.
+    ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``. The criteria a cube computes
+    from its stored assignments (PAC, ...) are computed here, without refitting, and ``decide`` may give their
+    options too: ``{"pac": {"window": (0.05, 0.95)}}``.
     """
-    from ordercube.pipeline.reduce.select import decisions
+    from ordercube.pipeline.reduce.assignments import point_curves, reduced_scores, resolved_options
+    from ordercube.pipeline.reduce.select import decisions, with_reduced
     from ordercube.pipeline.reduce.select import select_k as choose
 
-    scores = _scores(cube_or_scores)
+    scores, cube = _scores(cube_or_scores, with_cube=True)
     try:
+        if cube is not None:
+            resolved_options(cube, decide)
+            scores = with_reduced(scores, point_curves(reduced_scores(cube, decide, replicates=0)))
         decisions(scores, decide)
     except ValueError as error:
         raise InputError(f"decide: {error}") from None
@@ -185,11 +191,13 @@ def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, 
     into ``folder`` (named ``folder_key``): the cube's cell counts and the table, None (nothing written) when no
     cell is computed. :func:`report` and ``ordercube report`` (through :mod:`ordercube.commands`) both call it."""
     from ordercube.pipeline.files.outputs import RECORD as FIGURE_RECORD, claim_folder
-    from ordercube.pipeline.reduce.select import criterion_scores, decisions
+    from ordercube.pipeline.reduce.assignments import reduced_names, resolved_options
+    from ordercube.pipeline.reduce.select import criteria_of, criterion_scores, decisions_of
     from ordercube.pipeline.report.write import status_counts, write_report
 
     try:
-        decisions(criterion_scores(cube), decide)
+        decisions_of(criteria_of(criterion_scores(cube)) + reduced_names(cube), decide)
+        resolved_options(cube, decide)
     except ValueError as error:
         raise InputError(f"{decide_key}: {error}") from None
     counts = status_counts(cube)
@@ -330,9 +338,9 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
                      out=parsed.out, method=f"{method.algorithm} + {method.predictor}")
 
 
-def _scores(given: Any) -> xr.Dataset:
+def _scores(given: Any, *, with_cube: bool = False) -> Any:
     """The per-trial scores of a cube (a path, :func:`open_cube`'s Dataset, ``xarray.open_zarr``'s with Dask
-    arrays) or the scores themselves, in memory."""
+    arrays) or the scores themselves, in memory; ``with_cube``: and the cube (None when given scores)."""
     import xarray as xr
 
     from ordercube.pipeline.cube.owner import Cube
@@ -340,14 +348,16 @@ def _scores(given: Any) -> xr.Dataset:
     from ordercube.pipeline.reduce.select import criterion_scores
 
     if isinstance(given, (str, os.PathLike)):
-        return criterion_scores(Cube.open(given).dataset())
+        cube = Cube.open(given).dataset()
+        return (criterion_scores(cube), cube) if with_cube else criterion_scores(cube)
     if not isinstance(given, xr.Dataset):
         raise InputError(f"cube_or_scores: expected a cube (an xarray.Dataset, or its path) or its criterion scores, "
                          f"got {type(given).__name__}; e.g. ordercube.select_k('results/iris.zarr')")
     given = given.compute()  # a Dask-backed Dataset (xarray.open_zarr) indexes with its own values
     if "status" in given.variables:
-        return criterion_scores(described(given))
-    return given
+        cube = described(given)
+        return (criterion_scores(cube), cube) if with_cube else criterion_scores(cube)
+    return (given, None) if with_cube else given
 
 
 def _check_where(client: Any, workers: Any, options: Mapping[str, Any]) -> None:

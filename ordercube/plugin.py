@@ -9,10 +9,12 @@ The names, by what they are for:
 
 **Registries.** :func:`register_objects` (a kind of objects: what a dataset's rows are, and how messages name
 it), :func:`register_dataset`, :func:`register_algorithm`, :func:`register_predictor` and
-:func:`register_criterion` add a record under its name; each refuses a name already taken, naming the plug-in
-that took it. :func:`get_synthetic`, :func:`get_algorithm`, :func:`get_predictor` and :func:`get_criterion` look
+:func:`register_criterion` add a record under its name, and :func:`register_scheme` a resampling scheme of
+clusterers (a :class:`Scheme`: how a trial draws its items and fits them, what it gives the criteria, its
+parameters and parts); each refuses a name already taken, naming the plug-in that took it.
+:func:`get_synthetic`, :func:`get_algorithm`, :func:`get_predictor` and :func:`get_criterion` look
 a registered record up by name (a trial runner finds its dataset's sampler and its criteria's computations
-this way); an unknown name raises an error that lists the known ones.
+this way), and :func:`get_scheme` a scheme; an unknown name raises an error that lists the known ones.
 
 **Records.** :class:`ObjectKind` (the words for a kind of objects); :class:`SyntheticDataset` (a dataset
 kind: its sampler, default parameters, true order, parameter check and capabilities ``objects`` and
@@ -59,8 +61,9 @@ from ordercube.tasks.datasets import ParameterError, SyntheticDataset, get_synth
 from ordercube.tasks.params import Param, ParamError, choice, integer, number
 from ordercube.tasks.predictors import get_predictor
 from ordercube.tasks.registry import (
-    register_algorithm, register_criterion, register_dataset, register_objects, register_predictor,
+    register_algorithm, register_criterion, register_dataset, register_objects, register_predictor, register_scheme,
 )
+from ordercube.tasks.schemes import Scheme, get_scheme
 from ordercube.tasks.seeding import Purpose, label_id, stream
 from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
@@ -85,10 +88,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     # registries
     "register_objects", "register_dataset", "register_algorithm", "register_predictor", "register_criterion",
-    "get_synthetic", "get_algorithm", "get_predictor", "get_criterion",
+    "register_scheme", "get_synthetic", "get_algorithm", "get_predictor", "get_criterion", "get_scheme",
     # records
     "ObjectKind", "SyntheticDataset", "ParameterError", "BaseAlgorithm", "Clusterer", "Classifier", "MatrixModel",
-    "Criterion", "Decision",
+    "Criterion", "Decision", "Scheme",
     # the trial contract
     "BlockSpec", "TrialOutcome", "TrialRunner", "scattered", "TrialFits", "TrialSample",
     # seeding

@@ -96,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="re-decide a threshold criterion from the stored values, e.g. prediction_strength=0.8")
     report.add_argument("--decide", action="append", default=[], metavar="CRITERION.FIELD=VALUE",
                         help="re-decide with another rule setting, e.g. gap.method=globalmax, gap.se_factor=2, "
-                             "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V)")
+                             "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V), or another option "
+                             "of a criterion computed from stored assignments, e.g. pac.window=0.05,0.95 (a pair)")
     report.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
                         help="the figures' format (svg and pdf: vector, for a paper; default png)")
     part = commands.add_parser("partition", help="fit a method on a whole dataset at k̂: its labels, their agreement "
@@ -232,9 +233,10 @@ def _report(args: argparse.Namespace) -> int:
             helper.stop(now=not finished)  # an error exit is one line: the helper is not waited for
 
 
-def _decide(args: argparse.Namespace) -> dict[str, dict[str, str]]:
-    """--threshold C=V and --decide C.FIELD=V as ``decide={C: {FIELD: V}}``."""
-    decide: dict[str, dict[str, str]] = {}
+def _decide(args: argparse.Namespace) -> dict[str, dict[str, str | tuple[str, ...]]]:
+    """--threshold C=V and --decide C.FIELD=V as ``decide={C: {FIELD: V}}``; a value with a comma is a pair (or a
+    longer tuple: ``pac.window=0.05,0.95``), checked against the option's declared range where it is used."""
+    decide: dict[str, dict[str, str | tuple[str, ...]]] = {}
     for item in args.threshold:
         name, equals, value = item.partition("=")
         if not (name and equals and value):
@@ -246,7 +248,11 @@ def _decide(args: argparse.Namespace) -> dict[str, dict[str, str]]:
         name, dot, field = target.partition(".")
         if not (name and dot and field and equals and value):
             raise InputError(f"--decide: expected CRITERION.FIELD=VALUE, got {item!r}; e.g. --decide gap.method=globalmax")
-        decide.setdefault(name, {})[field] = value
+        parts = tuple(part.strip() for part in value.split(","))
+        if "," in value and not all(parts):
+            raise InputError(f"--decide: {target} = {value!r} has an empty part; give the values separated by "
+                             "commas, e.g. --decide pac.window=0.05,0.95")
+        decide.setdefault(name, {})[field] = parts if "," in value else value
     return decide
 
 

@@ -101,12 +101,12 @@ def _print_missing(missing: pd.DataFrame | None) -> None:
 def print_partition(result: Partition, clusters: pd.DataFrame, out: object, clusters_path: object) -> None:
     """What was read, the fit, its agreement with known classes, each cluster's stability, where it went."""
     print(f"data {result.dataset}: {result.read}")
-    print(f"{result.method} at k = {result.k} ({result.chosen_by}), fitted on {result.labels.size} rows"
+    print(f"{result.method} at k = {result.k} ({result.chosen_by}), {result.how}"
           + (f"; {clusters.shape[0]} non-empty clusters" if clusters.shape[0] != result.k else ""))
     if result.truth is not None:
         print(f"agreement with the known classes: {result.agreement:.3f} matched (Hungarian), adjusted Rand "
               f"{result.adjusted_rand:.3f}")
-    print(f"per-cluster stability over {result.jaccard.shape[1]} halves of the cube's resamples (Hennig's clusterwise "
+    print(f"per-cluster stability over {result.jaccard.shape[1]} {result.resamples} (Hennig's clusterwise "
           "Jaccard: < 0.5 dissolves, >= 0.75 stable, >= 0.85 highly stable):")
     print(clusters.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"labels written to {out}; clusters to {clusters_path}")
@@ -163,6 +163,10 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{tasks} tasks {place} (estimated work {'under' if here else 'over'} "
           f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
+    from ordercube.pipeline.cube.assignments import size_line
+
+    if line := size_line(config, plan):
+        print(f"  {line}")
     print_datasets(config)
     for dataset in config.datasets:
         print(f"  dataset {dataset.name}: {dataset.kind}, n = {list(dataset.n)}, true k = {dataset.true_k}, "

@@ -18,12 +18,29 @@ from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.criteria import get_criterion
 from ordercube.tasks.trial import BlockResult, BlockSpec, Status, TrialOutcome, describe
 
-__all__ = ["BlockResult", "BlockSpec", "Status", "TrialOutcome", "describe", "run_block", "variables_of"]
+__all__ = ["BlockResult", "BlockSpec", "Status", "TrialOutcome", "assignment_shape", "describe", "run_block",
+           "variables_of"]
 
 
 def variables_of(spec: BlockSpec) -> list[str]:
-    """The cube variables the block writes: every output of every criterion of the method."""
-    return [variable for name in spec.criteria for variable in get_criterion(name).variables]
+    """The cube variables the block writes: every output of every criterion of the method computed in its trials
+    (a criterion reduced from stored assignments, ``Criterion.reduce``, stores none)."""
+    return [variable for name in spec.criteria for variable in get_criterion(name).variables
+            if get_criterion(name).reduce is None]
+
+
+def assignment_shape(spec: BlockSpec, source: Any) -> tuple[int, int] | None:
+    """(parts, items) of each cell's stored assignments: the clusterings its scheme stores per trial and k
+    (``Scheme.part_roles``) by the source's fixed items; None when the block stores none."""
+    if not spec.assignments:
+        return None
+    from ordercube.tasks.schemes import scheme_of
+
+    scheme, params = scheme_of(spec)
+    items = getattr(source, "items", None)
+    if items is None:  # the config refuses this: a generator's fresh points are not items
+        raise ValueError("assignments are stored for datasets of fixed items only; this source draws fresh points")
+    return len(scheme.part_roles(params)), int(items)
 
 
 def run_block(spec: BlockSpec, source: Any) -> BlockResult:
@@ -32,7 +49,8 @@ def run_block(spec: BlockSpec, source: Any) -> BlockResult:
     A trial whose runner raises fails its cells (the reason recorded) and the block goes on; a k the runner
     reports infeasible or failed is recorded as such, its values NaN (a failed k keeps a value the runner
     computed apart from its failure, as a whole-sample criterion's). A trial's time is its ks' ``seconds``, or
-    shared equally among them.
+    shared equally among them. A block whose method stores assignments (``spec.assignments``) gathers each ok
+    cell's (``TrialOutcome.assignments``; an ok cell without them fails), -1 elsewhere.
     """
     algorithm = get_algorithm(spec.algorithm).on(getattr(source, "objects", None))
     compute_trial = algorithm.trial_runner(spec, source)
@@ -42,6 +60,8 @@ def run_block(spec: BlockSpec, source: Any) -> BlockResult:
     status = np.full(shape, Status.OK, dtype=np.int8)
     reason = np.full(shape, "", dtype=object)
     seconds = np.zeros(shape)
+    parts_items = assignment_shape(spec, source)
+    assignments = None if parts_items is None else np.full((*shape, *parts_items), -1, dtype=np.int16)
     for j, trial in enumerate(spec.trials):
         started = time.perf_counter()
         try:
@@ -63,8 +83,25 @@ def run_block(spec: BlockSpec, source: Any) -> BlockResult:
             for variable in variables:
                 if variable in outcome.values:
                     values[variable][i, j] = outcome.values[variable][i]
+            if assignments is not None and status[i, j] == Status.OK:
+                _gather(assignments, i, j, k, outcome, status, reason, values)
         if outcome.seconds is None:
             seconds[:, j] = (time.perf_counter() - started) / len(spec.ks)
         else:
             seconds[:, j] = [outcome.seconds.get(k, 0.0) for k in spec.ks]
-    return BlockResult(values=values, status=status, reason=reason, seconds=seconds)
+    return BlockResult(values=values, status=status, reason=reason, seconds=seconds, assignments=assignments)
+
+
+def _gather(assignments: np.ndarray, i: int, j: int, k: int, outcome: TrialOutcome, status: np.ndarray,
+            reason: np.ndarray, values: dict[str, np.ndarray]) -> None:
+    """Cell (i, j)'s assignments from the trial's outcome into the block's; a cell whose assignments are missing or
+    of the wrong shape fails (its values NaN): what is stored for an ok cell is always its clusterings."""
+    given = None if outcome.assignments is None else outcome.assignments.get(k)
+    expected = assignments.shape[2:]
+    if given is not None and np.shape(given) == expected:
+        assignments[i, j] = given
+        return
+    got = "none" if given is None else f"shape {np.shape(given)}"
+    status[i, j], reason[i, j] = Status.FAILED, f"ValueError: the trial gave no assignments of shape {expected} at k={k} (got {got})"
+    for variable in values:
+        values[variable][i, j] = np.nan

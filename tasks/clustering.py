@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ordercube.tasks.algorithms.kinds import Clusterer
 from ordercube.tasks.criteria import TrialFits, TrialSample, get_criterion
-from ordercube.tasks.datasets.sources import Source
+from ordercube.tasks.datasets.sources import Source, TrialData
 from ordercube.tasks.predictors import get_predictor
 from ordercube.tasks.seeding import Purpose, stream
 from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
@@ -105,6 +105,9 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Source) -> Trial
     with_models = any(criterion.models is not None for criterion in criteria)
     variables = [variable for criterion in criteria for variable in criterion.variables]
     ids = (spec.dataset_id, spec.n)
+    items = getattr(source, "items", None) if spec.assignments else None
+    if spec.assignments and items is None:  # the config refuses this: a generator's points are not items
+        raise ValueError("assignments are stored for datasets of fixed items only; this source draws fresh points")
 
     def compute_trial(trial: int) -> TrialOutcome:
         started = time.perf_counter()
@@ -167,6 +170,23 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Source) -> Trial
             share = (time.perf_counter() - started) / len(rows)
             for k in feasible:
                 seconds[k] += share
-        return TrialOutcome(values=values, failed=failed, infeasible=infeasible, seconds=seconds)
+        stored = None if items is None else halves_assignments(data, fitted, items)
+        return TrialOutcome(values=values, failed=failed, infeasible=infeasible, seconds=seconds, assignments=stored)
 
     return compute_trial
+
+
+def halves_assignments(data: TrialData, fitted: dict[int, Fit | Exception], items: int) -> dict[int, NDArray[np.int16]]:
+    """Each fitted k's two clusterings as assignments of the dataset's ``items`` items (shape (2, items)): row 0
+    the first half's cluster at its rows, row 1 the second half's at its rows, -1 at every item not in that half."""
+    if data.first_rows is None or data.second_rows is None:
+        raise ValueError("the source did not say which of its rows the halves hold")
+    out = {}
+    for k, outcome in fitted.items():
+        if isinstance(outcome, BaseException):
+            continue
+        labels = np.full((2, items), -1, dtype=np.int16)
+        labels[0, data.first_rows] = outcome[0]
+        labels[1, data.second_rows] = outcome[1]
+        out[k] = labels
+    return out

@@ -44,10 +44,11 @@ class Param:
 
     ``kind``: ``integer`` or ``number`` (finite) within ``low``/``high`` (excluded when ``low_open`` /
     ``high_open``) and different from every value in ``excluded``; or ``choice`` of ``options`` (same
-    type and value). ``allow_none``: null is accepted too (an optional bound).
+    type and value); or a ``pair`` [lower, upper] of finite numbers with low <= lower < upper <= high (a window).
+    ``allow_none``: null is accepted too (an optional bound).
     """
 
-    kind: Literal["integer", "number", "choice"]
+    kind: Literal["integer", "number", "choice", "pair"]
     low: float | None = None
     high: float | None = None
     low_open: bool = False
@@ -59,6 +60,8 @@ class Param:
     def describe(self) -> str:
         if self.kind == "choice":
             text = f"one of {list(self.options)}"
+        elif self.kind == "pair":
+            text = f"a pair [lower, upper] of numbers with {_number(self.low)} <= lower < upper <= {_number(self.high)}"
         else:
             bounds = [f"{'>' if self.low_open else '>='} {_number(self.low)}"] if self.low is not None else []
             if self.high is not None and self.high < 2**62:  # higher bounds only keep integers within 64 bits
@@ -73,6 +76,10 @@ class Param:
             return self.allow_none
         if self.kind == "choice":
             return any(type(value) is type(option) and value == option for option in self.options)
+        if self.kind == "pair":
+            return (isinstance(value, (list, tuple)) and len(value) == 2
+                    and all(Param("number", low=self.low, high=self.high).accepts(bound) for bound in value)
+                    and value[0] < value[1])
         if isinstance(value, bool) or not isinstance(value, Integral if self.kind == "integer" else Real):
             return False
         if isinstance(value, Integral):
@@ -104,6 +111,11 @@ def number(low: float | None = None, high: float | None = None, *, low_open: boo
     """A finite number, bounded as given."""
     return Param("number", low=low, high=high, low_open=low_open, high_open=high_open, excluded=excluded,
                  allow_none=allow_none)
+
+
+def pair(low: float, high: float) -> Param:
+    """A pair [lower, upper] with low <= lower < upper <= high (a window such as PAC's (u1, u2))."""
+    return Param("pair", low=low, high=high)
 
 
 def choice(*options: Any) -> Param:

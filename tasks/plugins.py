@@ -1,4 +1,4 @@
-"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria or kinds of objects.
+"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria, schemes or kinds of objects.
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
 import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
@@ -85,9 +85,10 @@ def registries() -> dict[str, dict[str, Any]]:
     from ordercube.tasks.criteria import CRITERIA
     from ordercube.tasks.datasets.synthetic import SYNTHETIC
     from ordercube.tasks.predictors import PREDICTORS
+    from ordercube.tasks.schemes import SCHEMES
 
     return {"algorithm": ALGORITHMS, "criterion": CRITERIA, "dataset": SYNTHETIC, "predictor": PREDICTORS,
-            "objects": OBJECTS}
+            "objects": OBJECTS, "scheme": SCHEMES}
 
 
 def declared() -> list[Plugin]:
@@ -224,9 +225,10 @@ def _record_types() -> dict[str, type | None]:
     from ordercube.tasks.capabilities import ObjectKind
     from ordercube.tasks.criteria import Criterion
     from ordercube.tasks.datasets.synthetic import SyntheticDataset
+    from ordercube.tasks.schemes import Scheme
 
     return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None,
-            "objects": ObjectKind}
+            "objects": ObjectKind, "scheme": Scheme}
 
 
 def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:

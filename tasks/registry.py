@@ -1,10 +1,11 @@
 """Where a plug-in registers what it adds: a kind of objects, a dataset kind, an algorithm (of any kind), a predictor,
-a criterion.
+a criterion, a resampling scheme.
 
 Each function refuses a name already taken (naming the module that registers it, so an error names the plug-in)
 and a record of the wrong type; the registries themselves are ``ordercube.tasks.datasets.SYNTHETIC``,
-``ordercube.tasks.algorithms.ALGORITHMS``, ``ordercube.tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``) and
-``ordercube.tasks.criteria.CRITERIA`` (with ``VARIABLES``). What fits what is then :func:`ordercube.tasks.capabilities.why_not`'s.
+``ordercube.tasks.algorithms.ALGORITHMS``, ``ordercube.tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``),
+``ordercube.tasks.criteria.CRITERIA`` (with ``VARIABLES``) and ``ordercube.tasks.schemes.SCHEMES``. What fits what
+is then :func:`ordercube.tasks.capabilities.why_not`'s.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ordercube.tasks.criteria import CRITERIA, VARIABLES
 from ordercube.tasks.criteria.base import Criterion
 from ordercube.tasks.datasets import SYNTHETIC, SyntheticDataset
 from ordercube.tasks.predictors import PREDICTOR_TAKES, PREDICTORS
+from ordercube.tasks.schemes import SCHEMES, Scheme
 
 
 def _caller() -> str:
@@ -80,3 +82,10 @@ def register_criterion(criterion: Criterion) -> None:
                          f"{sorted({VARIABLES[v] for v in taken})} store already; name its outputs otherwise")
     CRITERIA[criterion.name] = criterion
     VARIABLES.update(dict.fromkeys(criterion.variables, criterion.name))
+
+
+def register_scheme(scheme: Scheme) -> None:
+    """Add a resampling scheme for clusterers (a config's ``methods[i].scheme``): its trial runner, what its trials
+    give the criteria, its parameters with their ranges, the roles of its parts and its cost."""
+    _free(SCHEMES, getattr(scheme, "name", ""), "scheme", Scheme, scheme, _caller())
+    SCHEMES[scheme.name] = scheme

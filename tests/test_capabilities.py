@@ -31,7 +31,7 @@ def test_every_registered_record_is_of_one_kind_and_no_slot_holds_a_sentinel():
     assert not any(hasattr(algorithm, "classify") for algorithm in ALGORITHMS.values() if isinstance(algorithm, Clusterer))
     assert not any(hasattr(algorithm, "cluster") for algorithm in ALGORITHMS.values() if not isinstance(algorithm, Clusterer))
     variant = get_algorithm("agglomerative").on("dissimilarity")
-    assert variant.takes == "dissimilarity" and variant.gives == ("labels",) and variant.cluster_many is not None
+    assert variant.takes == "dissimilarity" and variant.gives == ("labels", "assignments") and variant.cluster_many is not None
     assert get_algorithm("kmeans").on("dissimilarity") is get_algorithm("kmeans")  # no variant: itself
 
 

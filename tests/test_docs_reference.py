@@ -37,7 +37,8 @@ def _sections(page: str, kind: str) -> dict[str, str]:
 def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
     every = reference.registries()
     pages = {"algorithm": reference.render_algorithms(), "criterion": reference.render_criteria(),
-             "predictor": reference.render_predictors(), "dataset": reference.render_datasets()}
+             "predictor": reference.render_predictors(), "dataset": reference.render_datasets(),
+             "scheme": reference.render_schemes()}
     for kind, page in pages.items():
         assert sorted(_sections(page, kind)) == sorted(every[kind]), kind
     algorithms = _sections(pages["algorithm"], "algorithm")
@@ -52,6 +53,18 @@ def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
         assert f"``{record.reads}``" in criteria[name] and record.decision.rule in criteria[name]
         for option, declared in record.ranges.items():
             assert f"``{option}``" in criteria[name] and reference._escape(declared.describe()) in criteria[name]
+    schemes = _sections(pages["scheme"], "scheme")
+    assert {"halves", "consensus"} <= set(schemes)
+    for name, record in every["scheme"].items():
+        assert reference._escape(record.description) in schemes[name] and reference._escape(record.citation) in schemes[name]
+        for give in record.gives:
+            assert f"``{give}``" in schemes[name], (name, give)
+        roles = ", ".join(f"``{role}``" for role in record.part_roles(dict(record.defaults)))
+        assert re.search(rf"- parts \(with its defaults\)\n\s+- {re.escape(roles)}\n", schemes[name]), name
+        for parameter, declared in record.ranges.items():
+            assert f"``{parameter}``" in schemes[name] and reference._escape(declared.describe()) in schemes[name]
+    assert "Monti, Tamayo, Mesirov & Golub 2003, Sec. 3" in schemes["consensus"]
+    assert "- 0.8 x one fit of n points" in schemes["consensus"]
     # the citation comes from the docstrings: the kernel's (Lange et al.'s criterion), else its module's
     assert "Lange et al. (2002)" in criteria["lange"]
     assert "Tibshirani & Walther 2005" in criteria["prediction_strength"]
@@ -65,7 +78,7 @@ def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
 def test_a_plugins_registrations_appear_in_the_reference(tmp_path):
     (tmp_path / "demo_reference_plugin.py").write_text(textwrap.dedent('''
         import numpy as np
-        from ordercube.plugin import Criterion, number, register_criterion, register_predictor
+        from ordercube.plugin import Criterion, Scheme, number, register_criterion, register_predictor, register_scheme
 
 
         def first_label(X_train, labels, k, X_new):
@@ -82,22 +95,32 @@ def test_a_plugins_registrations_appear_in_the_reference(tmp_path):
         register_criterion(Criterion(name="demo_constant", min_k=2, description="a constant for the test",
                                      evaluate=constant, options={"weight": 0.5},
                                      ranges={"weight": number(0.0, 1.0, low_open=True)}))
+        register_scheme(Scheme(name="demo_jackknife", description="every item but one", runner=lambda *a: None,
+                               gives=("assignments",), defaults={"share": 0.5},
+                               ranges={"share": number(0.0, 1.0, low_open=True)},
+                               part_roles=lambda params: ("data",) * 3, citation="Nobody & Someone (2031), eq. 3"))
     '''))
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import ordercube_reference as r; "
-              "print(r.render_criteria()); print('@@'); print(r.render_predictors())")
+              "print(r.render_criteria()); print('@@'); print(r.render_predictors()); print('@@'); "
+              "print(r.render_schemes())")
     env = {**__import__("os").environ, "ORDERCUBE_PLUGINS": "demo_reference_plugin",
            "PYTHONPATH": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", script, str(ROOT / "docs" / "_ext")], capture_output=True,
                           text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    criteria, predictors = done.stdout.split("@@")
+    criteria, predictors, schemes = done.stdout.split("@@")
     section = _sections(criteria, "criterion")["demo_constant"]
     assert "a constant for the test" in section and "Nobody & Someone 2031, eq. 2" in section
     assert "Added by the plug-in module 'demo_reference_plugin' (named in ORDERCUBE_PLUGINS)" in section
     assert "``weight``" in section and "a finite number > 0 and <= 1" in section
     assert "Nobody & Someone 2031, eq. 1" in _sections(predictors, "predictor")["demo_first_label"]
+    scheme = _sections(schemes, "scheme")["demo_jackknife"]
+    assert "every item but one" in scheme and "Nobody & Someone (2031), eq. 3" in scheme
+    assert "Added by the plug-in module 'demo_reference_plugin' (named in ORDERCUBE_PLUGINS)" in scheme
+    assert "``data``, ``data``, ``data``" in scheme and "``share``" in scheme
     # and not in this process, where no plug-in is named
     assert "demo_constant" not in reference.render_criteria()
+    assert "demo_jackknife" not in reference.render_schemes()
 
 
 def _options_by_program(page: str) -> dict[str, set[str]]:

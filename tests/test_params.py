@@ -50,7 +50,8 @@ def test_every_criterion_option_has_a_declared_range_holding_its_default(name):
                 kernel.target.partition(":")[2]]), (name, algorithm)
         assert set(criterion.ranges) == set(criterion.options)
     else:
-        assert set(criterion.ranges) == set(criterion.options) == _keywords(criterion.evaluate_trial or criterion.evaluate)
+        assert set(criterion.ranges) == set(criterion.options) == _keywords(criterion.evaluate_trial or criterion.evaluate
+                                                                            or criterion.reduce)
     assert all(criterion.ranges[o].accepts(value) for o, value in criterion.options.items())
 
 

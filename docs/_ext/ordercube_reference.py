@@ -4,8 +4,9 @@
 - ``plugin``: :data:`ordercube.plugin.__all__`, the same way;
 - ``cli``: every command, argument and flag of the parser the ``ordercube`` command runs;
 - ``config``: every key of a config file, from the sets and declared ranges the config reader checks against;
-- ``algorithms``, ``criteria``, ``predictors``, ``datasets``: every record of the registries (with what installed
-  plug-ins register), its capabilities, its parameters and their declared ranges, and the docstring that cites it.
+- ``algorithms``, ``criteria``, ``predictors``, ``datasets``, ``schemes``: every record of the registries (with what
+  installed plug-ins register), its capabilities, its parameters and their declared ranges, and the docstring that
+  cites it.
 
 Each ``render_*`` function returns a page's reStructuredText; :func:`write_pages` writes them into
 ``docs/reference/`` when Sphinx starts (``builder-inited``), beside the committed ``index.md``.
@@ -507,6 +508,41 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
     return "\n".join(lines)
 
 
+def _module_paragraph(function: Any) -> str:
+    """The first paragraph of the docstring of the module a (deferred) function lives in."""
+    resolved = _resolve(function)
+    module = sys.modules.get(getattr(resolved, "__module__", "") or "") if resolved is not None else None
+    paragraphs = _paragraphs(inspect.getdoc(module)) if module is not None else []
+    return " ".join(paragraphs[0].split()) if paragraphs else ""
+
+
+def render_schemes(records: Mapping[str, Any] | None = None) -> str:
+    records = records if records is not None else registries()["scheme"]
+    lines = _title("Schemes")
+    lines += ["Every registered resampling scheme of clusterers (``methods[].scheme``; the default is ``halves``): how a",
+              "trial draws its items and fits them, what its trials give the criteria, the clusterings (parts) each",
+              "trial stores per k, and its parameters' declared ranges (``methods[].scheme_params``).", ""]
+    lines += _list_table(["scheme", "gives", "description"],
+                         [[f":ref:`{name} <{_label('scheme', name)}>`", ", ".join(record.gives) or "\\-",
+                           _escape(record.description)] for name, record in records.items()])
+    for name, record in records.items():
+        lines += [*_record_head("scheme", name, "-"), _escape(record.description), ""]
+        for paragraph in dict.fromkeys([_module_paragraph(record.runner), _first_paragraph(record.runner)]):
+            if paragraph:
+                lines += [paragraph, ""]
+        defaults = dict(record.defaults)
+        facts = [["gives", ", ".join(f"``{give}``" for give in record.gives) or "\\-"],
+                 ["parts (with its defaults)", ", ".join(f"``{role}``" for role in record.part_roles(defaults))],
+                 ["fits per trial and k (with its defaults)", f"{record.fits(defaults):g} x one fit of n points"]]
+        if record.citation:
+            facts.append(["citation", _escape(record.citation)])
+        lines += _list_table(None, facts)
+        rows = _param_rows(record.defaults, record.ranges)
+        lines += ["Parameters:", "", *_list_table(["parameter", "default", "accepts"], rows)] if rows else \
+            ["It takes no parameters.", ""]
+    return "\n".join(lines)
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "api": render_api,
     "plugin": lambda: render_api("ordercube.plugin", "Plug-in API"),
@@ -516,6 +552,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "criteria": render_criteria,
     "predictors": render_predictors,
     "datasets": render_datasets,
+    "schemes": render_schemes,
 }
 
 

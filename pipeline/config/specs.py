@@ -55,9 +55,29 @@ class DatasetSpec:
     row_names: tuple[str, ...] = field(default=(), repr=False, compare=False)  # each row's name, when the data has them
 
 
+    @property
+    def items(self) -> int | None:
+        """The number of fixed items (rows, or objects of a square matrix) its trials draw from; None for a
+        generator, whose trials draw fresh points (no item recurs across trials, so none has an assignment)."""
+        return None if self.data is None else int(self.data.shape[0])
+
+
+def is_reduced(name: str) -> bool:
+    """Whether criterion ``name`` is computed from stored assignments after the sweep (``Criterion.reduce``,
+    ``reads="assignments"``), never in a trial: it stores no cube variable and adds no work to a run."""
+    criterion = get_criterion(name)
+    return criterion.reduce is not None or criterion.reads == "assignments"
+
+
 @dataclass(frozen=True)
 class MethodSpec:
-    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits."""
+    """A clustering algorithm with its parameters, its predictor and the criteria read from its fits.
+
+    ``criteria`` are computed in its trials (each stores cube variables); ``reduced`` are computed from its stored
+    assignments after the sweep (:func:`is_reduced`), their options in ``criterion_options`` too. ``scheme`` is
+    its resampling scheme ("" the family's own: a clusterer's two halves), ``scheme_params`` the scheme's
+    parameters resolved over its defaults, ``assignments`` whether its trials' assignments of items are stored.
+    """
 
     name: str
     algorithm: str
@@ -65,13 +85,32 @@ class MethodSpec:
     predictor: str
     criteria: tuple[str, ...]
     criterion_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    reduced: tuple[str, ...] = ()
+    scheme: str = ""
+    scheme_params: Mapping[str, Any] = field(default_factory=dict)
+    assignments: bool = False
+    listed: tuple[str, ...] = field(default=(), compare=False)  # every criterion in the config's order
+
+    @property
+    def all_criteria(self) -> tuple[str, ...]:
+        """Every criterion of the method, computed in trials or reduced, in the order the config lists them."""
+        return self.listed or self.criteria + self.reduced
 
     @property
     def identity(self) -> dict[str, Any]:
+        """What its stored cells depend on. Reduced criteria are not in it (they store nothing and can be added or
+        dropped freely, as decision settings can); the scheme and assignments only when they differ from the
+        default, so the identity (and fingerprint) of every config without them is what it always was."""
         identity = {"algorithm": self.algorithm, "params": dict(self.params), "predictor": self.predictor,
                     "criteria": list(self.criteria)}
-        if self.criterion_options:  # only criteria that take options (Gap, Clest) appear here
-            identity["criterion_options"] = {name: dict(options) for name, options in self.criterion_options.items()}
+        options = {name: dict(values) for name, values in self.criterion_options.items() if name in self.criteria}
+        if options:  # only criteria that take options (Gap, Clest) appear here
+            identity["criterion_options"] = options
+        if self.scheme:
+            identity["scheme"] = self.scheme
+            identity["scheme_params"] = dict(self.scheme_params)
+        if self.assignments:
+            identity["assignments"] = True
         return identity
 
     @property
@@ -126,14 +165,26 @@ class Config:
 
     @property
     def criteria(self) -> list[str]:
-        """Every criterion used by some method, in registry order."""
+        """Every criterion some method computes in its trials, in registry order (reduced ones: :attr:`reduced`)."""
         used = {name for method in self.methods for name in method.criteria}
         return [name for name in CRITERIA if name in used]
 
     @property
+    def reduced(self) -> list[str]:
+        """Every criterion some method reduces from its stored assignments, in registry order."""
+        used = {name for method in self.methods for name in method.reduced}
+        return [name for name in CRITERIA if name in used]
+
+    @property
     def variables(self) -> list[str]:
-        """The cube variables of those criteria (a criterion may store several: ``gap`` and ``gap_sd``)."""
+        """The cube variables of the criteria computed in trials (a criterion may store several: ``gap`` and
+        ``gap_sd``); a reduced criterion stores none."""
         return [variable for name in self.criteria for variable in get_criterion(name).variables]
+
+    @property
+    def stores_assignments(self) -> bool:
+        """Whether some method stores its trials' assignments (the cube then has the ``assignment`` variable)."""
+        return any(method.assignments for method in self.methods)
 
 
 def fingerprint(identity: Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from ordercube.pipeline.config.familychecks import run_family_checks
 from ordercube.pipeline.config.limits import check_size
 from ordercube.pipeline.config.yamlload import read_yaml
 from ordercube.tasks.algorithms import ALGORITHMS, get_algorithm
-from ordercube.tasks.algorithms.kinds import BaseAlgorithm
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Clusterer
 from ordercube.tasks.algorithms.estimators import is_import_path
 from ordercube.pipeline.config.adaptive import parse_adaptive
 from ordercube.pipeline.config.checks import (
@@ -27,7 +27,10 @@ from ordercube.pipeline.config.checks import (
     valid_name as _name,
 )
 from ordercube.pipeline.config.defaults import RESAMPLES, default_criteria, default_name, draw_seed, fitting_criteria
-from ordercube.pipeline.config.specs import Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint
+from ordercube.pipeline.config.schemes import SCHEME_KEYS, check_items, method_assignments, method_scheme, scheme_misfit
+from ordercube.pipeline.config.specs import (
+    Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint, is_reduced,
+)
 from ordercube.tasks.capabilities import DataObjects, objects_kind, why_not
 from ordercube.tasks.criteria import CRITERIA, get_criterion
 from ordercube.tasks.predictors import PREDICTORS, get_predictor
@@ -35,7 +38,7 @@ from ordercube.tasks.params import Param, ParamError, integer, number, show
 
 TOP_KEYS = {"name", "seed", "out", "n", "k", "resamples", "datasets", "methods", "baseline_draws", "execution",
             "published", "adaptive"}
-METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria", "adaptive"}
+METHOD_KEYS = {"name", "algorithm", "params", "predictor", "criteria", "adaptive", *SCHEME_KEYS}
 MAX_K_VALUES = 10_000
 MAX_BASELINE_DRAWS = 100_000
 # How work is cut up: bounded so that one chunk, one task and the window of tasks in flight stay small.
@@ -84,6 +87,8 @@ def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec,
     filled: dict[str, Any] = {}
     if name is None:
         filled["name"] = name = _name(algorithm, f"{key}.name")
+    refused: list[ConfigError] = []  # the scheme's and the assignments' refusals, reported together
+    resolved_algorithm, scheme, scheme_params = method_scheme(entry, key, resolved_algorithm, refused)
     params_given = entry.get("params") or {}
     if not isinstance(params_given, Mapping):
         raise ConfigError(f"{key}.params", f"expected a mapping, got {show(params_given)}",
@@ -120,8 +125,15 @@ def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec,
             raise ConfigError(f"{key}.criteria", "missing", f"add the key 'criteria' ({algorithm!r} is "
                               f"{resolved_algorithm.kind}: no default set; choose from "
                               f"{fitting_criteria(resolved_algorithm)})")
-    criteria, options = _criteria(entry["criteria"] if "criteria" in entry else filled["criteria"], f"{key}.criteria",
-                                  algorithm, ks)
+    try:
+        criteria, options = _criteria(entry["criteria"] if "criteria" in entry else filled["criteria"],
+                                      f"{key}.criteria", resolved_algorithm, ks, scheme, refused)
+    except ConfigError as error:
+        raise ConfigErrors.of([*refused, error]) from None
+    assignments, stored = method_assignments(entry, key, resolved_algorithm, criteria, refused)
+    filled |= stored
+    if refused:
+        raise ConfigErrors.of(refused)
     # A k below a criterion's min_k is stored as NaN for it (not applicable: stability at k = 1), as long
     # as another criterion of the method is defined there; a k that no criterion can use is an error.
     lowest = min(get_criterion(criterion).min_k for criterion in criteria)
@@ -129,18 +141,20 @@ def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec,
         raise ConfigError("k", f"the criteria {list(criteria)} of {key} need k >= {lowest}, got k = {min(ks)}",
                           f"start k at {lowest}, or add a criterion defined at k = {min(ks)} "
                           "(prediction_strength, gap, bic, aic)")
-    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor, criteria=criteria,
-                      criterion_options=options), filled
+    return MethodSpec(name=name, algorithm=algorithm, params=params, predictor=predictor,
+                      criteria=tuple(c for c in criteria if not is_reduced(c)), criterion_options=options,
+                      reduced=tuple(c for c in criteria if is_reduced(c)), scheme=scheme, scheme_params=scheme_params,
+                      assignments=assignments, listed=criteria), filled
 
 
-def _criteria(value: Any, key: str, algorithm: str,
-              ks: tuple[int, ...] | None) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
-    """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``)."""
+def _criteria(value: Any, key: str, resolved_algorithm: BaseAlgorithm, ks: tuple[int, ...] | None, scheme: str = "",
+              refused: list[ConfigError] | None = None) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """Criterion names, each a string or a one-key mapping to its options (``{gap: {references: 50}}``); a
+    criterion that reads what the method's ``scheme`` does not give is refused into ``refused`` (every one)."""
     if not isinstance(value, list) or not value:
         raise ConfigError(key, f"expected a non-empty list, got {show(value)}", f"choose from {sorted(CRITERIA)}")
     names: list[str] = []
     options: dict[str, dict[str, Any]] = {}
-    resolved_algorithm = get_algorithm(algorithm)
     for j, item in enumerate(value):
         given: Any = {}
         if isinstance(item, Mapping) and len(item) == 1:
@@ -160,6 +174,10 @@ def _criteria(value: Any, key: str, algorithm: str,
         except ParamError as error:
             raise ConfigError(f"{key}[{j}].{item}.{error.name}", str(error),
                               _fix(error, criterion.ranges, criterion.options)) from None
+        unfit = scheme_misfit(resolved_algorithm, scheme, item)
+        if unfit is not None and refused is not None:
+            refused.append(ConfigError(f"{key}[{j}]", *unfit))
+            continue
         misfit = why_not(None, resolved_algorithm, criterion)
         if misfit is not None:
             raise ConfigError(f"{key}[{j}]", misfit.reason, misfit.fix)
@@ -271,6 +289,9 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None, na
                                   f"so n = {max(dataset.n)} needs {2 * max(dataset.n)} rows but the file has {rows}",
                                   f"use n <= {rows // 2} for this dataset")
     _check_fit(datasets, methods)
+    refused = check_items(datasets, methods, [filled for _, filled in methods_and_defaults])
+    if refused:
+        raise ConfigErrors.of(refused)
     run_family_checks(datasets, methods, ks)
     for i, method in enumerate(methods):
         limit = get_algorithm(method.algorithm).max_features
@@ -302,10 +323,13 @@ def _check_fit(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...
     them (:func:`ordercube.tasks.capabilities.why_not`), and a variant of the algorithm for them accepts its parameters."""
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
+        if method.scheme and isinstance(algorithm, Clusterer):
+            algorithm = algorithm.with_scheme(method.scheme)
         predictor = method.predictor if algorithm.needs_predictor else None
+        named = method.all_criteria
         for d, dataset in enumerate(datasets):
             data = DataObjects(dataset.name, dataset.objects, dataset.provides)
-            for j, name in [(-1, None), *enumerate(method.criteria)]:
+            for j, name in [(-1, None), *enumerate(named)]:
                 misfit = why_not(data, algorithm, None if name is None else get_criterion(name), predictor)
                 if misfit is not None:
                     where = {"algorithm": f"methods[{i}].algorithm", "predictor": f"methods[{i}].predictor",

@@ -51,6 +51,14 @@ COORDINATES: dict[str, dict[str, str]] = {
     "model": {"long_name": "method", "description": "the config's methods[].name (algorithm, parameters, predictor)"},
     "k": {"long_name": "number of clusters", "description": "candidate model order k; a count, no units"},
     "trial": {"long_name": "resample index", "description": TRIAL_MEANING},
+    "part": {"long_name": "clustering of a trial",
+             "description": "index of one of a trial's clusterings whose assignments are stored (the two halves, "
+                            "Lange et al. 2002, or the data and its reference sets); its role per model is the group "
+                            "attribute ordercube_part_roles"},
+    "item": {"long_name": "item", "description": "a dataset's row (object), in the order of its file; a dataset's items "
+                                                 "are those below its 'items'"},
+    "items": {"long_name": "number of items",
+              "description": "the dataset's number of fixed rows (objects), N; -1 where its trials draw fresh points"},
     "true_k": {"long_name": "true number of clusters",
                "description": "the dataset's known number of clusters (config 'true_k', else its generator's or its "
                               "label classes'), used for failure rates; -1 where unknown (also the array's fill value)"},
@@ -69,6 +77,11 @@ VARIABLES: dict[str, dict[str, str]] = {
                "description": f"mean Hungarian-matched disagreement of two independent uniform random labelings of n//2 "
                               f"points with k labels: S(rho_k), the denominator of {LANGE_2004}, eq. (5); estimated from "
                               "the config's baseline_draws pairs; dimensionless, in [0, 1 - 1/k]"},
+    "assignment": {"long_name": "assignment of items to clusters",
+                   "description": "per resample and k, each of the trial's clusterings (part) as the cluster 0 .. k-1 "
+                                  "of every item of the dataset, -1 where the item was not drawn into it or the cell is "
+                                  "not ok: what co-clustering, consensus (Monti, Tamayo, Mesirov & Golub 2003) and "
+                                  "other label-based criteria are reduced from without refitting"},
     "lange": {"long_name": "Lange stability, raw disagreement",
               "description": f"per resample, the Hungarian-matched disagreement between the second half's own clustering "
                              f"and the first half's solution extended to it by the predictor, {LANGE_2002}, eq. (5); "

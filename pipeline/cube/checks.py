@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import zarr
 
+from ordercube.pipeline.cube.assignments import ASSIGNMENT, ASSIGNMENT_DIMS, ITEM, ITEMS, PART
 from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.inputfile import kind_of
@@ -125,7 +126,7 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if missing:
             raise InputError(f"CUBE: {path}: the labels of {dim!r} are lost ({chunk_key(dim, missing[0])} is missing); "
                              "restore the cube from a copy")
-    for name in (*DIMS, "true_k", BASELINE):  # small arrays, read by every command: a changed byte is named here
+    for name in (*DIMS, "true_k", BASELINE, PART, ITEM, ITEMS):  # small arrays: a changed byte is named here
         if name in group:
             read_checked(group, name, path)
 
@@ -153,7 +154,7 @@ def check_shapes(group: zarr.Group, path: Path | Location) -> None:
     sizes: dict[str, dict[str, int]] = {}  # dimension -> array -> its size along it
     for name, stored in group.arrays():
         for dim, size in zip(getattr(stored.metadata, "dimension_names", None) or (), stored.shape):
-            if dim in DIMS:
+            if dim in (*DIMS, PART, ITEM):
                 sizes.setdefault(dim, {})[name] = int(size)
     for dim, by_array in sizes.items():
         values = list(by_array.values())
@@ -268,6 +269,11 @@ def _expected_node(name: str) -> dict[str, Any]:
                 "data_type": "string" if text else "int64", "fill_value": "" if text else -1}
     if name == BASELINE:
         return {"node_type": "array", "dimension_names": ["n", "k"], "data_type": "float64", "fill_value": "NaN"}
+    if name == ASSIGNMENT:
+        return {"node_type": "array", "dimension_names": list(ASSIGNMENT_DIMS), "data_type": "int16", "fill_value": -1}
+    if name in (PART, ITEM, ITEMS):
+        return {"node_type": "array", "dimension_names": ["dataset" if name == ITEMS else name], "data_type": "int64",
+                "fill_value": -1}
     data_type = {"status": "int8", "reason": "string"}.get(name, "float64")
     return {"node_type": "array", "dimension_names": list(DIMS), "data_type": data_type}
 

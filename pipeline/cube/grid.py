@@ -77,13 +77,29 @@ def planned_mask(plan: Mapping, coords: Coords) -> np.ndarray:
 
 
 def plan_of(config: Config) -> dict:
-    """The JSON-able plan kept in the cube's attributes: which cells the config asks for."""
-    return {
+    """The JSON-able plan kept in the cube's attributes: which cells the config asks for (``methods``: the
+    criteria each method computes in its trials), and under ``reduced`` (only when some method has one) the
+    criteria each method reduces from its stored assignments, with their options (see :func:`reduced_of`)."""
+    plan = {
         "datasets": {d.name: {"n": list(d.n), "true_k": d.true_k} for d in config.datasets},
         "methods": {m.name: list(m.criteria) for m in config.methods},
         "k": list(config.k),
         "resamples": config.resamples,
     }
+    reduced = {m.name: {name: dict(m.criterion_options.get(name, {})) for name in m.reduced}
+               for m in config.methods if m.reduced}
+    if reduced:
+        plan[REDUCED] = reduced
+    return plan
+
+
+REDUCED = "reduced"  # the plan's key of the criteria reduced from stored assignments
+
+
+def reduced_of(plan: Mapping) -> dict[str, dict[str, dict]]:
+    """The criteria each method of a cube's plan (its ``ordercube_plan`` attribute, decoded) reduces from its
+    stored assignments, with the options the config gave them: ``{method: {criterion: {option: value}}}``."""
+    return {str(model): dict(criteria) for model, criteria in dict(plan.get(REDUCED) or {}).items()}
 
 
 @dataclass(frozen=True)

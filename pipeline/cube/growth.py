@@ -19,6 +19,10 @@ import zarr
 from zarr.core.sync import sync
 
 from ordercube.pipeline.config.specs import Config
+from ordercube.pipeline.cube.assignments import (
+    ASSIGNMENT_MANIFEST, ROLES_ATTRIBUTE, assignments_grow, grow_assignments, part_roles_of, stored_roles,
+)
+from ordercube.pipeline.cube.assignments import grow_manifest as grow_assignment_manifest
 from ordercube.pipeline.cube.attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.metadata import consolidate, describe_arrays, stored_true_k, write_true_k
@@ -60,7 +64,7 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
     coordinate[old_size:] = fresh
     for name, stored in group.arrays():
         names = list(getattr(stored.metadata, "dimension_names", None) or ())
-        if name in DIMS or dim not in names:
+        if name in DIMS or name == dim or dim not in names:
             continue
         axis = names.index(dim)
         shape = list(stored.shape)
@@ -92,6 +96,8 @@ def _begin_growth(group: zarr.Group) -> None:
     if MANIFEST in group:
         manifest = array(group, MANIFEST)
         record["manifest"] = {"shape": list(manifest.shape), "variables": manifest.attrs["variables"]}
+    if ASSIGNMENT_MANIFEST in group:
+        record["assignment_manifest"] = list(array(group, ASSIGNMENT_MANIFEST).shape)
     group.attrs[GROWTH] = json.dumps(record)
 
 
@@ -117,6 +123,10 @@ def roll_back_growth(group: zarr.Group) -> bool:
         manifest = array(group, MANIFEST)
         manifest.resize(tuple(record["manifest"]["shape"]))
         manifest.attrs["variables"] = record["manifest"]["variables"]
+    if "assignment_manifest" in record:
+        array(group, ASSIGNMENT_MANIFEST).resize(tuple(record["assignment_manifest"]))
+    elif ASSIGNMENT_MANIFEST in group:  # created by the growth, with the assignments (deleted above)
+        sync(group.store.delete_dir(f"{group.path}/{ASSIGNMENT_MANIFEST}".lstrip("/")))
     for name, stored in group.arrays():
         old = tuple(old_shapes[name])
         if stored.shape != old:
@@ -183,9 +193,10 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
         notes.append(f"the random-labelling baseline {BASELINE} was missing: recreated (its cells are kept)")
     missing = [name for name in config.variables if name not in group]
     growing = [dim for dim in DIMS if len(getattr(merged, dim)) > len(getattr(coords, dim))]
+    assigning = assignments_grow(group, config, merged, bool(growing))
     true_k = {**stored_true_k(group, coords), **{d.name: d.true_k for d in config.datasets}}
     upgrading = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) == CHECKSUMMED  # format 2 -> 3, inside the growth journal
-    if growing or missing or upgrading:
+    if growing or missing or upgrading or assigning:
         _begin_growth(group)
         consolidate(group)  # plain xarray readers see the cube as it was until the growth ends
     for dim in growing:
@@ -199,6 +210,9 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
         notes.append(f"added variable {name}")
     if growing or missing:
         grow_manifest(group, manifest_rows(config.variables))
+    if assigning:
+        notes += grow_assignments(group, config, merged, lambda dim, labels, old: _grow(group, dim, labels, old))
+        grow_assignment_manifest(group)
     identity = {**stored_identity, "datasets": {**stored_identity["datasets"], **config.identity["datasets"]},
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
     if upgrading:
@@ -210,7 +224,10 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
     dropped = {GROWTH, *(LEGACY_ATTRIBUTES if cube_format >= FORMAT else ())}
     kept = {key: value for key, value in group.attrs.items() if key not in dropped}
     # One write, which also clears the growth record; then the consolidated metadata of the new shapes.
-    group.attrs.put({**kept, **cube_attributes(config, identity, true_k, cube_format=cube_format), FORMAT_ATTRIBUTE: cube_format})
+    roles = {**stored_roles(group), **part_roles_of(config)}
+    kept.pop(ROLES_ATTRIBUTE, None)
+    group.attrs.put({**kept, **cube_attributes(config, identity, true_k, cube_format=cube_format, roles=roles),
+                     FORMAT_ATTRIBUTE: cube_format})
     consolidate(group)
     return merged, notes
 

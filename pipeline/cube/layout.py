@@ -23,6 +23,7 @@ import numpy as np
 import zarr
 
 from ordercube.pipeline.config.specs import Config, fingerprint
+from ordercube.pipeline.cube.assignments import new_layout, part_roles_of, roles_attribute
 from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, group_attrs, true_k_labels, variable_attrs
 from ordercube.pipeline.cube.metadata import consolidate
 from ordercube.pipeline.errors import InputError
@@ -94,9 +95,11 @@ def _fill(dtype: Any) -> Any:
 
 
 def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, int], *,
-                    cube_format: int = FORMAT) -> dict[str, Any]:
+                    cube_format: int = FORMAT, roles: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """The group's attributes. Cubes of format 3 hold the true k as a coordinate and status codes as CF
-    flags; older ones (format 1, which is not upgraded) keep them as JSON attributes, as they were read."""
+    flags; older ones (format 1, which is not upgraded) keep them as JSON attributes, as they were read.
+    ``roles``: the part roles of the models that store assignments (:mod:`ordercube.pipeline.cube.assignments`;
+    none: no attribute)."""
     legacy = {"ordercube_true_k": json.dumps(true_k), "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
               "ordercube_versions": json.dumps(versions())} if cube_format < FORMAT else {}
     return {
@@ -104,6 +107,7 @@ def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, 
         "ordercube_config": json.dumps(config.raw, default=str),
         "ordercube_identity": json.dumps(identity, sort_keys=True),
         "ordercube_plan": json.dumps(plan_of(config)),
+        **roles_attribute(roles or {}),
         **legacy,
     }
 
@@ -161,10 +165,11 @@ def create(where: str | Path | Location, config: Config, coords: Coords, chunks:
 def _build(store: Any, config: Config, coords: Coords, chunks: dict[str, int],
            prepare: Callable[[zarr.Group], Any]) -> None:
     """Write a new all-pending cube into ``store`` (a folder aside, or a memory store to upload)."""
-    attributes = {**cube_attributes(config, config.identity, {}), FORMAT_ATTRIBUTE: FORMAT}
+    attributes = {**cube_attributes(config, config.identity, {}, roles=part_roles_of(config)), FORMAT_ATTRIBUTE: FORMAT}
     group = zarr.create_group(store, zarr_format=3, attributes=attributes)
     write_layout(group, coords, chunks, config.variables, {d.name: d.true_k for d in config.datasets})
     create_manifest(group, manifest_rows(config.variables))
+    new_layout(group, config, coords, chunk_shape_of(chunks))
     prepare(group)
     consolidate(group)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import zarr
 
+from ordercube.pipeline.cube import assignments as stored_assignments
 from ordercube.pipeline.cube.layout import array
 from ordercube.pipeline.cube.grid import Chunk
 from ordercube.pipeline.cube.integrity import MANIFEST, record_chunks
@@ -54,17 +55,29 @@ def merge_blocks(blocks: Sequence[tuple[Chunk, BlockResult]]) -> list[tuple[Chun
             BlockResult(values={name: np.concatenate([r.values[name] for r in results], axis=1) for name in results[0].values},
                         status=np.concatenate([r.status for r in results], axis=1),
                         reason=np.concatenate([r.reason for r in results], axis=1),
-                        seconds=np.concatenate([r.seconds for r in results], axis=1)),
+                        seconds=np.concatenate([r.seconds for r in results], axis=1),
+                        assignments=_joined_assignments(results)),
         ))
     return merged
 
 
+def _joined_assignments(results: Sequence[BlockResult]) -> np.ndarray | None:
+    """The pieces' assignments joined along their trials (pieces without them: -1)."""
+    given = [r.assignments for r in results if r.assignments is not None]
+    if not given:
+        return None
+    parts, items = given[0].shape[2:]
+    return np.concatenate([r.assignments if r.assignments is not None
+                           else np.full((*r.status.shape, parts, items), -1, dtype=np.int16) for r in results], axis=1)
+
+
 def writable_arrays(group: zarr.Group) -> dict[str, zarr.Array]:
-    """The cube's arrays by name for :func:`write_block` (see :class:`BlockWriter`), with its chunk manifest
-    (``MANIFEST``) if it has one."""
+    """The cube's arrays by name for :func:`write_block` (see :class:`BlockWriter`), with its chunk manifests
+    (``MANIFEST``, and the assignments' when the cube stores them) if it has them."""
     arrays = dict(group.arrays())
-    if MANIFEST in group:
-        arrays[MANIFEST] = array(group, MANIFEST)
+    for manifest in (MANIFEST, stored_assignments.ASSIGNMENT_MANIFEST):
+        if manifest in group:
+            arrays[manifest] = array(group, manifest)
     return arrays
 
 
@@ -74,18 +87,28 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
 
     ``arrays`` come from :func:`writable_arrays`, opened once per run by :class:`BlockWriter`.
     Every chunk the block touches is stored, even when it holds only fill values (all-NaN values of
-    failed cells, empty reasons), so that a missing chunk always means lost values.
+    failed cells, empty reasons), so that a missing chunk always means lost values. A block's assignments
+    (``result.assignments``, a method that stores them) are written with its values, before its status, and
+    their chunks' CRCs recorded in the assignments' manifest (:mod:`ordercube.pipeline.cube.assignments`).
     """
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     written = [*result.values.items(), ("reason", result.reason), ("seconds", result.seconds), ("status", result.status)]
     recorded = [name for name, _ in written if arrays[name].chunks == arrays["status"].chunks]  # format 1 may differ
     positions = _grid_positions(chunk, arrays["status"].chunks) if MANIFEST in arrays else []
+    assigned = result.assignments is not None and stored_assignments.ASSIGNMENT in arrays
+    checked = assigned and stored_assignments.ASSIGNMENT_MANIFEST in arrays
     for position in positions:
         record_chunks(arrays, recorded, position, forget=True)
+    if checked:
+        stored_assignments.forget(arrays, chunk)
     for name, values in written:
+        if name == "status" and assigned:  # the assignments too are stored before the status marks them done
+            stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
         arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
     for position in positions:
         record_chunks(arrays, recorded, position)
+    if checked:
+        stored_assignments.record(arrays, chunk)
 
 
 def _grid_positions(chunk: Chunk, chunks: tuple[int, ...]) -> list[tuple[int, ...]]:

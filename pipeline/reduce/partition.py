@@ -11,6 +11,13 @@ are clustered at k (a file dataset's halves are the very rows of the cube's tria
 streams; a synthetic sample is split anew per trial), and each cluster's clusterwise Jaccard is the best
 Jaccard similarity between its points in the half and a cluster of the half's solution. Hennig's reading: a
 mean below 0.5 means the cluster dissolves, above 0.75 that it is stable, above 0.85 highly stable.
+
+A method whose cube stored its assignments (read from the cube: :mod:`ordercube.pipeline.reduce.assignments`) is not
+fitted again: its partition at k̂ is the consensus partition (Monti, Tamayo, Mesirov & Golub 2003, Sec. 3; as
+ConsensusClusterPlus's final linkage, Wilkerson & Hayes 2010): hierarchical clustering of 1 - the consensus matrix of
+the stored clusterings at k, with each item's consensus with every cluster (Monti et al. 2003, Sec. 3.2: the
+mean consensus of the item with the cluster's members) and each cluster's consensus, and the clusterwise Jaccard
+of each cluster in every stored clustering.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from numpy.typing import NDArray
 from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
 from ordercube.pipeline.config.study import load_config, parse_config
 from ordercube.pipeline.errors import ConfigError, InputError
+from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.algorithms.kinds import Clusterer
 from ordercube.tasks.cluster_stability import clusterwise_jaccard
@@ -59,6 +67,24 @@ class Partition:
     classes: tuple[str, ...]
     jaccard: NDArray[np.float64]
     read: str
+    # the consensus partition of stored clusterings: each item's consensus with every cluster (items, k) and each
+    # cluster's consensus (k,) (Monti et al. 2003, Sec. 3.2); None for a partition fitted on the data
+    item_consensus: NDArray[np.float64] | None = None
+    cluster_consensus: NDArray[np.float64] | None = None
+    linkage: str = ""
+
+    @property
+    def how(self) -> str:
+        """How the labels were made, for what a command prints."""
+        if self.item_consensus is None:
+            return f"fitted on {self.labels.size} rows"
+        return (f"the consensus partition ({self.linkage} linkage on 1 - consensus) of {self.jaccard.shape[1]} stored "
+                f"clusterings of {self.labels.size} items, nothing refitted")
+
+    @property
+    def resamples(self) -> str:
+        """What a column of ``jaccard`` is: a half of a resample, or a stored clustering."""
+        return "halves of the cube's resamples" if self.item_consensus is None else "stored clusterings"
 
     def __repr__(self) -> str:
         """One line: what was fitted, at which k and why, the rows, the cluster sizes, the agreement."""
@@ -91,6 +117,10 @@ class Partition:
                               "cluster": self.labels + 1})
         if self.truth is not None:
             table["class"] = [self.classes[c] if c < len(self.classes) else str(c) for c in self.truth]
+        if self.item_consensus is not None:  # Monti et al. (2003), Sec. 3.2: with its own cluster, and with each
+            table["item_consensus"] = self.item_consensus[np.arange(self.labels.size), self.labels]
+            for j in range(self.item_consensus.shape[1]):
+                table[f"consensus_{j + 1}"] = self.item_consensus[:, j]
         return table
 
     def clusters(self) -> pd.DataFrame:
@@ -102,9 +132,13 @@ class Partition:
         reading = np.where(mean >= HIGHLY_STABLE, "highly stable", np.where(mean >= STABLE, "stable", np.where(
             mean >= DISSOLVED, "doubtful", "dissolves")))
         count = self.jaccard.shape[0]
-        return pd.DataFrame({"cluster": np.arange(1, count + 1), "size": np.bincount(self.labels, minlength=count),
-                             "jaccard_mean": mean, "dissolved_share": dissolved, "halves": present.sum(axis=1),
-                             "reading": np.where(np.isnan(mean), "-", reading)})
+        table = pd.DataFrame({"cluster": np.arange(1, count + 1), "size": np.bincount(self.labels, minlength=count),
+                              "jaccard_mean": mean, "dissolved_share": dissolved, "halves": present.sum(axis=1),
+                              "reading": np.where(np.isnan(mean), "-", reading)})
+        if self.cluster_consensus is not None:
+            table = table.rename(columns={"halves": "clusterings"})
+            table.insert(2, "cluster_consensus", self.cluster_consensus)
+        return table
 
 
 def _config_of(cube: xr.Dataset, config: Config | str | Path | None) -> Config:
@@ -180,9 +214,10 @@ def _differences(old: Any, new: Any, key: str = "") -> list[tuple[str, Any, Any]
 
 
 def _k_hat(cube: xr.Dataset, dataset: str, method: str, n: int, criterion: str | None) -> tuple[int, str]:
-    from ordercube.pipeline.reduce.select import criterion_scores, select_k
+    from ordercube.pipeline.reduce.assignments import point_curves, reduced_scores
+    from ordercube.pipeline.reduce.select import criterion_scores, select_k, with_reduced
 
-    chosen = select_k(criterion_scores(cube))
+    chosen = select_k(with_reduced(criterion_scores(cube), point_curves(reduced_scores(cube, replicates=0))))
     names = [criterion] if criterion is not None else list(map(str, chosen.data_vars))
     if criterion is not None and criterion not in chosen:
         raise InputError(f"--criterion: {criterion!r} does not choose a k in this cube; use one of {list(chosen.data_vars)}")
@@ -208,6 +243,8 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     spec, m = _named(cfg.datasets, dataset, "--dataset"), _named(cfg.methods, method, "--method")
     _check_identity(cube, cfg, spec, m, str(config) if isinstance(config, (str, Path)) else
                     "the config" if config is not None else "the cube's own config")
+    if method in part_roles(cube):
+        return stored_partition(cube, spec, method, k=k, criterion=criterion)
     algorithm = get_algorithm(m.algorithm)
     if spec.objects != "points":
         raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "
@@ -215,11 +252,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     if not isinstance(algorithm, Clusterer) or algorithm.takes != spec.objects:
         raise InputError(f"--method: {method!r} ({m.algorithm}) does not partition points; partition a method whose "
                          "algorithm clusters points (kmeans, gaussian_mixture, agglomerative, ...)")
-    present = cube["status"].sel(dataset=dataset, model=method) == 1
-    sizes = [int(v) for v in cube["n"].values if bool(present.sel(n=v).any())]
-    if not sizes:
-        raise InputError(f"--dataset: {dataset}/{method} has no computed cell in this cube; run it first")
-    n = max(sizes)
+    n = _largest_n(cube, dataset, method)
     chosen_by = "--k"
     if k is None:
         k, chosen_by = _k_hat(cube, dataset, method, n, criterion)
@@ -253,3 +286,49 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     return Partition(dataset=dataset, method=method, k=k, n=n, chosen_by=chosen_by, labels=labels, names=tuple(names),
                      truth=None if truth is None else np.asarray(truth, dtype=np.int64), classes=spec.classes,
                      jaccard=np.column_stack(scores) if scores else np.full((k_found, 0), np.nan), read=read)
+
+
+def _largest_n(cube: xr.Dataset, dataset: str, method: str) -> int:
+    present = cube["status"].sel(dataset=dataset, model=method) == 1
+    sizes = [int(v) for v in cube["n"].values if bool(present.sel(n=v).any())]
+    if not sizes:
+        raise InputError(f"--dataset: {dataset}/{method} has no computed cell in this cube; run it first")
+    return max(sizes)
+
+
+FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
+
+
+def stored_partition(cube: xr.Dataset, spec: DatasetSpec, method: str, *, k: int | None = None,
+                     criterion: str | None = None, linkage: str = FINAL_LINKAGE) -> Partition:
+    """The consensus partition at ``k`` (default: k̂, as :func:`compute_partition`) of ``method``'s clusterings of
+    ``spec``'s items stored in ``cube`` at its largest n, without refitting: hierarchical clustering with ``linkage``
+    on 1 - the consensus matrix (:func:`ordercube.tasks.consensus.consensus_partition`), each item's consensus with
+    every cluster and each cluster's consensus (Monti et al. 2003, Sec. 3.2), and each cluster's clusterwise Jaccard
+    (Hennig 2007) in every stored clustering. Items never drawn (outside an n-subset) are left out."""
+    from ordercube.tasks.consensus import cluster_consensus, consensus_matrix, consensus_partition, item_consensus
+
+    dataset = spec.name
+    n = _largest_n(cube, dataset, method)
+    chosen_by = "--k"
+    if k is None:
+        k, chosen_by = _k_hat(cube, dataset, method, n, criterion)
+    clusterings = clusterings_of(cube, dataset, n, method)
+    if k not in clusterings.ks:
+        raise InputError(f"--k: {dataset}/{method} stored no clustering at k = {k} at n = {n}; give one of "
+                         f"{list(clusterings.ks)}")
+    stored = np.asarray(clusterings.data[k], dtype=np.int64)
+    drawn = np.flatnonzero((stored >= 0).any(axis=0))
+    stored = stored[:, drawn]
+    matrix = consensus_matrix(stored)
+    labels = np.unique(consensus_partition(matrix, k, linkage=linkage), return_inverse=True)[1].astype(np.int64)
+    found = int(labels.max()) + 1
+    jaccard = [clusterwise_jaccard(labels, found, np.flatnonzero(row >= 0), row[row >= 0]) for row in stored]
+    truth = None if spec.labels is None else np.asarray(spec.labels, dtype=np.int64)[drawn]
+    names = tuple(np.asarray(spec.row_names)[drawn]) if spec.row_names else ()
+    read = spec.read or f"{clusterings.items} items"
+    return Partition(dataset=dataset, method=method, k=k, n=n, chosen_by=chosen_by, labels=labels, names=names,
+                     truth=truth, classes=spec.classes,
+                     jaccard=np.column_stack(jaccard) if jaccard else np.full((found, 0), np.nan), read=read,
+                     item_consensus=item_consensus(matrix, labels, found),
+                     cluster_consensus=cluster_consensus(matrix, labels, found), linkage=linkage)

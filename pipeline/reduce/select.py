@@ -47,8 +47,25 @@ def _sorted(ds: xr.Dataset) -> xr.Dataset:
 
 
 def criteria_in(cube: xr.Dataset) -> list[str]:
-    """Criterion variables present in the cube (every output: ``gap`` and ``gap_sd``)."""
-    return [str(name) for name in cube.data_vars if name not in ("status", "reason", "seconds", BASELINE)]
+    """Criterion variables present in the cube (every output: ``gap`` and ``gap_sd``): those over the cells'
+    dimensions (not the stored assignments, which have parts and items too)."""
+    return [str(name) for name, values in cube.data_vars.items()
+            if name not in ("status", "reason", "seconds", BASELINE) and set(values.dims) == set(cube["status"].dims)]
+
+
+def per_trial(values: xr.DataArray) -> bool:
+    """Whether a score has a value per trial; a criterion reduced from stored assignments has one curve over k
+    (:mod:`ordercube.pipeline.reduce.assignments`), which the per-trial reducers leave out."""
+    return "trial" in values.dims
+
+
+def with_reduced(scores: xr.Dataset, curves: xr.Dataset) -> xr.Dataset:
+    """``scores`` with the curves of the criteria reduced from stored assignments beside them (dims dataset, n,
+    model, k: no trial), so that :func:`select_k` and the report read both alike."""
+    if not curves.data_vars:
+        return scores
+    return scores.assign({name: values.reindex({dim: scores[dim].values for dim in values.dims})
+                          for name, values in curves.data_vars.items()})
 
 
 def criteria_of(scores: xr.Dataset) -> list[str]:
@@ -98,7 +115,8 @@ def common_prefix(scores: xr.Dataset) -> xr.Dataset:
     one trial, so it reads only these; the means and their k̂ use every trial of each k."""
     if "complete_trial" not in scores.coords:
         return scores
-    return scores.where(scores["complete_trial"])
+    kept = scores[[name for name, values in scores.data_vars.items() if per_trial(values)]]
+    return scores.assign(kept.where(scores["complete_trial"]).data_vars)
 
 
 def summarise(scores: xr.Dataset) -> xr.Dataset:
@@ -110,6 +128,11 @@ def summarise(scores: xr.Dataset) -> xr.Dataset:
         warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
         warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
         for name, values in scores.data_vars.items():
+            if not per_trial(values):  # one curve: its value is its mean and median; no spread over trials
+                out |= {f"{name}_{stat}": values for stat in ("mean", "median")}
+                out |= {f"{name}_{stat}": xr.full_like(values, np.nan) for stat in ("std", "se", "q25", "q75")}
+                out[f"{name}_trials"] = values.notnull().astype(np.int64)
+                continue
             out[f"{name}_mean"] = values.mean("trial")
             out[f"{name}_std"] = values.std("trial", ddof=1)
             out[f"{name}_median"] = values.median("trial")
@@ -130,11 +153,20 @@ def decisions(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None
     if decide is not None and not (isinstance(decide, Mapping)
                                    and all(isinstance(fields, Mapping) for fields in decide.values())):
         raise ValueError(f"expected {{CRITERION: {{FIELD: VALUE}}}}, got {decide!r}; e.g. {{'lange': {{'ties': 'largest'}}}}")
+    return decisions_of(criteria_of(scores), decide)
+
+
+def decisions_of(names: list[str], decide: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Decision]:
+    """:func:`decisions` of the criteria ``names``. A field of ``decide`` that names an option of a criterion
+    reduced from stored assignments (``pac.window``) is that criterion's option, not its rule's: it is checked
+    where the criterion is computed (:func:`ordercube.pipeline.reduce.assignments.resolved_options`)."""
     decide = {name: dict(fields) for name, fields in (decide or {}).items()}
     out = {}
-    for name in criteria_of(scores):
+    for name in names:
         decision = CRITERIA[name].decision if name in CRITERIA else Decision()
         changes = decide.pop(name, {})
+        if name in CRITERIA and CRITERIA[name].reduce is not None:
+            changes = {field: value for field, value in changes.items() if field not in CRITERIA[name].options}
         allowed = ADJUSTABLE[decision.rule]
         for field, value in changes.items():
             if field not in allowed:
@@ -222,11 +254,14 @@ def _rule_choice(curve: xr.DataArray, decision: Decision) -> xr.DataArray:
 
 def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: bool) -> xr.DataArray:
     """k̂ of criterion ``name`` by ``decision``: from the trials (``decision.aggregate``), or for every trial."""
-    if not per_trial and decision.aggregate == "median_of_choices":
+    if not per_trial and decision.aggregate == "median_of_choices" and per_trial_scores(scores, name):
         return _kernel(rules.lower_median_choice, _choose(scores, name, decision, per_trial=True), ("trial",))
 
+    if not per_trial and decision.aggregate == "median_of_choices" and not per_trial_scores(scores, name):
+        decision = replace(decision, aggregate="mean")  # one curve: no trials to take the median choice of
+
     def curve(variable: str) -> xr.DataArray:
-        if per_trial:
+        if per_trial or "trial" not in scores[variable].dims:
             return scores[variable]
         function = rules.median_curve if decision.aggregate == "median" else rules.mean_curve
         return _kernel(function, scores[variable], ("trial", "k"), ("k",))
@@ -235,7 +270,23 @@ def _choose(scores: xr.Dataset, name: str, decision: Decision, *, per_trial: boo
         return _gap_choice(curve("gap"), curve("gap_sd"), decision)
     if decision.rule == "clest":
         return _clest_choice(scores["clest"], scores["clest_null"], decision, per_trial=per_trial)
-    return _rule_choice(curve(name), decision)
+    return _rule_choice(curve(decided_on(name, decision)), decision)
+
+
+def decided_on(name: str, decision: Decision) -> str:
+    """The output of criterion ``name`` whose curve its rule reads: the one its decision names, else its first."""
+    return getattr(decision, "output", "") or name
+
+
+def per_trial_scores(scores: xr.Dataset, name: str) -> bool:
+    """Whether criterion ``name`` has per-trial values in ``scores`` (not one curve reduced from assignments)."""
+    return per_trial(scores[name])
+
+
+def choose_on_curves(curves: xr.Dataset, name: str, decision: Decision) -> xr.DataArray:
+    """k̂ of criterion ``name`` by ``decision`` on curves over k without trials (any other dims kept: the bootstrap's
+    replicates), -1 where none."""
+    return _choose(curves, name, decision, per_trial=False)
 
 
 def deciding_rules(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Decision]:
@@ -257,7 +308,8 @@ def choice_per_trial(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]]
     """Each trial's own choice of k (same rule as :func:`select_k`), -1 for a trial without a choice."""
     scores = common_prefix(scores)
     return xr.Dataset({name: _choose(scores, name, rule, per_trial=True)
-                       for name, rule in deciding_rules(scores, decide).items()}, attrs=scores.attrs)
+                       for name, rule in deciding_rules(scores, decide).items() if per_trial_scores(scores, name)},
+                      attrs=scores.attrs)
 
 
 def selection_frequency(choices: xr.Dataset, k: xr.DataArray) -> xr.Dataset:
@@ -297,6 +349,8 @@ def failure_rate(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     scores = common_prefix(scores)
     out = {}
     for name, rule in deciding_rules(scores, decide).items():
+        if not per_trial_scores(scores, name):  # one curve reduced from assignments: no trial chose anything
+            continue
         # a classifier's order has no "true k" to miss (its oracle is the least test or true error): NaN
         known = truth if name not in CRITERIA or CRITERIA[name].counts_clusters else xr.full_like(truth, -1)
         values = scores[name]

@@ -21,6 +21,11 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
   exactly: that bootstrap distribution of a share of m trials is Binomial(m, share) / m, so no random draw
   is needed and the interval is the same on every machine. At a share of 0 or 1 it has no width, as every
   percentile bootstrap of a proportion: its bounds are then NaN (not computable from these trials).
+- A criterion reduced from stored assignments (:mod:`ordercube.pipeline.reduce.assignments`) has one curve, not one
+  value per trial: its intervals come from the bootstrap over resamples instead. ``score_se`` is the replicates'
+  standard deviation at k̂, the difference's interval the percentile interval of the replicates' differences
+  (Efron & Tibshirani 1993, ch. 13), ``frequency`` the share of replicates whose own choice is k̂ (no interval:
+  it is itself the bootstrap's measure of how settled k̂ is), ``few_trials`` counts the resamples read.
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
   Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
 - flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
@@ -42,7 +47,9 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from ordercube.pipeline.reduce.select import DECISION_DIMS, deciding_rules, choice_per_trial, select_k
+from ordercube.pipeline.reduce.select import (
+    DECISION_DIMS, choice_per_trial, decided_on, deciding_rules, per_trial, select_k,
+)
 from ordercube.tasks.adaptive import t_quantile
 from ordercube.tasks.criteria import CRITERIA, Decision
 from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
@@ -61,7 +68,7 @@ def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.Dat
     """The per-trial values the rule compares across k (Clest: d_k against the trials' mean reference)."""
     if decision.rule == "clest":
         return scores["clest"] - scores["clest_null"].mean("trial")
-    return scores[name]
+    return scores[decided_on(name, decision)]
 
 
 def _mean_interval(values: NDArray[np.float64], level: float) -> tuple[float, float, float]:
@@ -156,6 +163,43 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
     return _without_zero_width(out)
 
 
+def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np.float64] | None,
+                              ks: NDArray[np.int64], k_hat: int, decision: Decision, *, share: float, trials: int,
+                              min_k: int = 1, level: float = LEVEL) -> dict[str, float]:
+    """The fields of the module's docstring for one group of a criterion reduced from stored assignments.
+
+    ``curve`` : ndarray of shape (len(ks),), its values on every resample; ``replicates`` : ndarray of shape
+    (replicates, len(ks)), the bootstrap's (None: no intervals); ``share``: the share of replicates choosing
+    ``k_hat``; ``trials``: the resamples read.
+    """
+    out: dict[str, float] = dict.fromkeys(FIELDS, np.nan)
+    out["few_trials"] = float(trials < FEW_TRIALS)
+    out["runner_up_better"] = 0.0
+    out["frequency"] = share
+    present = ~np.isnan(curve)
+    if k_hat not in ks or not present[np.flatnonzero(ks == k_hat)[0]]:
+        out["at_grid_edge"] = out["not_separated"] = 0.0
+        return out
+    at = int(np.flatnonzero(ks == k_hat)[0])
+    out["at_grid_edge"] = float(at_grid_edge(k_hat, ks[present], decision.rule, min_k))
+    out["score"] = float(curve[at])
+    boot = np.empty((0, curve.size)) if replicates is None else replicates[~np.isnan(replicates[:, at])]
+    out["score_se"] = float(boot[:, at].std(ddof=1)) if len(boot) > 1 else np.nan
+    runner = _runner_up(curve, at, decision)
+    if runner >= 0 or decision.rule in THRESHOLD_RULES:
+        out["runner_up"] = float(ks[runner]) if runner >= 0 else np.nan
+        out["difference"] = _difference(curve[None, :], at, runner, decision, level)[0]
+        differences = np.array([_difference(row[None, :], at, runner, decision, level)[0] for row in boot])
+        differences = differences[~np.isnan(differences)]
+        if differences.size > 1:
+            tail = (1 - level) / 2 * 100
+            out["difference_low"], out["difference_high"] = np.percentile(differences, [tail, 100 - tail])
+    low, high = out["difference_low"], out["difference_high"]
+    out["not_separated"] = float(bool(low <= 0.0 <= high))
+    out["runner_up_better"] = float(bool(high < 0.0))
+    return _without_zero_width(out)
+
+
 def _without_zero_width(fields: dict[str, float]) -> dict[str, float]:
     """The intervals of no width (every trial the same value, a share of 0 or 1) as NaN bounds: they cannot be
     computed from these trials, and a width of 0 would read as certainty. The flags are read before."""
@@ -176,29 +220,26 @@ def at_grid_edge(k_hat: int, ks_with_values: NDArray[np.int64], rule: str, min_k
 
 def decision_uncertainty(scores: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
                          level: float = LEVEL, chosen: xr.Dataset | None = None,
-                         choices: xr.Dataset | None = None) -> xr.Dataset:
+                         choices: xr.Dataset | None = None, reduced: xr.Dataset | None = None) -> xr.Dataset:
     """The fields of the module's docstring for every deciding criterion, as ``{criterion}_{field}`` over
     (dataset, n, model); flags are booleans, ``runner_up`` an integer (-1: none).
 
     ``chosen`` and ``choices``: ``select_k`` and ``choice_per_trial`` of the same scores and ``decide``, when
-    the caller has them already.
+    the caller has them already. ``reduced``: :func:`ordercube.pipeline.reduce.assignments.reduced_scores` of the
+    same ``decide``, whose bootstrap replicates give the intervals of the criteria reduced from assignments.
     """
     chosen = select_k(scores, decide) if chosen is None else chosen
     choices = choice_per_trial(scores, decide) if choices is None else choices
-    ks = scores["k"].values
     out = {}
     for name, decision in deciding_rules(scores, decide).items():
-        values = compared_values(scores, name, decision).transpose(*DECISION_DIMS, "trial", "k")
-        picks = choices[name].transpose(*DECISION_DIMS, "trial").values
         k_hat = chosen[name].transpose(*DECISION_DIMS).values
         min_k = CRITERIA[name].min_k if name in CRITERIA else 1
         shape = k_hat.shape
         fields = {field: np.full(shape, np.nan) for field in FIELDS}
-        for index in np.ndindex(shape):
-            group = group_uncertainty(values.values[index], ks, int(k_hat[index]), picks[index], decision,
-                                      min_k=min_k, level=level)
-            for field, value in group.items():
-                fields[field][index] = value
+        if not per_trial(scores[name]):
+            _reduced_fields(fields, scores, reduced, name, decision, k_hat, min_k, level)
+        else:
+            _trial_fields(fields, scores, choices, name, decision, k_hat, min_k, level)
         coords = {dim: scores[dim] for dim in DECISION_DIMS}
         for field, array in fields.items():
             if field in FLAGS:
@@ -207,3 +248,34 @@ def decision_uncertainty(scores: xr.Dataset, decide: Mapping[str, Mapping[str, A
                 array = np.nan_to_num(array, nan=-1).astype(np.int64)
             out[f"{name}_{field}"] = xr.DataArray(array, dims=DECISION_DIMS, coords=coords)
     return xr.Dataset(out, attrs={**scores.attrs, "level": level, "few_trials": FEW_TRIALS})
+
+
+def _trial_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, choices: xr.Dataset, name: str,
+                  decision: Decision, k_hat: NDArray[np.int64], min_k: int, level: float) -> None:
+    values = compared_values(scores, name, decision).transpose(*DECISION_DIMS, "trial", "k").values
+    picks = choices[name].transpose(*DECISION_DIMS, "trial").values
+    for index in np.ndindex(k_hat.shape):
+        group = group_uncertainty(values[index], scores["k"].values, int(k_hat[index]), picks[index], decision,
+                                  min_k=min_k, level=level)
+        for field, value in group.items():
+            fields[field][index] = value
+
+
+def _reduced_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, reduced: xr.Dataset | None, name: str,
+                    decision: Decision, k_hat: NDArray[np.int64], min_k: int, level: float) -> None:
+    output = decided_on(name, decision)
+    curves = scores[output].transpose(*DECISION_DIMS, "k").values
+    ks = scores["k"].values
+    boot = share = trials = None
+    if reduced is not None and f"{output}_boot" in reduced:
+        at = {dim: scores[dim].values for dim in (*DECISION_DIMS, "k")}
+        boot = reduced[f"{output}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
+        share = reduced[f"{name}_k_hat_share"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
+        trials = reduced[f"{name}_trials"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
+    for index in np.ndindex(k_hat.shape):
+        group = reduced_group_uncertainty(curves[index], None if boot is None else boot[index], ks, int(k_hat[index]),
+                                          decision, share=np.nan if share is None else float(share[index]),
+                                          trials=0 if trials is None else int(np.nan_to_num(trials[index])),
+                                          min_k=min_k, level=level)
+        for field, value in group.items():
+            fields[field][index] = value

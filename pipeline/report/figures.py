@@ -255,7 +255,8 @@ class Figures:
     and code. ``finish()`` draws what was asked for (shared with ``helper``, a second process, when there is
     one), writes the record, and deletes the figures an earlier report drew that this one did not (a criterion
     no longer in the cube, a figure that no longer applies); files it did not draw stay. A figure that fails is
-    listed in ``failed`` with its reason.
+    listed in ``failed`` with its reason. ``draw_now`` draws one at once, for a section that shows it in its own
+    HTML fragment.
     """
 
     def __init__(self, folder: Path, fmt: str = "png", helper: Helper | None = None) -> None:
@@ -271,6 +272,7 @@ class Figures:
         except (OSError, ValueError):
             self._before = {}
         self._now: dict[str, str] = {}
+        self._shown_by_sections: set[str] = set()
         self._code: dict[Callable[..., Any], str] = {}
         self._jobs: list[Job] = []
 
@@ -287,10 +289,23 @@ class Figures:
         else:
             self._jobs.append(Job(path, function, args, kwargs))
 
+    def draw_now(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> Path | None:
+        """As :meth:`draw`, drawn at once in this process: the figure's path (drawn or kept), None when there was
+        nothing to draw or it failed (then in ``failed``). For a section that embeds the figure in its own HTML
+        fragment, which is written before :meth:`finish`: the figure is left out of :attr:`names`."""
+        path = self.folder / f"{stem}.{self.fmt}"
+        self.draw(stem, function, *args, **kwargs)
+        self._shown_by_sections.add(path.name)
+        if self._jobs and self._jobs[-1].path == path:
+            job = self._jobs.pop()
+            self._done(job, run_job(job))
+        return path if path.name in self._now else None
+
     @property
     def names(self) -> list[str]:
-        """The figures of this report (drawn or kept), in the order they were asked for."""
-        return list(self._now)
+        """The figures of this report (drawn or kept) in the order they were asked for, but those a section shows
+        (:meth:`draw_now`)."""
+        return [name for name in self._now if name not in self._shown_by_sections]
 
     def _done(self, job: Job, outcome: tuple[str, str]) -> None:
         state, reason = outcome

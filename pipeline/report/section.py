@@ -29,7 +29,7 @@ import xarray as xr
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.report.figures import Figures
 from ordercube.pipeline.reduce.select import (
-    choice_per_trial, criterion_scores, decisions, failure_rate, select_k, selection_frequency, summarise, true_k,
+    choice_per_trial, criterion_scores, decisions, failure_rate, select_k, selection_frequency, true_k,
 )
 from ordercube.pipeline.reduce.uncertainty import decision_uncertainty
 from ordercube.pipeline.config.sweeps import Swept
@@ -50,15 +50,20 @@ class Reduced:
     uncertainty: xr.Dataset
     truth: xr.DataArray
     rules: dict[str, Decision]  # every criterion's decision rule, ``decide`` applied
+    # the criteria reduced from stored assignments, with their bootstrap (ordercube.pipeline.reduce.assignments)
+    reduced: xr.Dataset = field(default_factory=xr.Dataset)
 
     @classmethod
     def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> Reduced:
-        scores = criterion_scores(cube)
+        from ordercube.pipeline.reduce.assignments import reduced_scores, scores_and_summary
+
+        reduced = reduced_scores(cube, decide)
+        scores, summary = scores_and_summary(criterion_scores(cube), reduced)
         chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
-        return cls(scores=scores, decide=decide, summary=summarise(scores), chosen=chosen, choices=choices,
+        return cls(scores=scores, decide=decide, summary=summary, chosen=chosen, choices=choices,
                    frequency=selection_frequency(choices, scores["k"]), failures=failure_rate(scores, decide),
-                   uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices),
-                   truth=true_k(scores), rules=decisions(scores, decide))
+                   uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices, reduced=reduced),
+                   truth=true_k(scores), rules=decisions(scores, decide), reduced=reduced)
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,12 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
         columns = {"k_hat": k_hat}
         for field in FIELDS:
             columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
-        columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
-                    "trials": scores[criterion].notnull().any("k").sum("trial")}
+        if criterion in reduced.failures:
+            columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
+                        "trials": scores[criterion].notnull().any("k").sum("trial")}
+        else:  # a curve reduced from stored assignments: no trial chose a k; the resamples it read
+            columns |= {"true_k": reduced.truth, "failure_rate": xr.full_like(k_hat, np.nan, dtype=float),
+                        "trials": reduced.summary[f"{criterion}_trials"].max("k")}
         if agreement is not None:  # the known classes matched by the solution at k̂
             columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
         # the cube's true_k coordinate travels along every variable: the column keeps it once
@@ -160,7 +164,9 @@ NOT_COMPUTABLE = "n/a"
 # Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
 NOT_COMPUTABLE_MEANINGS = {
     "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
-                       "has no width, so no interval is given",
+                       "has no width, so no interval is given; for a criterion computed from stored assignments the "
+                       "share is that of the bootstrap replicates over resamples choosing k̂, itself the interval's "
+                       "measure",
     "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
                   "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
 }
@@ -338,7 +344,10 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, again
         return
     # the curves against n need a (dataset, method) computed at two sample sizes at least, and are drawn
     # here unless a section of the criterion draws its values against n itself (the classifiers' selectors)
-    several_n = bool((scores[criterion].notnull().any(("k", "trial")).sum("n") > 1).any())
+    several_n = bool((scores[criterion].notnull().any([d for d in ("k", "trial") if d in scores[criterion].dims])
+                      .sum("n") > 1).any())
+    if criterion not in reduced.frequency:  # a curve reduced from stored assignments: no trial's own choice
+        return
     if several_n and criterion not in against_n:
         failures = reduced.failures[criterion]
         trials = scores[criterion].notnull().any("k").sum("trial")

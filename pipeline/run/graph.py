@@ -53,6 +53,9 @@ def block_spec(config: Config, coords: Coords, chunk: Chunk) -> BlockSpec:
         criterion_options=tuple((name, tuple(sorted(options.items())))
                                 for name, options in sorted(method.criterion_options.items())),
         family_options=spec.family_options,
+        scheme=method.scheme,
+        scheme_params=tuple(sorted(method.scheme_params.items())),
+        assignments=method.assignments,
     )
 
 

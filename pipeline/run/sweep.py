@@ -327,9 +327,13 @@ def criterion_options(method: MethodSpec, name: str) -> dict[str, Any]:
 
 
 def fit_work(method: MethodSpec) -> float:
-    """How many times the halves' fits a trial of ``method`` costs: 1 (the halves) plus the fits each criterion
-    declares (``Criterion.extra_fits`` of its resolved options; 0 when it declares none). Criteria that name the
-    same ``Criterion.shares_fits`` make their fits once: that group counts its largest declaration, once."""
+    """How many times the halves' fits a trial of ``method`` costs: its scheme's fits (``Scheme.fits`` of its
+    parameters; the halves: 1) plus the fits each criterion declares (``Criterion.extra_fits`` of its resolved
+    options; 0 when it declares none). Criteria that name the same ``Criterion.shares_fits`` make their fits
+    once: that group counts its largest declaration, once. A reduced criterion adds nothing to a run."""
+    from ordercube.tasks.schemes import get_scheme
+
+    scheme = get_scheme(method.scheme)
     alone, shared = 0.0, {}
     for name in method.criteria:
         criterion = get_criterion(name)
@@ -338,7 +342,7 @@ def fit_work(method: MethodSpec) -> float:
             shared[criterion.shares_fits] = max(fits, shared.get(criterion.shares_fits, 0.0))
         else:
             alone += fits
-    return 1.0 + alone + sum(shared.values())
+    return float(scheme.fits({**scheme.defaults, **method.scheme_params})) + alone + sum(shared.values())
 
 
 def cell_cost(method: MethodSpec, *, features: int = 1, objects: str | None = None) -> CellCost:

@@ -184,12 +184,27 @@ class Clusterer(BaseAlgorithm):
     fit: Callable[..., tuple[Labels, Any]] | None = None
     model: str | None = None
     min_points_per_cluster: int = 2
+    scheme: str = ""
 
     kind: ClassVar[str] = "a clustering algorithm"
 
     @property
     def gives(self) -> tuple[str, ...]:
-        return ("labels",) + ((f"model:{self.model}",) if self.model else ())
+        """What a method of it gives under its resampling scheme (``scheme``; "" the default, the two halves):
+        the scheme's ``gives``, with the fitted model's tag when the scheme gives the halves' labels."""
+        from ordercube.tasks.schemes import get_scheme  # the schemes name this module's runners
+
+        gives = get_scheme(self.scheme).gives
+        return gives + ((f"model:{self.model}",) if self.model and "labels" in gives else ())
+
+    def with_scheme(self, scheme: str) -> Clusterer:
+        """This algorithm (and its variants) as a method of the resampling scheme ``scheme`` runs it: what it gives
+        its criteria is then the scheme's (:attr:`gives`)."""
+        if scheme == self.scheme:
+            return self
+        variants = {objects: replace(variant, scheme=scheme) if isinstance(variant, Clusterer) else variant
+                    for objects, variant in self.variants.items()}
+        return replace(self, scheme=scheme, variants=variants)
 
     @property
     def shares_fit_across_k(self) -> bool:
@@ -203,7 +218,12 @@ class Clusterer(BaseAlgorithm):
                 f"{size} points")
 
     def trial_runner(self, spec: BlockSpec, source: Any) -> TrialRunner:
-        return Deferred("ordercube.tasks.clustering:trial_runner")(self, spec, source)  # type: ignore[no-any-return]
+        """The runner of the block's resampling scheme (:func:`ordercube.tasks.schemes.scheme_of`): the two halves by
+        default (:func:`ordercube.tasks.clustering.trial_runner`)."""
+        from ordercube.tasks.schemes import scheme_of
+
+        scheme, _ = scheme_of(spec)
+        return scheme.runner(self, spec, source)  # type: ignore[no-any-return]
 
     def with_dissimilarity_variant(self, many: Callable[..., dict[int, Labels]],
                                    ranges: Mapping[str, Param] | None = None) -> Clusterer:

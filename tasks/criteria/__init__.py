@@ -16,9 +16,11 @@ from ordercube.tasks.criteria.base import (
     ADJUSTABLE, AGGREGATES, DECISION_RANGES, GAP_METHODS, Criterion, Decision, TrialFits, TrialSample,
 )
 from ordercube.tasks.criteria.clest import CLEST
+from ordercube.tasks.criteria.consensus import CONSENSUS_CRITERIA
 from ordercube.tasks.criteria.gap import GAP
 from ordercube.tasks.criteria.internal import INTERNAL_CRITERIA
 from ordercube.tasks.criteria.likelihood import AIC, BIC
+from ordercube.tasks.criteria.m3c import M3C
 from ordercube.tasks.criteria.matrix import MATRIX_CRITERIA
 from ordercube.tasks.criteria.pairwise import PAIRWISE
 from ordercube.tasks.criteria.prediction_strength import PREDICTION_STRENGTH
@@ -29,9 +31,11 @@ from ordercube.tasks.criteria.transfer import TRANSFER_CRITERIA
 CRITERIA: dict[str, Criterion] = {
     criterion.name: criterion
     for criterion in [LANGE, PAIRWISE, PREDICTION_STRENGTH, GAP, CLEST, BIC, AIC, AGREEMENT, *SUPERVISED_CRITERIA,
-                      *TRANSFER_CRITERIA, *MATRIX_CRITERIA, *INTERNAL_CRITERIA]
+                      *TRANSFER_CRITERIA, *MATRIX_CRITERIA, *INTERNAL_CRITERIA, *CONSENSUS_CRITERIA, M3C]
 }
-# Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap").
+# Every cube variable a criterion stores, mapped to its criterion ("gap_sd" -> "gap"); a criterion reduced from
+# stored assignments (``reduce``) stores none, but its outputs are listed too ("consensus_delta" ->
+# "consensus_area"): they name its reduced curves.
 VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.items() for variable in criterion.variables}
 
 

@@ -210,6 +210,9 @@ class Decision:
 
     ``threshold_range``: the thresholds that mean something for the criterion's values (a share in [0, 1] for
     Prediction Strength and Molloy's coverage); a threshold outside it is refused.
+
+    ``output``: the output whose curve the rule reads (default, empty: the criterion's name; ``consensus_area``
+    decides on its ``consensus_delta``, Monti et al. 2003's Delta(K)).
     """
 
     rule: str = "smallest"
@@ -221,6 +224,7 @@ class Decision:
     ties: str = "smallest"
     aggregate: str = "mean"
     threshold_range: tuple[float, float] = (-math.inf, math.inf)
+    output: str = ""
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,11 @@ class Criterion:
     @property
     def variables(self) -> tuple[str, ...]:
         return self.outputs or (self.name,)
+
+    @property
+    def decided_on(self) -> str:
+        """The output whose curve its decision rule reads (``decision.output``, else its name)."""
+        return self.decision.output or self.name
 
     def __post_init__(self) -> None:
         missing = undeclared(self.options, self.ranges)

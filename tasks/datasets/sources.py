@@ -30,6 +30,9 @@ class TrialData:
         The known classes of ``first`` then ``second``, when the source has them.
     paired : bool
         Row i of ``second`` was drawn from the same component as row i of ``first``.
+    first_rows, second_rows : ndarray of shape (n // 2,) or None
+        The dataset's rows (objects, in the order of its file) that ``first`` and ``second`` hold, row by row,
+        when the source has fixed items (:attr:`ArraySource.items`); None for fresh synthetic draws.
     """
 
     first: NDArray[np.float64]
@@ -37,6 +40,8 @@ class TrialData:
     evaluation: NDArray[np.float64] | None
     truth: NDArray[np.int64] | None = None
     paired: bool = False
+    first_rows: NDArray[np.int64] | None = None
+    second_rows: NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,12 @@ class LabelledSample:
 
 
 class Source(Protocol):
+    """Where a trial's points come from. ``items``: the number of fixed items (rows, objects) every trial draws
+    from, N; None when each trial draws fresh points (a generator), which have no identity across trials."""
+
+    @property
+    def items(self) -> int | None: ...
+
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData: ...
@@ -95,7 +106,9 @@ def _node_halves(W: NDArray[np.float64], order: NDArray[np.int64], labels: NDArr
     classes."""
     first, second = node_halves(W, order)
     truth = None if labels is None else labels[order[: 2 * (order.shape[0] // 2)]]
-    return TrialData(first=first, second=second, evaluation=None, truth=truth)
+    m = order.shape[0] // 2
+    return TrialData(first=first, second=second, evaluation=None, truth=truth, first_rows=order[:m],
+                     second_rows=order[m : 2 * m])
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,11 @@ class SyntheticSource:
 
     name: str
     params: dict[str, Any]
+
+    @property
+    def items(self) -> None:
+        """None: every trial draws fresh points, so no item recurs across trials."""
+        return None
 
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
@@ -141,6 +159,11 @@ class ArraySource:
     labels: NDArray[np.int64] | None = None
     objects: str = "points"  # "graph" / "dissimilarity": X is square, its rows and columns the objects
 
+    @property
+    def items(self) -> int:
+        """The number of fixed items (rows, or objects of a square matrix) every trial draws from."""
+        return int(self.X.shape[0])
+
     def draw(
         self, n: int, draw_rng: np.random.Generator, eval_rng: np.random.Generator, *, with_eval: bool
     ) -> TrialData:
@@ -150,7 +173,8 @@ class ArraySource:
         evaluation = self.X[order[n : 2 * n]] if with_eval else None
         first, second = halves_of_rows(order, n)
         truth = None if self.labels is None else self.labels[np.concatenate([first, second])]
-        return TrialData(first=self.X[first], second=self.X[second], evaluation=evaluation, truth=truth)
+        return TrialData(first=self.X[first], second=self.X[second], evaluation=evaluation, truth=truth,
+                         first_rows=first, second_rows=second)
 
     def draw_labelled(self, n: int, draw_rng: np.random.Generator) -> LabelledSample:
         if self.labels is None:

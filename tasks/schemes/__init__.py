@@ -9,11 +9,12 @@ runner (:meth:`ordercube.tasks.algorithms.kinds.Clusterer.trial_runner`); the en
 from __future__ import annotations
 
 from ordercube.tasks.schemes.base import Scheme
+from ordercube.tasks.schemes.consensus import CONSENSUS
 from ordercube.tasks.schemes.halves import HALVES
 from ordercube.tasks.trial import BlockSpec
 
 DEFAULT = HALVES.name
-SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in [HALVES]}
+SCHEMES: dict[str, Scheme] = {scheme.name: scheme for scheme in [HALVES, CONSENSUS]}
 
 
 def get_scheme(name: str) -> Scheme:
@@ -21,6 +22,10 @@ def get_scheme(name: str) -> Scheme:
     try:
         return SCHEMES[name or DEFAULT]
     except KeyError:
+        from ordercube.tasks.misses import load_on_miss  # a plug-in's scheme where none is loaded yet (a worker)
+
+        if load_on_miss():
+            return get_scheme(name)
         raise KeyError(f"unknown scheme {name!r}; valid: {sorted(SCHEMES)}") from None
 
 

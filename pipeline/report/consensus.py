@@ -1,0 +1,445 @@
+"""The figures of consensus clustering, from the stored assignments: what ConsensusClusterPlus and M3C draw.
+
+Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub 2003, Sec. 3; Wilkerson & Hayes
+2010; Senbabaoglu, Michailidis & Li 2014; John et al. 2020):
+
+- ``consensus_<group>_heatmaps``: the consensus matrix of every k, its items ordered by the consensus partition of
+  that k (cluster by cluster, each cluster's items by their item consensus, highest first), with the items' clusters
+  as a colour strip beside and above the map, as ConsensusClusterPlus draws it. Above :data:`CAP` items the map
+  shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item.
+- ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k.
+- ``consensus_<group>_delta``: Monti's relative change in the area under the CDF, Δ(k), against k.
+- ``consensus_<group>_pac``: the proportion of ambiguous clustering against k, with its bootstrap interval over
+  resamples as bars where the reduction gives one.
+- ``consensus_<group>_rcsi``: M3C's relative cluster stability index and its Monte Carlo p-values against k (when
+  the cube has reference clusterings).
+- ``consensus_<group>_item_consensus``: each item's consensus with its own cluster at k̂, a box and the items per
+  cluster.
+
+k̂ is marked (a star) where the report chose one by the criterion the figure shows. The consensus matrices are
+also written as ``consensus_<group>_matrices.npz`` (``numpy.load``: ``k3`` the N x N matrix of k = 3, NaN for
+pairs never drawn together; ``partition_k3`` the consensus partition; ``order_k3`` the heat map's order; ``ks``),
+every figure is shown in this section of ``index.html``, and ``ordercube report`` prints k̂ by each criterion.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+
+from ordercube.pipeline.files.outputs import write_output
+from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
+from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
+from ordercube.pipeline.report.section import SectionContext, SectionResult
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th item of the ordered list
+CDF_GRID = np.linspace(0.0, 1.0, 201)
+# How the text and the figures name the consensus criteria (others: by their own name).
+NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
+MIME = {"png": "image/png", "svg": "image/svg+xml"}
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    """What one heat map shows: the consensus matrix of the shown items in the shown order.
+
+    Attributes
+    ----------
+    matrix : ndarray of shape (m, m)
+        The consensus values of the shown items, rows and columns in ``items``' order (NaN: never drawn together).
+    clusters : ndarray of shape (m,)
+        The consensus cluster of each shown item.
+    items : ndarray of shape (m,)
+        The shown items (indices into the dataset's items), in the heat map's order.
+    step : int
+        Every ``step``-th item of the ordered list is shown (1: all of them).
+    total : int
+        The number of items N.
+    """
+
+    matrix: np.ndarray
+    clusters: np.ndarray
+    items: np.ndarray
+    step: int
+    total: int
+
+
+def heat_map_order(partition: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """The items ordered by cluster (0, 1, ...), within a cluster by their consensus with it (highest first), ties
+    by item index.
+
+    Parameters
+    ----------
+    partition : ndarray of shape (N,)
+        The consensus partition (Monti et al. 2003, Sec. 3.1: clusters of 1 - M by the final linkage).
+    own : ndarray of shape (N,)
+        Each item's item consensus with its own cluster (Monti et al. 2003, Sec. 3.2, m_i(k)).
+    """
+    own = np.where(np.isnan(own), -np.inf, own)
+    return np.lexsort((np.arange(len(partition)), -own, partition))
+
+
+def thinned(order: np.ndarray, cap: int = CAP) -> tuple[np.ndarray, int]:
+    """The items a heat map shows and the step: all of ``order`` up to ``cap`` items, else every
+    ``ceil(N / cap)``-th item of it (between cap / 2 and cap items)."""
+    step = max(1, math.ceil(len(order) / cap))
+    return order[::step], step
+
+
+def heat_map(matrix: np.ndarray, partition: np.ndarray, own: np.ndarray, cap: int = CAP) -> HeatMap:
+    """The heat map of the consensus ``matrix`` (N x N) ordered by ``partition`` and the items' consensus ``own``
+    with their cluster, capped at ``cap`` items (:func:`thinned`)."""
+    items, step = thinned(heat_map_order(partition, own), cap)
+    return HeatMap(matrix=matrix[np.ix_(items, items)], clusters=np.asarray(partition)[items], items=items, step=step,
+                   total=len(partition))
+
+
+def ordinal(number: int) -> str:
+    """``3`` → ``"3rd"``."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def cap_rule(step: int, total: int) -> str:
+    """What a capped heat map shows, in words (empty when it shows every item)."""
+    if step == 1:
+        return ""
+    return (f"{total} items: every {ordinal(step)} item of the ordered list is shown ({math.ceil(total / step)} "
+            f"items; above {CAP} items a heat map shows every ceil(N / {CAP})-th)")
+
+
+def _cluster_colours(count: int) -> np.ndarray:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if count <= 10 else "tab20"]
+    return np.array([palette(i % palette.N) for i in range(max(count, 1))])
+
+
+def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
+    """One consensus heat map per k (white 0 to dark blue 1, grey: never drawn together), each with its items'
+    clusters as a colour strip on the left and on top."""
+    from matplotlib.colors import ListedColormap
+
+    ks = sorted(maps)
+    columns = min(len(ks), 3)
+    rows = math.ceil(len(ks) / columns)
+    figure, axes = grid(rows, columns, width=2.6, height=2.6, right=COLOUR_BAR_MARGIN)
+    from matplotlib import colormaps
+
+    shades = colormaps["Blues"].with_extremes(bad="0.8")
+    image = None
+    for ax, k in zip(axes.ravel(), ks):
+        shown = maps[k]
+        image = ax.imshow(shown.matrix, cmap=shades, vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
+        strip = ListedColormap(_cluster_colours(k)[: max(k, 1)])
+        for where, data in (((-0.07, 0.0, 0.05, 1.0), shown.clusters[:, None]),
+                            ((0.0, 1.02, 1.0, 0.05), shown.clusters[None, :])):
+            side = ax.inset_axes(where)
+            side.imshow(data, cmap=strip, vmin=-0.5, vmax=k - 0.5, aspect="auto", interpolation="nearest")
+            side.set_axis_off()
+        ax.set(xticks=[], yticks=[])
+        ax.set_xlabel(f"k = {k}" + (f"; every {ordinal(shown.step)} of {shown.total} items" if shown.step > 1 else ""),
+                      fontsize=8)
+    for ax in axes.ravel()[len(ks):]:
+        ax.set_visible(False)
+    # above the top strips, inside the figure's fixed top margin
+    figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices, items by consensus cluster",
+                ha="center", va="top", fontsize=9)
+    if image is not None:
+        colour_bar(figure, image, "consensus (share of co-drawn resamples together)")
+    return figure
+
+
+def plot_cdf(x: np.ndarray, cdfs: Mapping[int, np.ndarray], label: str) -> Figure:
+    """The consensus CDF of every k on one axis (Monti et al. 2003, Sec. 3.3), one line per k."""
+    figure, axes = grid(1, 1, width=4.2, height=3.0, right=1.0)
+    ax = axes[0, 0]
+    for k in sorted(cdfs):
+        ax.plot(x, cdfs[k], drawstyle="steps-post", lw=1.2, label=f"k = {k}")
+    ax.set(xlim=(-0.01, 1.01), ylim=(0.0, 1.02), xlabel="consensus index", ylabel="CDF (pairs of items)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    title(ax, f"{label}: consensus CDF")
+    return figure
+
+
+def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -> None:
+    at = np.flatnonzero(ks == k_hat)
+    if at.size and np.isfinite(values[at[0]]):
+        ax.plot([k_hat], [values[at[0]]], "*", ms=13, color="C3", mec="black", mew=0.7, label=f"k̂ = {k_hat} ({name})")
+        ax.legend(fontsize=7, loc="best")
+
+
+def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, ylabel: str, label: str, name: str,
+                   low: np.ndarray | None = None, high: np.ndarray | None = None) -> Figure:
+    """One criterion's curve against k with k̂ starred (``k_hat`` < 0: none); ``low``/``high``: its bootstrap
+    interval over resamples, drawn as bars."""
+    figure, axes = grid(1, 1, width=4.2, height=2.8)
+    ax = axes[0, 0]
+    ks, values = np.asarray(ks), np.asarray(values, dtype=float)
+    ax.plot(ks, values, marker="o", ms=4, color="C0")
+    if low is not None and high is not None:
+        below, above = values - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - values
+        ax.errorbar(ks, values, yerr=np.vstack([below, above]), fmt="none", ecolor="C0", capsize=3, lw=1)
+    _mark(ax, ks, values, k_hat, name)
+    ax.set_xticks(ks)
+    ax.set(xlabel="k", ylabel=ylabel)
+    title(ax, f"{label}: {ylabel}" + (" (bars: bootstrap interval over resamples)" if low is not None else ""))
+    return figure
+
+
+def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, np.ndarray], k_hat: int, *, label: str,
+              se: np.ndarray | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None,
+              alpha: float = 0.05) -> Figure:
+    """M3C's RCSI against k with k̂ starred (John et al. 2020, Fig. 2), bars ± 1 ``se`` (over the reference data sets,
+    as M3C draws them), a band from ``low`` to ``high`` (the bootstrap over resamples); beside it, each of
+    ``p_values`` (name → p per k: Monte Carlo, beta) on a log scale, ``alpha`` dashed."""
+    ks, rcsi = np.asarray(ks), np.asarray(rcsi, dtype=float)
+    figure, axes = grid(1, 2 if p_values else 1, width=3.6, height=2.8)
+    ax = axes[0, 0]
+    ax.plot(ks, rcsi, marker="o", ms=4, color="C0")
+    if se is not None:
+        ax.errorbar(ks, rcsi, yerr=np.asarray(se, dtype=float), fmt="none", ecolor="C0", capsize=3, lw=1)
+    if low is not None and high is not None:
+        ax.fill_between(ks, low, high, color="C0", alpha=0.15, lw=0)
+    _mark(ax, ks, rcsi, k_hat, "M3C")
+    ax.set_xticks(ks)
+    ax.set(xlabel="k", ylabel="RCSI")
+    title(ax, f"{label}: relative cluster stability index")
+    if p_values:
+        ax = axes[0, 1]
+        for i, (name, p) in enumerate(p_values.items()):
+            p = np.asarray(p, dtype=float)
+            ax.plot(ks, p, marker="o", ms=4, color=f"C{i + 1}", label=name)
+        ax.axhline(alpha, color="grey", ls="--", lw=0.9, label=f"alpha = {alpha:g}")
+        ax.legend(fontsize=7, loc="best")
+        every = np.concatenate([np.asarray(p, dtype=float) for p in p_values.values()])
+        if np.all(np.isfinite(every) & (every > 0)) and every.min() < 0.5:
+            log_axis(ax, "y")
+        ax.set_xticks(ks)
+        ax.set(xlabel="k", ylabel="p-value (K = 1 against k)")
+        title(ax, f"{label}: p-value per k")
+    return figure
+
+
+def plot_item_consensus(own: np.ndarray, partition: np.ndarray, k: int, *, label: str, name: str) -> Figure:
+    """Each item's consensus with its own cluster at ``k`` (Monti et al. 2003, Sec. 3.2): a box per cluster and its
+    items as points spread evenly across the box."""
+    figure, axes = grid(1, 1, width=max(3.0, 0.55 * k + 1.5), height=2.8)
+    ax = axes[0, 0]
+    colours = _cluster_colours(k)
+    groups = [np.asarray(own)[np.asarray(partition) == c] for c in range(k)]
+    groups = [np.sort(group[np.isfinite(group)]) for group in groups]
+    ax.boxplot([group if group.size else [np.nan] for group in groups], positions=range(k), widths=0.6,
+               showfliers=False, medianprops={"color": "black"})
+    for c, group in enumerate(groups):
+        spread = np.linspace(-0.22, 0.22, group.size) if group.size > 1 else np.zeros(group.size)
+        ax.plot(c + spread, group, "o", ms=2.5, alpha=0.6, color=colours[c], ls="none")
+    ax.set_xticks(range(k), [f"{c + 1}\n({groups[c].size})" for c in range(k)], fontsize=7)
+    ax.set(ylim=(-0.02, 1.02), xlabel="consensus cluster (items)", ylabel="item consensus\nwith its cluster")
+    title(ax, f"{label}: item consensus at k̂ = {k} ({name})")
+    return figure
+
+
+def slug(text: str) -> str:
+    """``text`` as part of a file name (letters, digits, ``.``, ``_``, ``-``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The consensus of one (dataset, n, method): per k its matrix, consensus partition and item consensus."""
+
+    ks: tuple[int, ...]
+    matrices: Mapping[int, np.ndarray]
+    partitions: Mapping[int, np.ndarray]
+    own: Mapping[int, np.ndarray]  # each item's consensus with its own cluster
+
+
+def consensus_of(clusterings) -> Consensus:  # noqa: ANN001 - ordercube.tasks.criteria.base.Clusterings
+    """The consensus matrix (Monti et al. 2003, Eq. 2), the consensus partition (hierarchical clustering of 1 - M,
+    ConsensusClusterPlus's final linkage) and each item's consensus with its cluster, for every k of
+    ``clusterings``' data."""
+    from ordercube.tasks.consensus import consensus_matrix, consensus_partition, item_consensus
+
+    matrices, partitions, own = {}, {}, {}
+    for k in clusterings.ks:
+        matrix = consensus_matrix(np.asarray(clusterings.data[k]))
+        partition = np.asarray(consensus_partition(matrix, k))
+        matrices[k], partitions[k] = matrix, partition
+        own[k] = np.asarray(item_consensus(matrix, partition, k))[np.arange(len(partition)), partition]
+    return Consensus(ks=tuple(clusterings.ks), matrices=matrices, partitions=partitions, own=own)
+
+
+def write_matrices(path: Path, consensus: Consensus, orders: Mapping[int, np.ndarray]) -> None:
+    """The matrices, partitions and heat-map orders as a compressed ``.npz`` (``numpy.load``)."""
+    arrays: dict[str, np.ndarray] = {"ks": np.asarray(consensus.ks, dtype=np.int64)}
+    for k in consensus.ks:
+        arrays[f"k{k}"] = consensus.matrices[k]
+        arrays[f"partition_k{k}"] = consensus.partitions[k].astype(np.int64)
+        arrays[f"order_k{k}"] = np.asarray(orders[k], dtype=np.int64)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    write_output(path, buffer.getvalue())
+
+
+def _embed(path: Path | None, caption: str) -> str:
+    """A figure as an image in the page (a data URI: the page loads nothing), or a link for PDF."""
+    if path is None:
+        return ""
+    escaped = html.escape(caption)
+    if path.suffix[1:] not in MIME:
+        return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a>: {escaped}</p>'
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure id="{html.escape(path.stem)}"><img alt="{html.escape(path.stem)}" '
+            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption>{escaped}</figcaption></figure>')
+
+
+def _k_hat(chosen: xr.Dataset, name: str, at: Mapping[str, object]) -> int:
+    if name not in chosen:
+        return -1
+    try:
+        return int(chosen[name].sel(at))
+    except (KeyError, TypeError, ValueError):
+        return -1
+
+
+def _curve(scores: xr.Dataset, name: str, at: Mapping[str, object]) -> np.ndarray | None:
+    if name not in scores:
+        return None
+    values = scores[name].sel(at)
+    return None if not bool(values.notnull().any()) else values.values.astype(float)
+
+
+def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
+    """The (dataset, n, method) of the methods that store assignments (the cube's ``ordercube_part_roles``), in the
+    cube's order; those without an ok cell give no clustering and are left out later."""
+    storing = set(part_roles(cube))
+    return [(str(d), int(n), str(m)) for d in cube["dataset"].values for n in cube["n"].values
+            for m in cube["model"].values if str(m) in storing]
+
+
+def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
+                   label: str, options: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-values at its k̂;
+    ``options``: each criterion's (the config's, ``--decide`` applied)."""
+    if "k" not in scores.coords:  # no criterion reduced from the assignments
+        return [], {}
+    ks, parts, notes = scores["k"].values, [], {}
+    delta = _curve(scores, "consensus_delta", at)
+    if delta is not None:
+        path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
+                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"])
+        parts.append(_embed(path, "Relative change in the area under the consensus CDF, Δ(k) (Monti et al. 2003)."))
+    pac = _curve(scores, "pac", at)
+    if pac is not None:
+        low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
+        path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), ylabel="PAC",
+                                label=label, name="PAC", low=low, high=high)
+        window = tuple(options.get("pac", {}).get("window", ()))
+        parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
+                                  "whose consensus falls inside the window"
+                            + (f" ({window[0]:g}, {window[1]:g})." if len(window) == 2 else ".")
+                            + (" Bars: bootstrap interval over resamples." if low is not None else "")))
+    rcsi = _curve(scores, "rcsi", at)
+    if rcsi is not None:
+        k_hat = _k_hat(chosen, "m3c", at)
+        p_values = {name: p for name, output in (("Monte Carlo", "rcsi_p"), ("beta", "rcsi_beta_p"))
+                    if (p := _curve(scores, output, at)) is not None}
+        low, high = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at)
+        se = _curve(scores, "rcsi_se", at)
+        path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low,
+                                high=high, alpha=float(options.get("m3c", {}).get("alpha", 0.05)))
+        parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and the "
+                                  "p-values of each k against K = 1 (John et al. 2020)."
+                            + (" Bars: ± 1 SE over the reference data sets." if se is not None else "")
+                            + (" Band: bootstrap interval over resamples." if low is not None else "")))
+        if k_hat in ks:
+            at_k = list(ks).index(k_hat)
+            notes["m3c"] = " (" + ", ".join(f"{name} p = {p[at_k]:.3g}" for name, p in p_values.items()) + ")"
+        else:
+            notes["m3c"] = " none: no k significant (M3C's k = 1)"
+    return parts, notes
+
+
+def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
+                  consensus: Consensus) -> tuple[str, str]:
+    """Draw one group's figures and write its matrices; its HTML and its line of text."""
+    figures, chosen, criteria = context.figures, context.reduced.chosen, context.criteria
+    at = {"dataset": dataset, "n": n, "model": model}
+    label = f"{dataset}, n = {n}, {model}"
+    stem = f"consensus_{slug(dataset)}_{n}_{slug(model)}"
+    orders = {k: heat_map_order(consensus.partitions[k], consensus.own[k]) for k in consensus.ks}
+    write_matrices(figures.folder / f"{stem}_matrices.npz", consensus, orders)
+    maps = {k: heat_map(consensus.matrices[k], consensus.partitions[k], consensus.own[k]) for k in consensus.ks}
+    capped = cap_rule(maps[consensus.ks[0]].step, maps[consensus.ks[0]].total)
+    parts = [f"<h3>{html.escape(label)}</h3>",
+             "<p>Consensus matrices of every k (NaN where two items were never drawn together), partitions and orders: "
+             f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
+             _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
+                    "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
+                    "each item's cluster." + (f" {capped}." if capped else "")),
+             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, CDF_GRID, {k: _cdf(consensus.matrices[k]) for k in consensus.ks},
+                                     label),
+                    "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
+                    "the flatter its middle, the cleaner the clusters.")]
+    options = resolved_options(context.cube, context.reduced.decide).get(model, {})
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options)
+    parts += curves
+    said = []
+    for name in criteria:
+        k_hat = _k_hat(chosen, name, at)
+        if k_hat > 0:
+            said.append(f"{NAMES.get(name, name)} {k_hat}{notes.get(name, '')}")
+        elif name in notes:
+            said.append(f"{NAMES.get(name, name)}{notes[name]}")
+    shown = next(((name, k) for name in criteria if (k := _k_hat(chosen, name, at)) in consensus.ks), None)
+    if shown is not None:
+        name, k = shown
+        path = figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k], consensus.partitions[k], k,
+                                label=label, name=NAMES.get(name, name))
+        parts.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+    line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
+    return "".join(parts), line
+
+
+def _cdf(matrix: np.ndarray) -> np.ndarray:
+    from ordercube.tasks.consensus import consensus_cdf
+
+    return np.asarray(consensus_cdf(matrix, CDF_GRID), dtype=float)
+
+
+def section(context: SectionContext) -> SectionResult | None:
+    """The consensus figures and matrices of every (dataset, n, method) that stored assignments; None when none did."""
+    groups = groups_with_assignments(context.cube)
+    if not groups:
+        return None
+    scores = context.reduced.reduced  # the curves reduced from the stored assignments, with their bootstrap
+    fragments, lines = [], []
+    for dataset, n, model in groups:
+        clusterings = clusterings_of(context.cube, dataset, n, model)
+        if not clusterings.ks:
+            continue
+        fragment, line = group_figures(context, scores, dataset, n, model, consensus_of(clusterings))
+        fragments.append(fragment)
+        lines.append(line)
+    if not lines:
+        return None
+    intro = ("<p>From the stored assignments, without refitting. Heat maps show at most "
+             f"{CAP} items: above that, every ceil(N / {CAP})-th item of the ordered list.</p>")
+    return SectionResult(title="Consensus clustering: heat maps, CDF, Δ(k), PAC, M3C", text="\n".join(lines),
+                         html=intro + "".join(fragments), attrs={})
+

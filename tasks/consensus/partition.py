@@ -1,0 +1,178 @@
+"""The consensus partition and how firmly its clusters and items hold together (Monti, Tamayo, Mesirov & Golub
+2003, Sec. 3.2-3.3; Wilkerson & Hayes 2010; Hennig 2007).
+
+The consensus partition at k is the hierarchical clustering of the items on the distance 1 - M cut into k
+clusters (Monti et al.: "M is used as the similarity for agglomerative hierarchical clustering";
+ConsensusClusterPlus's ``finalLinkage``, "average" by default). Its clusters are then scored on M itself
+(cluster and item consensus) and on the resamples (Hennig's clusterwise Jaccard).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.cluster.hierarchy import cut_tree, linkage as hierarchical
+from scipy.spatial.distance import squareform
+
+Linkage = Literal["average", "complete", "single", "weighted"]
+LINKAGES: tuple[str, ...] = ("average", "complete", "single", "weighted")
+
+
+def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> NDArray[np.int64]:
+    """The consensus partition: hierarchical clustering on 1 - M cut into k clusters (Monti et al. 2003, Sec. 3.2).
+
+    Parameters
+    ----------
+    M : ndarray of shape (N, N)
+        A consensus matrix (:func:`~ordercube.tasks.consensus.consensus_matrix`).
+    k : int
+        The number of clusters, 1 <= k <= the number of items drawn.
+    linkage : {"average", "complete", "single", "weighted"}
+        The agglomeration (R's ``hclust`` methods of the same names; ConsensusClusterPlus's ``finalLinkage``,
+        default "average"). Ward and centroid linkages assume Euclidean distances, which 1 - M is not.
+
+    Returns
+    -------
+    partition : int ndarray of shape (N,)
+        Each item's cluster 0..k-1, numbered by first appearance (as R's ``cutree``); -1 for an item never drawn
+        (M(i, i) NaN).
+
+    Notes
+    -----
+    A pair never drawn together (M NaN) is at distance 1, as ConsensusClusterPlus's 0 consensus puts it. Merges at
+    tied heights may be ordered differently by SciPy and R's ``hclust``, which can change the cut when ties
+    straddle it.
+    """
+    M = np.asarray(M, dtype=np.float64)
+    drawn = ~np.isnan(np.diagonal(M))
+    partition = np.full(M.shape[0], -1, dtype=np.int64)
+    items = np.flatnonzero(drawn)
+    if items.size < k or k < 1:
+        raise ValueError(f"k: expected 1 <= k <= {items.size} (the items drawn), got {k}")
+    if k == 1 or items.size == 1:
+        partition[items] = 0
+        return partition
+    distance = 1.0 - np.nan_to_num(M[np.ix_(items, items)], nan=0.0)
+    np.fill_diagonal(distance, 0.0)
+    tree = hierarchical(squareform(distance, checks=False), method=linkage)
+    cut = cut_tree(tree, n_clusters=k).ravel()
+    _, first, inverse = np.unique(cut, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))  # cluster numbers by the first item in each
+    partition[items] = order[inverse]
+    return partition
+
+
+def _member_sums(M: NDArray[np.float64], partition: NDArray[np.int64],
+                 k: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """For each item i and cluster c: the sum of M(i, j) over the members j != i of c with M(i, j) defined, and
+    their number."""
+    defined = ~np.isnan(M)
+    values = np.where(defined, M, 0.0)
+    np.fill_diagonal(values, 0.0)
+    np.fill_diagonal(defined, False)
+    members = np.zeros((M.shape[0], k))
+    inside = partition >= 0
+    members[np.flatnonzero(inside), partition[inside]] = 1.0
+    return values @ members, defined.astype(np.float64) @ members
+
+
+def item_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
+    """Item consensus m_i(c) of every item to every cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010).
+
+    Parameters
+    ----------
+    M : ndarray of shape (N, N)
+    partition : int ndarray of shape (N,)
+        Clusters 0..k-1, -1 for an item outside every cluster.
+    k : int
+
+    Returns
+    -------
+    ndarray of shape (N, k)
+        m_i(c) = sum_{j in c, j != i} M(i, j) / (N_c - [i in c]): the mean consensus of item i with the members
+        of c (pairs never drawn together left out of both sums); NaN for a cluster with no other member.
+    """
+    M = np.asarray(M, dtype=np.float64)
+    total, count = _member_sums(M, np.asarray(partition), k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
+    """Cluster consensus m(c) of each cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010, ``calcICL``).
+
+    Parameters
+    ----------
+    M : ndarray of shape (N, N)
+    partition : int ndarray of shape (N,)
+        Clusters 0..k-1, -1 for an item outside every cluster.
+    k : int
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        m(c) = sum_{i < j in c} M(i, j) / (N_c (N_c - 1) / 2): the mean consensus of the pairs within c (pairs
+        never drawn together left out); NaN for a cluster of fewer than two items (as ``calcICL``'s 0 / 0).
+    """
+    M = np.asarray(M, dtype=np.float64)
+    partition = np.asarray(partition)
+    total, count = _member_sums(M, partition, k)
+    inside = partition >= 0
+    within = np.zeros(k)
+    pairs = np.zeros(k)
+    np.add.at(within, partition[inside], total[inside, partition[inside]])
+    np.add.at(pairs, partition[inside], count[inside, partition[inside]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, within / pairs, np.nan)
+
+
+def clusterwise_jaccard(labels: ArrayLike, partition: ArrayLike, k: int, *,
+                        weights: ArrayLike | None = None) -> NDArray[np.float64]:
+    """Hennig's (2007, Sec. 3.1) clusterwise Jaccard stability of the consensus partition's clusters.
+
+    Parameters
+    ----------
+    labels : int array of shape (R, N)
+        The resamples' clusterings, -1 where an item was not drawn.
+    partition : int ndarray of shape (N,)
+        The reference clustering (the consensus partition), clusters 0..k-1, -1 outside every cluster.
+    k : int
+        Its number of clusters.
+    weights : array of shape (R,) or None
+        Each resample's weight in the mean (None: 1 each).
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        gamma_c = the weighted mean over resamples h of max_{C'} J(C ∩ D_h, C'), with D_h the items drawn in h,
+        C' the clusters of resample h and J(A, B) = |A ∩ B| / |A ∪ B|; resamples in which C ∩ D_h is empty are
+        left out (the Jaccard of an empty set is undefined), NaN when every one is.
+
+    Notes
+    -----
+    Hennig compares each resample with the clustering of the whole data set; here the consensus partition
+    stands in for it, so that the score needs no fit beyond the stored resamples.
+    """
+    labels = np.asarray(labels)
+    partition = np.asarray(partition)
+    n_resamples = labels.shape[0]
+    w = np.ones(n_resamples) if weights is None else np.asarray(weights, dtype=np.float64)
+    clusters = max(int(labels.max()) + 1, 1)
+    h, i = np.nonzero(labels >= 0)
+    # |C'| for every cluster C' of every resample, and |C ∩ D_h ∩ C'|
+    sizes = np.bincount(h * clusters + labels[h, i], minlength=n_resamples * clusters).reshape(n_resamples, clusters)
+    inside = partition[i] >= 0
+    h, i = h[inside], i[inside]
+    table = np.bincount((h * k + partition[i]) * clusters + labels[h, i],
+                        minlength=n_resamples * k * clusters).reshape(n_resamples, k, clusters).astype(np.float64)
+    restricted = table.sum(axis=2)  # |C ∩ D_h|
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jaccard = table / (restricted[:, :, None] + sizes[:, None, :] - table)
+    best = np.where(restricted > 0, np.nanmax(np.where(table > 0, jaccard, 0.0), axis=2), np.nan)
+    used = (restricted > 0) & (w[:, None] > 0)
+    weight = np.where(used, w[:, None], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weight.sum(axis=0) > 0, np.nansum(weight * np.nan_to_num(best), axis=0) / weight.sum(axis=0),
+                        np.nan)

@@ -1,0 +1,157 @@
+"""M3C: PAC of the data against PAC of reference data sets without clusters (John et al. 2020, Scientific Reports
+10:1816), reduced from stored assignments.
+
+The consensus scheme clusters the data and each of B reference data sets (:func:`ordercube.tasks.consensus.reference.
+m3c_reference`, drawn once per dataset, n and b) on the same resamples at every k; this criterion builds the
+consensus matrix of each (Monti et al. 2003), its PAC (Senbabaoglu et al. 2014; M3C's ``pacx1``, ``pacx2``:
+``window``), and compares (M3C's ``R/M3C.R``, the module :mod:`ordercube.tasks.consensus.reference` cites its
+lines):
+
+- ``rcsi``: the relative cluster stability index, mean_b log PAC_ref,b,k - log PAC_real,k; ``rcsi_se`` its
+  standard error over the references;
+- ``rcsi_p``: the Monte Carlo p-value (#{b : PAC_ref,b,k < PAC_real,k} + 1) / (B + 1);
+- ``rcsi_fit_p``: the p-value of a beta distribution fitted to the references' PACs by the method of moments
+  (with ``objective: entropy``, the R package's default since December 2019: of a normal distribution);
+- ``m3c_data``, ``m3c_reference``: the data's PAC (or entropy) and the references' mean (M3C's ``PAC_REF``);
+- ``m3c``: the curve k̂ is read from: the RCSI when some k is significant (its p-value, ``test``, below ``alpha``),
+  else no value at any k.
+
+**Decision.** The largest RCSI (M3C's ``which.max(real$RCSI)``: the first of equal values, the smallest k), once
+some k rejects the null hypothesis K = 1 at ``alpha`` (M3C's vignette: "If none of the p values reach significance
+over a reasonable range of K (e.g. 10), then we accept the null hypothesis", read on the fitted p-values). When none
+does, the curve ``m3c`` has no value and k̂ is -1, "no choice": M3C's K = 1, no cluster structure (a consensus
+scheme clusters at k >= 2 only, so 1 is not on the grid). ``test: none`` drops the test, as M3C's own code does when
+it prints its "optimal K".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import warnings
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ordercube.tasks.consensus import consensus_matrix, pac
+from ordercube.tasks.consensus.reference import (
+    ALPHA, beta_p, consensus_entropy, monte_carlo_p, normal_p, rcsi, rcsi_se,
+)
+from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
+from ordercube.tasks.params import choice, number
+
+OUTPUTS = ("m3c", "rcsi", "rcsi_se", "rcsi_p", "rcsi_fit_p", "m3c_data", "m3c_reference")
+OBJECTIVES = ("pac", "entropy")
+TESTS = ("fit", "monte_carlo", "none")
+
+
+def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window: tuple[float, float] = (0.1, 0.9)
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """M3C's objective (PAC in ``window``, or the consensus entropy) of the data's and of each reference's consensus
+    matrix at every k (resamples weighted by ``clusterings.weights``).
+
+    Returns
+    -------
+    data : ndarray of shape (K,)
+    references : ndarray of shape (B, K)
+        B the most references stored at any k (a consensus scheme stores the same B at every k); NaN where a k
+        lacks one.
+    """
+    ks = clusterings.ks
+    window = (float(window[0]), float(window[1]))
+
+    def statistic(labels: NDArray[np.int16]) -> float:
+        M = consensus_matrix(labels, weights=clusterings.weights)
+        return pac(M, window) if objective == "pac" else consensus_entropy(M)
+
+    data = np.full(len(ks), np.nan)
+    count = max((len(clusterings.references[k]) for k in ks if k in clusterings.references), default=0)
+    references = np.full((count, len(ks)), np.nan)
+    for column, k in enumerate(ks):
+        data[column] = statistic(clusterings.data[k])
+        for b, labels in enumerate(clusterings.references.get(k, ())):
+            references[b, column] = statistic(labels)
+    return data, references
+
+
+def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tuple[float, float] = (0.1, 0.9),
+               alpha: float = ALPHA, test: str = "fit", rcsi_of: str = "mean_log") -> dict[str, NDArray[np.float64]]:
+    """M3C's statistics per k from the stored clusterings of the data and of its B references.
+
+    Parameters
+    ----------
+    clusterings : Clusterings
+        ``references`` must hold at least one reference's clusterings (``scheme_params.references`` >= 1).
+    objective : {"pac", "entropy"}
+        What is compared: PAC (the paper's; M3C's ``objective = "PAC"``) or the consensus entropy (the R
+        package's default since December 2019).
+    window : (float, float)
+        PAC's ambiguity window (M3C's ``pacx1``, ``pacx2``).
+    alpha : float
+        The significance level of the test of K = 1.
+    test : {"fit", "monte_carlo", "none"}
+        The p-values the test reads: those of the distribution M3C fits to the references (beta for PAC, normal for
+        entropy; the ones M3C's vignette reads), or the Monte Carlo ones; ``none``: no test, k̂ is the largest RCSI.
+    rcsi_of : {"mean_log", "log_mean"}
+        :func:`ordercube.tasks.consensus.reference.rcsi`'s ``of``: M3C's RCSI since December 2019, or before.
+
+    Returns
+    -------
+    dict
+        Each of ``OUTPUTS`` → ndarray of shape (len(clusterings.ks),): ``rcsi_fit_p`` the beta (PAC) or normal
+        (entropy) p-value, ``m3c_data`` the data's PAC or entropy, ``m3c_reference`` the references' mean (M3C's
+        ``PAC_REF``).
+    """
+    if not any(len(clusterings.references.get(k, ())) for k in clusterings.ks):
+        raise ValueError("m3c: the stored assignments hold no reference data set (John et al. 2020 compares the data "
+                         "with B of them); set the method's scheme_params.references: 25 (M3C's default) and run it "
+                         "again")
+    data, references = statistic_table(clusterings, objective=objective, window=window)
+    values = rcsi(data, references, of="log_mean" if rcsi_of == "log_mean" else "mean_log")
+    p_monte_carlo = monte_carlo_p(data, references)
+    p_fit = beta_p(data, references) if objective == "pac" else normal_p(data, references)
+    if test == "none":
+        significant = True
+    else:
+        with np.errstate(invalid="ignore"):
+            significant = bool((np.asarray(p_fit if test == "fit" else p_monte_carlo) < alpha).any())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a k without references: no mean
+        reference_mean = np.nanmean(references, axis=0)
+    return {
+        "m3c": values if significant else np.full(values.shape, np.nan),
+        "rcsi": values,
+        "rcsi_se": rcsi_se(data, references),
+        "rcsi_p": p_monte_carlo,
+        "rcsi_fit_p": p_fit,
+        "m3c_data": data,
+        "m3c_reference": reference_mean,
+    }
+
+
+def _check(options: dict[str, Any], ks: tuple[int, ...]) -> None:
+    from ordercube.tasks.params import ParamError
+
+    lower, upper = options["window"]
+    if not 0.0 <= lower < upper <= 1.0:
+        raise ParamError("window", f"expected 0 <= lower < upper <= 1, got {tuple(options['window'])}",
+                         "e.g. window: [0.1, 0.9] (M3C's pacx1, pacx2)")
+
+
+M3C = Criterion(
+    name="m3c",
+    min_k=2,
+    description="M3C (John et al. 2020): the data's PAC against reference data sets that keep its feature "
+                "correlation; k̂ the largest relative cluster stability index once some k is significant",
+    reads="assignments",
+    reduce=reduce_m3c,
+    outputs=OUTPUTS,
+    decision=Decision(rule="largest"),
+    options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log"},
+    ranges={"objective": choice(*OBJECTIVES), "window": choice((0.1, 0.9)),
+            "alpha": number(0.0, 1.0, low_open=True, high_open=True), "test": choice(*TESTS),
+            "rcsi_of": choice("mean_log", "log_mean")},
+    check=_check,
+    label="RCSI: mean log(PAC of the references / PAC of the data)",
+    report_sections=("ordercube.pipeline.report.consensus:section",),
+)
