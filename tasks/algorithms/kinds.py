@@ -13,6 +13,8 @@ as the response), ``orders`` (every order of a trial from one fit).
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from functools import partial
@@ -202,7 +204,7 @@ class Clusterer(BaseAlgorithm):
         its criteria is then the scheme's (:attr:`gives`)."""
         if scheme == self.scheme:
             return self
-        variants = {objects: replace(variant, scheme=scheme) if isinstance(variant, Clusterer) else variant
+        variants = {objects: _with_scheme(variant, scheme) if isinstance(variant, Clusterer) else variant
                     for objects, variant in self.variants.items()}
         return replace(self, scheme=scheme, variants=variants)
 
@@ -236,6 +238,14 @@ class Clusterer(BaseAlgorithm):
         # names its linkage, which the config checks against them (ordercube.pipeline.config.study)
         object.__setattr__(variant, "ranges", {**self.ranges, **(ranges or {})})
         return replace(self, variants={**self.variants, "dissimilarity": variant})
+
+
+def _with_scheme(variant: Clusterer, scheme: str) -> Clusterer:
+    """``variant`` under ``scheme``, copied as it was made: a dissimilarity variant's defaults may lie outside its
+    narrower ranges (:meth:`Clusterer.with_dissimilarity_variant`), which ``replace`` would refuse."""
+    copied = copy.copy(variant)
+    object.__setattr__(copied, "scheme", scheme)
+    return copied
 
 
 def _one_k(many: Callable[..., dict[int, Labels]], X: NDArray[np.float64], k: int,
