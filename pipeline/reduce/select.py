@@ -64,7 +64,8 @@ def with_reduced(scores: xr.Dataset, curves: xr.Dataset) -> xr.Dataset:
     model, k: no trial), so that :func:`select_k` and the report read both alike."""
     if not curves.data_vars:
         return scores
-    return scores.assign({name: values.reindex({dim: scores[dim].values for dim in values.dims})
+    # a cube whose criteria are all reduced has no per-trial scores, and so no coordinates to align with
+    return scores.assign({name: values.reindex({dim: scores[dim].values for dim in values.dims if dim in scores.coords})
                           for name, values in curves.data_vars.items()})
 
 
