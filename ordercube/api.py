@@ -161,9 +161,14 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
-           decide: Decide | None = None, *, fmt: str = "png") -> pd.DataFrame:
+           decide: Decide | None = None, *, fmt: str = "png", replicates: int | None = None) -> pd.DataFrame:
     """Write ``selection.csv`` and the figures (``fmt``: png, svg or pdf) into ``folder``, as ``ordercube report``
     does; returns the table (with each k̂'s uncertainty and flags).
+
+    The criteria computed from stored assignments (PAC, ...) are computed from the cube, nothing refitted, with
+    ``replicates`` bootstrap replicates over resamples for their intervals (default
+    :data:`ordercube.pipeline.reduce.assignments.REPLICATES`; 0: none); ``decide`` may give their options
+    (``{"pac": {"window": (0.05, 0.95)}}``).
 
     A cube without a computed cell writes nothing and returns an empty table.
     """
@@ -181,12 +186,14 @@ def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.P
         target = report_folder(location(cube_or_path, key="cube_or_path"), os.fspath(folder), key="folder")
     else:
         cube, target = cube_or_path.load(), output_folder(Path(folder), FIGURE_RECORD, key="folder")
-    _, table = write_checked_report(cube, target, decide, decide_key="decide", folder_key="folder", fmt=fmt)
+    _, table = write_checked_report(cube, target, decide, decide_key="decide", folder_key="folder", fmt=fmt,
+                                    replicates=_replicates(replicates, "replicates"))
     return pd.DataFrame() if table is None else table
 
 
 def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, *, decide_key: str, folder_key: str,
-                         fmt: str, helper: Any = None) -> tuple[dict[str, int], pd.DataFrame | None]:
+                         fmt: str, helper: Any = None, replicates: int | None = None
+                         ) -> tuple[dict[str, int], pd.DataFrame | None]:
     """``decide`` checked against the cube's criteria (a bad one named by ``decide_key``), then the report written
     into ``folder`` (named ``folder_key``): the cube's cell counts and the table, None (nothing written) when no
     cell is computed. :func:`report` and ``ordercube report`` (through :mod:`ordercube.commands`) both call it."""
@@ -204,7 +211,19 @@ def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, 
     if counts["ok"] == 0:  # nothing to tabulate or draw: the disk is left as it is
         return counts, None
     claim_folder(folder, FIGURE_RECORD, key=folder_key)  # marked as a report's first: an interrupted one is recognised
-    return counts, write_report(cube, folder, decide, fmt=fmt, helper=helper)
+    return counts, write_report(cube, folder, decide, fmt=fmt, helper=helper, replicates=replicates)
+
+
+def _replicates(value: Any, key: str) -> int | None:
+    """``value`` as a number of bootstrap replicates (None: the default); ``InputError`` naming ``key`` otherwise."""
+    from ordercube.pipeline.reduce.assignments import MAX_REPLICATES, REPLICATES
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPLICATES:
+        raise InputError(f"{key}: expected an integer from 0 to {MAX_REPLICATES:,} (bootstrap replicates over "
+                         f"resamples; 0: no intervals), got {value!r}; e.g. {REPLICATES}")
+    return int(value)
 
 
 def partition(cube_or_path: xr.Dataset | str | os.PathLike[str], dataset: str, method: str, *, k: int | None = None,

@@ -136,19 +136,20 @@ def figure_helper() -> Helper | None:
     return Helper.start()
 
 
-def report_command(cube: str, out: str | None, decide: Decide, *, key: str, fmt: str, helper: Helper | None
-                   ) -> tuple[xr.Dataset, Location, Path, dict[str, int], pd.DataFrame | None]:
+def report_command(cube: str, out: str | None, decide: Decide, *, key: str, fmt: str, helper: Helper | None,
+                   replicates: int | None = None) -> tuple[xr.Dataset, Location, Path, dict[str, int], pd.DataFrame | None]:
     """``ordercube report``: the cube, its place, the report folder, its cell counts and the table written
     (None, and nothing written, when no cell is computed). ``key`` names the option ``decide`` came from."""
-    from ordercube.api import write_checked_report
+    from ordercube.api import _replicates, write_checked_report
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.files.outputs import report_folder
 
+    replicates = _replicates(replicates, "--replicates")
     place = command_place(cube, "CUBE")
     loaded = Cube.open(place).load()
     folder = report_folder(place, out)
     counts, table = write_checked_report(loaded, folder, decide, decide_key=key, folder_key="--out", fmt=fmt,
-                                         helper=helper)
+                                         helper=helper, replicates=replicates)
     return loaded, place, folder, counts, table
 
 

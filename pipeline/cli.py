@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="re-decide with another rule setting, e.g. gap.method=globalmax, gap.se_factor=2, "
                              "clest.p_max=0.1 (--threshold C=V is short for --decide C.threshold=V), or another option "
                              "of a criterion computed from stored assignments, e.g. pac.window=0.05,0.95 (a pair)")
+    report.add_argument("--replicates", type=int, metavar="N",
+                        help="bootstrap replicates over resamples for the intervals of the criteria computed from stored "
+                             "assignments (default 100; 0: no intervals)")
     report.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
                         help="the figures' format (svg and pdf: vector, for a paper; default png)")
     part = commands.add_parser("partition", help="fit a method on a whole dataset at k̂: its labels, their agreement "
@@ -259,7 +262,7 @@ def _decide(args: argparse.Namespace) -> dict[str, dict[str, str | tuple[str, ..
 def _report_with(args: argparse.Namespace, helper: object) -> int:
     cube, place, out, counts, table = commands.report_command(
         args.cube, args.out, _decide(args), key="--decide" if args.decide else "--threshold", fmt=args.format,
-        helper=helper)  # type: ignore[arg-type]
+        helper=helper, replicates=args.replicates)  # type: ignore[arg-type]
     if table is None:
         show.print_nothing_computed(place, counts)
     else:

@@ -174,7 +174,9 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     for method in config.methods:
         model = get_algorithm(method.algorithm)
         how = model.summary(method.predictor)
-        print(f"  method {method.name}: {method.algorithm} {how} -> {', '.join(method.criteria)}, "
+        scheme = f" (scheme {method.scheme} {dict(method.scheme_params)})" if method.scheme else ""
+        stored = ", stores assignments" if method.assignments else ""
+        print(f"  method {method.name}: {method.algorithm} {how}{scheme} -> {', '.join(method.all_criteria)}{stored}, "
               f"method digest {data_digest(method.identity)}")
         if method.name in config.adaptive:
             rule = config.adaptive[method.name]

@@ -102,6 +102,7 @@ def _gather(assignments: np.ndarray, i: int, j: int, k: int, outcome: TrialOutco
         assignments[i, j] = given
         return
     got = "none" if given is None else f"shape {np.shape(given)}"
-    status[i, j], reason[i, j] = Status.FAILED, f"ValueError: the trial gave no assignments of shape {expected} at k={k} (got {got})"
+    status[i, j] = Status.FAILED
+    reason[i, j] = f"ValueError: the trial gave no assignments of shape {expected} at k={k} (got {got})"
     for variable in values:
         values[variable][i, j] = np.nan

@@ -152,6 +152,18 @@ def test_a_deleted_or_swapped_assignment_chunk_is_lost_and_computed_again(tmp_pa
     _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
 
 
+def test_a_deleted_assignment_variable_is_made_again_and_its_cells_computed_again(tmp_path):
+    raw = _config(tmp_path)
+    _run(tmp_path, raw)
+    shutil.copytree(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+    shutil.rmtree(tmp_path / "c.zarr" / "assignment")
+    with pytest.warns(UserWarning, match="variable assignment missing"):
+        counts = Cube.open(tmp_path / "c.zarr").count_cells()
+    assert counts["pending"] == counts["total"] == 36
+    _run(tmp_path, raw)
+    _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+
+
 def test_validate_states_a_size_the_written_cube_keeps_to(tmp_path):
     raw = _config(tmp_path, k=[2, 3, 4, 5, 6], resamples=20)
     config = write_config(tmp_path / "a.yaml", **raw)
@@ -270,13 +282,19 @@ def _tiny_consensus(algorithm, spec, source):
     return compute_trial
 
 
+def _tiny_refusal(objects, params, data, n):
+    if params["share"] < 1.0 and n > 60:
+        return f"methods[].scheme_params.share: a share below 1 needs n <= 60, got n = {n}; lower n or set share: 1"
+    return None
+
+
 @pytest.fixture
 def tiny_scheme(monkeypatch):
     from ordercube.tasks.params import number
 
     scheme = Scheme(name="tiny", description="every item, once per k", runner=_tiny_consensus, gives=("assignments",),
                     defaults={"share": 1.0}, ranges={"share": number(0.0, 1.0, low_open=True)},
-                    part_roles=lambda params: ("data",), fits=lambda params: 2.0)
+                    part_roles=lambda params: ("data",), fits=lambda params: 2.0, refusal=_tiny_refusal)
     monkeypatch.setitem(SCHEMES, "tiny", scheme)  # register_scheme is another part's: the registry itself here
     return scheme
 
@@ -289,6 +307,10 @@ def test_a_scheme_without_labels_refuses_label_criteria_listing_what_fits(tmp_pa
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "scheme_params": {"share": 2}, "criteria": [reducer]}]))
     assert "methods[0].scheme_params.share:" in said and "2" in said
+    said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
+                                                          "scheme_params": {"share": 0.5}, "criteria": [reducer]}]))
+    assert ("methods[0].scheme_params.share: dataset 'rows' (n = 90): a share below 1 needs n <= 60, got n = 90; "
+            "lower n or set share: 1") in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "nn", "algorithm": "knn", "scheme": "tiny",
                                                           "criteria": ["loo_cv"]}]))
     assert "methods[0].scheme: 'tiny' is a resampling scheme of clustering algorithms, and 'knn' is" in said
@@ -335,3 +357,37 @@ def test_an_interrupted_growth_that_added_assignments_is_rolled_back(tmp_path, m
     _run(tmp_path, {**more, "out": str(tmp_path / "once.zarr")})
     _same_bits(tmp_path / "c.zarr", tmp_path / "once.zarr")
     assert os.path.isdir(tmp_path / "c.zarr" / "integrity" / "assignment_crc")
+
+
+def test_a_chunk_of_assignments_over_the_limit_is_refused_with_the_trials_that_fit():
+    raw = {"name": "big", "seed": 1, "k": [2], "resamples": 1000, "n": [100],
+           "datasets": [{"name": "many", "data": np.arange(200_000.0).reshape(-1, 1)}],
+           "methods": [{"name": "km", "algorithm": "kmeans", "criteria": ["lange"], "assignments": True}],
+           "execution": {"trials_per_chunk": 1000}}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw)
+    said = str(refused.value)
+    assert said.startswith("methods[0].assignments: a chunk of its stored assignments (1,000 trials x 2 clusterings x "
+                           "200,000 items, int16) takes ~762.9 MiB") and "at most 671" in said
+    parse_config({**raw, "execution": {"trials_per_chunk": 671}})
+
+
+def test_an_ok_cell_whose_trial_gave_no_assignments_fails_and_stores_none(monkeypatch):
+    from ordercube.tasks.cell import BlockSpec, run_block
+    from ordercube.tasks.datasets import ArraySource
+
+    def forgetful(algorithm, spec, source):
+        def compute_trial(trial):
+            given = {k: np.zeros((1, source.items), dtype=np.int16) for k in spec.ks if k != 3}
+            return TrialOutcome(values={}, assignments=given)
+        return compute_trial
+
+    monkeypatch.setitem(SCHEMES, "forgetful", Scheme(name="forgetful", description="", runner=forgetful,
+                                                     gives=("assignments",), part_roles=lambda params: ("data",)))
+    spec = BlockSpec(root_seed=1, dataset_id=2, n=40, method_id=3, algorithm="kmeans", algorithm_params=(),
+                     predictor="none", criteria=(), ks=(2, 3), trials=(0, 1), scheme="forgetful", assignments=True)
+    result = run_block(spec, ArraySource(_rows()))
+    assert result.assignments.shape == (2, 2, 1, ROWS)
+    assert (result.status[0] == Status.OK).all() and (result.assignments[0] == 0).all()
+    assert (result.status[1] == Status.FAILED).all() and (result.assignments[1] == -1).all()
+    assert "no assignments of shape (1, 90) at k=3 (got none)" in result.reason[1, 0]

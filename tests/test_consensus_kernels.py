@@ -18,7 +18,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from ordercube.tasks.consensus import (
     adjusted_rand, bootstrap_weights, cdf_area, cluster_consensus, clusterwise_jaccard, consensus_cdf,
-    consensus_matrix, consensus_partition, delta_area, item_consensus, pac, resample_agreement,
+    consensus_matrix, consensus_order, consensus_partition, delta_area, item_consensus, pac, resample_agreement,
 )
 from ordercube.tasks.consensus import matrix as matrix_module
 from ordercube.tasks.criteria import CRITERIA, VARIABLES
@@ -178,6 +178,15 @@ def test_consensus_matrix_properties(seed, R, N, k):
     assert math.isnan(value) or 0 <= value <= 1
     if not math.isnan(value):
         assert 0 <= cdf_area(M) <= 1 and 0 <= cdf_area(M, method="ccp") <= 1
+    if drawn.sum() >= k:
+        partition = consensus_partition(M, k)
+        assert np.all(partition[~drawn] == -1) and sorted(np.unique(partition[drawn])) == list(range(k))
+        for scores in (cluster_consensus(M, partition, k), item_consensus(M, partition, k),
+                       clusterwise_jaccard(labels, partition, k)):
+            present = scores[~np.isnan(scores)]
+            assert np.all((present >= 0) & (present <= 1 + 1e-12))
+        np.testing.assert_allclose(clusterwise_jaccard(relabelled, partition, k),
+                                   clusterwise_jaccard(labels, partition, k), rtol=1e-12)
 
 
 def test_stable_clusterings_have_no_ambiguity():
@@ -409,3 +418,139 @@ def test_against_consensusclustering_package():
     assert areas == pytest.approx([runs.area_under_cdf(k) for k in (2, 3, 4)], rel=1e-12)
     # its Delta: A(2) at k = 2, then (A(k + 1) - A(k)) / A(k + 1) at k (documented in delta_area)
     assert runs.change_in_area_under_cdf() == pytest.approx([areas[0], (areas[2] - areas[1]) / areas[2]])
+
+
+def test_consensusclustering_fit_replayed():
+    """The package's own run (k-means on 80 % subsamples), replayed draw by draw: the same resamples give its
+    consensus matrices (with 0 where two items never met) and its areas."""
+    consensus = pytest.importorskip("consensusclustering.consensus", reason="the PyPI package consensusclustering "
+                                    "0.2.4 (a test extra) is not installed")
+    from sklearn.cluster import KMeans
+
+    X = np.random.default_rng(18).normal(size=(30, 2)) + np.repeat([[0, 0], [4, 0], [0, 4]], 10, axis=0)
+    runs = consensus.ConsensusClustering(KMeans(n_init=1, random_state=0), min_clusters=2, max_clusters=4,
+                                         n_resamples=15, resample_frac=0.8, rng=19)
+    runs.fit(X)
+    draws = np.random.default_rng(19)  # its generator, consumed in the same order: k, then resample
+    for k in (2, 3, 4):
+        labels = np.full((15, 30), -1, dtype=np.int16)
+        for h in range(15):
+            child = np.random.default_rng(draws.integers(0, 2**31))
+            items = child.choice(range(30), size=int(30 * 0.8), replace=False)
+            labels[h, items] = KMeans(n_clusters=k, n_init=1, random_state=0).fit_predict(X[items])
+        M = consensus_matrix(labels, fill=0.0)
+        np.testing.assert_allclose(M, runs.consensus_k(k), rtol=1e-12)
+        assert cdf_area(M, method="consensusclustering") == pytest.approx(runs.area_under_cdf(k), rel=1e-12)
+
+
+def test_consensus_order_puts_the_partition_in_blocks():
+    rng = np.random.default_rng(20)
+    truth = rng.permutation(np.repeat(np.arange(3), 6))
+    labels = np.where(rng.random((25, 18)) < 0.8, truth, -1).astype(np.int16)
+    labels[:, 5] = -1  # never drawn: not in the order
+    M = consensus_matrix(labels)
+    order = consensus_order(M)
+    assert sorted(order) == [i for i in range(18) if i != 5]
+    partition = consensus_partition(M, 3)
+    runs = np.flatnonzero(np.diff(partition[order]) != 0)
+    assert runs.size == 2  # three contiguous blocks
+    assert np.all(M[np.ix_(order, order)][:5, :5] == 1.0)
+
+
+def test_reductions_share_one_summary_and_never_mix_arrays():
+    from ordercube.tasks.criteria import consensus as records
+
+    first, second = planted(21, (2, 3)), planted(22, (2, 3))
+    for data in (first, second, {k: labels.copy() for k, labels in first.items()}):
+        clusterings = clusterings_of(data)
+        got = CRITERIA["pac"].reduce(clusterings, window=(0.1, 0.9))["pac"]
+        cc = CRITERIA["cluster_consensus"].reduce(clusterings, linkage="average")["cluster_consensus"]
+        for t, k in enumerate(clusterings.ks):
+            M = consensus_matrix(data[k])
+            assert got[t] == pac(M)
+            partition = consensus_partition(M, k)
+            assert cc[t] == pytest.approx(np.nanmean(cluster_consensus(M, partition, k)))
+            entry = records.summary(data[k], None, k)
+            assert entry.labels is data[k] and "partition:average" in entry.extras
+
+
+CCP_SCRIPT = r"""
+suppressPackageStartupMessages(library(ConsensusClusterPlus))
+d <- as.matrix(read.csv("data.csv", header = FALSE)); colnames(d) <- paste0("s", seq_len(ncol(d)))
+record <- new.env(); record$rows <- list()
+# a clusterAlg that clusters each subsample and writes down what it gave, so that the kernels see the same resamples
+recorded <- function(this_dist, k) {
+  a <- cutree(hclust(this_dist, method = "average"), k)
+  record$rows[[length(record$rows) + 1]] <- data.frame(k = k, rep = length(record$rows), item = names(a), cluster = a)
+  a
+}
+pdf(NULL)
+res <- ConsensusClusterPlus(d, maxK = 4, reps = 40, pItem = 0.8, pFeature = 1, clusterAlg = "recorded",
+                            distance = "euclidean", seed = 11, verbose = FALSE)
+write.csv(do.call(rbind, record$rows), "assignments.csv", row.names = FALSE)
+icl <- calcICL(res)
+write.csv(icl$clusterConsensus, "cluster_consensus.csv", row.names = FALSE)
+write.csv(icl$itemConsensus, "item_consensus.csv", row.names = FALSE)
+for (k in 2:4) {
+  write.csv(res[[k]]$consensusMatrix, paste0("matrix", k, ".csv"), row.names = FALSE)
+  write.csv(data.frame(class = res[[k]]$consensusClass), paste0("class", k, ".csv"), row.names = FALSE)
+}
+# its CDF() computes the areas and Delta(K) but only plots them: the same function, returning them
+areas <- ConsensusClusterPlus:::CDF
+body(areas) <- as.call(c(as.list(body(areas)), quote(list(areaK = areaK, deltaK = deltaK))))
+out <- areas(c(list(NULL), lapply(2:4, function(k) res[[k]]$ml)))
+# PAC as Senbabaoglu et al. and M3C compute it: R's ecdf of the lower triangle at 0.9 minus at 0.1
+pac <- sapply(2:4, function(k) { m <- res[[k]]$ml; Fn <- ecdf(m[lower.tri(m)]); Fn(0.9) - Fn(0.1) })
+write.csv(data.frame(area = out$areaK, delta = out$deltaK, pac = pac), "areas.csv", row.names = FALSE)
+"""
+
+
+def test_against_consensusclusterplus(tmp_path):
+    """ConsensusClusterPlus (R, Bioconductor) run on its own resamples, which a recording clusterAlg hands to the
+    kernels: its consensus matrix (0 where two items never met), consensus partition (finalLinkage average),
+    calcICL's cluster and item consensus, its CDF()'s areas and Delta(K), and R's ecdf for PAC."""
+    import shutil
+    import subprocess
+
+    import pandas as pd
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript is not installed")
+    probe = subprocess.run(["Rscript", "-e", 'quit(status = !requireNamespace("ConsensusClusterPlus", quietly = TRUE))'],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("the R package ConsensusClusterPlus is not installed (Debian: r-bioc-consensusclusterplus)")
+    rng = np.random.default_rng(23)
+    data = rng.normal(size=(6, 36))  # features x items, as ConsensusClusterPlus reads them
+    data[:, 12:24] += 2.5
+    data[:, 24:] -= 2.5
+    np.savetxt(tmp_path / "data.csv", data, delimiter=",")
+    (tmp_path / "ccp.R").write_text(CCP_SCRIPT)
+    run = subprocess.run(["Rscript", "ccp.R"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    recorded = pd.read_csv(tmp_path / "assignments.csv")
+    ours = {}
+    for k in (2, 3, 4):
+        rows = recorded[recorded["k"] == k]
+        labels = np.full((40, 36), -1, dtype=np.int16)
+        reps = np.unique(rows["rep"], return_inverse=True)[1]
+        labels[reps, rows["item"].str[1:].astype(int) - 1] = rows["cluster"] - 1
+        ours[k] = consensus_matrix(labels)
+        assert not np.isnan(ours[k]).any()  # every pair met: NaN and CCP's 0 cannot differ
+        theirs = pd.read_csv(tmp_path / f"matrix{k}.csv").to_numpy()
+        np.testing.assert_allclose(ours[k], theirs, rtol=1e-12, atol=1e-14)
+        classes = pd.read_csv(tmp_path / f"class{k}.csv")["class"].to_numpy() - 1
+        assert adjusted_rand_score(classes, consensus_partition(ours[k], k)) == 1.0
+        clusters = pd.read_csv(tmp_path / "cluster_consensus.csv")
+        expected = clusters[clusters["k"] == k].sort_values("cluster")["clusterConsensus"].to_numpy()
+        np.testing.assert_allclose(cluster_consensus(ours[k], classes, k), expected, rtol=1e-12)
+        items = pd.read_csv(tmp_path / "item_consensus.csv")
+        items = items[items["k"] == k]
+        got = item_consensus(ours[k], classes, k)
+        np.testing.assert_allclose(got[items["item"].str[1:].astype(int) - 1, items["cluster"] - 1],
+                                   items["itemConsensus"], rtol=1e-12)
+    areas = pd.read_csv(tmp_path / "areas.csv")
+    ccp = [cdf_area(ours[k], method="ccp") for k in (2, 3, 4)]
+    np.testing.assert_allclose(ccp, areas["area"], rtol=1e-12)
+    np.testing.assert_allclose(delta_area(ccp, [2, 3, 4], running_max=False), areas["delta"], rtol=1e-10)
+    np.testing.assert_allclose([pac(ours[k]) for k in (2, 3, 4)], areas["pac"], rtol=1e-12, atol=1e-15)

@@ -10,8 +10,10 @@ import pytest
 from scipy import stats
 
 from ordercube.tasks.algorithms.kmeans import kmeans_labels
+from ordercube.tasks.consensus import consensus_values
 from ordercube.tasks.consensus.reference import (
-    beta_p, consensus_entropy, m3c_choice, m3c_reference, monte_carlo_p, normal_p, rcsi, rcsi_se, shrink_covariance,
+    beta_p, consensus_entropy, entropy_from_values, m3c_choice, m3c_reference, monte_carlo_p, normal_p, rcsi, rcsi_se,
+    shrink_covariance,
 )
 from ordercube.tasks.criteria import CRITERIA, VARIABLES
 from ordercube.tasks.criteria.base import Clusterings
@@ -222,6 +224,7 @@ def test_consensus_entropy_sums_over_ambiguous_pairs():
     expected = math.log(2) + -(0.25 * math.log(0.25) + 0.75 * math.log(0.75)) \
         - (0.9 * math.log(0.9) + 0.1 * math.log(0.1))
     assert consensus_entropy(M) == pytest.approx(expected, rel=1e-13)
+    assert entropy_from_values(*consensus_values(M)) == pytest.approx(expected, rel=1e-13)
 
 
 def test_normal_p_is_the_normal_cdf_with_the_references_mean_and_sd():
@@ -261,7 +264,8 @@ def _clusterings(X: np.ndarray, *, references: int, resamples: int, ks=(2, 3, 4,
 
 
 def _k_hat(outputs: dict, ks) -> int:
-    index = choose_index(outputs["m3c"], CRITERIA["m3c"].decision.rule, ties=CRITERIA["m3c"].decision.ties)
+    criterion = CRITERIA["m3c"]
+    index = choose_index(outputs[criterion.decided_on], criterion.decision.rule, ties=criterion.decision.ties)
     return int(ks[index]) if index >= 0 else -1
 
 
@@ -327,9 +331,10 @@ def test_the_criterion_is_registered_as_a_reduction_of_assignments():
     assert criterion.resolve({"alpha": 0.01})["alpha"] == 0.01
     with pytest.raises(ValueError, match="monte_carlo"):
         criterion.resolve({"test": "t"})
+    assert criterion.resolve({"window": (0.05, 0.95)})["window"] == (0.05, 0.95)
     for window in ((0.9, 0.1), (0.1, 1.5)):
-        with pytest.raises(ParamError, match="lower < upper") as error:
-            criterion.check({**criterion.options, "window": window}, (2, 3))
+        with pytest.raises(ParamError) as error:
+            criterion.resolve({"window": window})
         assert error.value.name == "window"
 
 
@@ -339,3 +344,54 @@ def test_without_references_the_criterion_names_the_fix():
                               rng=lambda key: np.random.default_rng(list(key)))
     with pytest.raises(ValueError, match="scheme_params.references"):
         CRITERIA["m3c"].reduce(clusterings)
+
+
+# --- against M3C's own R code ----------------------------------------------------------------------------------------
+
+def _r_check_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The inputs the values below were computed from (written to CSV at 17 significant digits and read by R)."""
+    rng = np.random.default_rng(2020)
+    rng.normal(size=(12, 20)) @ rng.normal(size=(20, 20))             # a matrix for another check, kept for the stream
+    Y = rng.normal(size=(30, 5)) @ rng.normal(size=(5, 5))
+    Y = np.column_stack([Y, Y[:, 0], rng.normal(size=30) * 0.01])      # a repeated feature: S is singular
+    pac_real = rng.uniform(0.02, 0.4, 9)
+    pac_real[3] = 0.0
+    return Y, pac_real, rng.beta(4, 8, size=(25, 9))
+
+
+# R 4.2.2 with corpcor 1.6.10: R/M3C.R's lines 198-244 verbatim on (pac_real, ls = the references' table), and
+# corpcor::cov.shrink(Y); printed with sprintf("%.17g").
+R_SCORES = {
+    "RCSI": [0.67244706324141446, 0.2211224438777476, 0.44364382323628188, 8.0946886656020585, 1.9334248527535267,
+             1.4658212480984032, 0.47591353246175561, -0.13953089756728021, -0.18635758326580068],
+    "RCSI_SE": [0.07376245047343763, 0.07884489273190258, 0.082805905850455552, 0.064382214363014084,
+                0.068830491184255951, 0.091634521186957474, 0.075068321282697165, 0.090952384590568952,
+                0.088863822836392173],
+    "MONTECARLO_P": [0.15384615384615385, 0.30769230769230771, 0.19230769230769232, 0.038461538461538464,
+                     0.038461538461538464, 0.038461538461538464, 0.19230769230769232, 0.61538461538461542,
+                     0.73076923076923073],
+    "BETA_P": [0.035048195008029005, 0.28075397639637395, 0.16512258685385992, 0.0, 3.6092578843002799e-05,
+               0.01028786774949246, 0.13019941834460577, 0.57189458576864927, 0.61978513589133333],
+    "NORM_P": [0.046382594123695532, 0.25676118016669192, 0.15516797484264472, 0.00051975064224969367,
+               0.0021751542715155048, 0.032010198436425392, 0.12941392275907801, 0.54606163353140169,
+               0.60148210463830887],
+    "RCSI_OLD": [0.72925221767385096, 0.29426921782039073, 0.52316397226361344, 15.049703244456438,
+                 1.9845423330736125, 1.5610435815127131, 0.54225487757937296, -0.047811506295141859,
+                 -0.099809577676220118],
+}
+R_SHRINK_DIAGONAL = [4.6820240602196082, 10.094930209221975, 6.3305252008551829, 6.87535289464582, 8.1951160859887011,
+                     4.6820240602196082, 1.3347584326536071]
+R_SHRINK_ROW_7 = [0.067224580762091493, 0.093290817637143073, 0.12684001450215793, -0.13373632790380652,
+                  0.1586776234941753, 0.067224580762091493, 1.3347584326536071]
+
+
+def test_agrees_with_m3c_r_code_and_corpcor():
+    Y, pac_real, references = _r_check_inputs()
+    ours = {"RCSI": rcsi(pac_real, references), "RCSI_SE": rcsi_se(pac_real, references),
+            "MONTECARLO_P": monte_carlo_p(pac_real, references), "BETA_P": beta_p(pac_real, references),
+            "NORM_P": normal_p(pac_real, references), "RCSI_OLD": rcsi(pac_real, references, of="log_mean")}
+    for name, expected in R_SCORES.items():
+        assert np.allclose(ours[name], expected, rtol=1e-12, atol=1e-300), name
+    shrunk = shrink_covariance(Y)
+    assert np.allclose(np.diag(shrunk), R_SHRINK_DIAGONAL, rtol=1e-12)
+    assert np.allclose(shrunk[6], R_SHRINK_ROW_7, rtol=1e-12)

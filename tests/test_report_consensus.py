@@ -8,9 +8,10 @@ import shutil
 
 import numpy as np
 import pytest
+from matplotlib.collections import LineCollection
 
 from ordercube.pipeline.report.consensus import (
-    CAP, cap_rule, heat_map, heat_map_order, plot_against_k, plot_cdf, plot_heat_maps, plot_item_consensus, plot_rcsi,
+    CAP, cap_rule, cdf_curve, heat_map, heat_map_order, plot_against_k, plot_cdf, plot_heat_maps, plot_item_consensus, plot_rcsi,
     thinned,
 )
 from ordercube.pipeline.report.figures import Figures
@@ -86,18 +87,21 @@ def test_the_cap_on_a_1200_item_matrix_shows_400_items_and_the_figure_says_so():
 
 def test_the_cdf_of_clean_blocks_is_a_step_at_0_and_at_1_one_line_per_k():
     matrix, _, _ = three_blocks()
-    x = np.linspace(0, 1, 201)
-    cdf = empirical_cdf(matrix, x)
+    x, y = cdf_curve(matrix)
     pairs = 21 * 20 / 2
-    within = (7 * 6 + 5 * 4 + 9 * 8) / 2
-    np.testing.assert_allclose(cdf[:-1], (pairs - within) / pairs)  # flat from 0 until 1
-    assert cdf[-1] == 1.0
+    apart = (pairs - (7 * 6 + 5 * 4 + 9 * 8) / 2) / pairs  # the pairs in different blocks: consensus 0
+    np.testing.assert_array_equal(x, [0, 0, 0, 1, 1])
+    np.testing.assert_allclose(y, [0, apart, apart, 1, 1])
     noisy = np.clip(matrix + np.random.default_rng(2).uniform(-0.3, 0.3, matrix.shape), 0, 1)
     noisy = (noisy + noisy.T) / 2
-    figure = plot_cdf(x, {3: cdf, 2: empirical_cdf(noisy, x)}, "blocks")
+    x_noisy, y_noisy = cdf_curve(noisy)
+    assert np.all(np.diff(x_noisy) >= 0) and np.all(np.diff(y_noisy) >= 0) and y_noisy[-1] == 1.0
+    middle = (x_noisy > 0.3) & (x_noisy < 0.7)
+    np.testing.assert_allclose(y_noisy[middle], empirical_cdf(noisy, x_noisy[middle]))
+    figure = plot_cdf({3: (x, y), 2: (x_noisy, y_noisy)}, "blocks")
     lines = figure.axes[0].lines
     assert [line.get_label() for line in lines] == ["k = 2", "k = 3"]
-    np.testing.assert_array_equal(lines[1].get_ydata(), cdf)
+    np.testing.assert_array_equal(lines[1].get_ydata(), y)
     assert lines[1].get_drawstyle() == "steps-post"
 
 
@@ -108,12 +112,17 @@ def test_k_hat_is_starred_at_its_k_with_the_bootstrap_bars():
     ax = figure.axes[0]
     stars = [line for line in ax.lines if line.get_marker() == "*"]
     assert len(stars) == 1 and stars[0].get_xdata()[0] == 3 and stars[0].get_ydata()[0] == pytest.approx(0.02)
-    bars = ax.containers[0]
-    segments = bars.lines[2][0].get_segments()
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)]
+    segments = bars[0].get_segments()
+    np.testing.assert_allclose([segment[:, 0] for segment in segments], np.c_[ks, ks])
     np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[pac - 0.01, pac + 0.03])
+    # a percentile interval that leaves the curve outside it is drawn as it is
+    figure = plot_against_k(ks, pac, 3, ylabel="PAC", label="g", name="PAC", low=pac + 0.01, high=pac + 0.02)
+    segments = [c for c in figure.axes[0].collections if isinstance(c, LineCollection)][0].get_segments()
+    np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[pac + 0.01, pac + 0.02])
     # no k̂ (the criterion decided none), no bars without an interval
     ax = plot_against_k(ks, pac, -1, ylabel="PAC", label="g", name="PAC").axes[0]
-    assert not [line for line in ax.lines if line.get_marker() == "*"] and not ax.containers
+    assert not [line for line in ax.lines if line.get_marker() == "*"] and not ax.collections
 
 
 def test_rcsi_marks_k_hat_in_both_panels_and_draws_the_p_values_and_se_bars():
@@ -279,3 +288,34 @@ def test_chromium_loads_the_consensus_figures_without_console_errors(consensus_r
     for name in ("heatmaps", "cdf", "pac"):
         image = shown[f"{GROUP}_{name}"]
         assert image["data-loaded"] == "yes" and int(image["data-width"]) > 300
+
+
+def test_m3c_on_the_consensus_scheme_draws_rcsi_and_says_its_k_hat(tmp_path):
+    """The consensus scheme with M3C's reference data sets (once the scheme and the criterion are registered)."""
+    import pandas as pd
+
+    from conftest import cli_in_process, write_config
+    from ordercube.tasks.criteria import CRITERIA
+    from ordercube.tasks.schemes import SCHEMES
+
+    if "consensus" not in SCHEMES or "m3c" not in CRITERIA:
+        pytest.skip("the consensus scheme or the m3c criterion is not registered in this checkout")
+    rng = np.random.default_rng(5)
+    points = np.vstack([centre + rng.standard_normal((20, 3)) for centre in BLOB_CENTRES])
+    np.savetxt(tmp_path / "blobs.csv", points, delimiter=",")
+    path = write_config(tmp_path / "m.yaml", name="m", seed=3, n=["all"], k=[2, 3, 4, 5], resamples=10,
+                        datasets=[{"name": "blobs", "kind": "file", "path": str(tmp_path / "blobs.csv"), "header": False}],
+                        methods=[{"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "scheme": "consensus",
+                                  "scheme_params": {"p_item": 0.8, "references": 3},
+                                  "criteria": ["consensus_area", "pac", "m3c"]}])
+    result = cli_in_process("run", str(path), "--out", str(tmp_path / "m.zarr"), "--workers", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    result = cli_in_process("report", str(tmp_path / "m.zarr"), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "r"
+    assert (folder / f"{GROUP}_rcsi.png").read_bytes()[:4] == b"\x89PNG"
+    table = pd.read_csv(folder / "selection.csv").set_index("criterion")
+    k_hat = int(table.loc["m3c", "k_hat"])
+    line = next(line for line in result.stdout.splitlines() if line.startswith("blobs, n = 60, km: k̂ by"))
+    assert (f"M3C {k_hat} (Monte Carlo p = " if k_hat > 0 else "M3C none") in line
+    assert f'alt="{GROUP}_rcsi"' in (folder / "index.html").read_text()

@@ -508,12 +508,12 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
     return "\n".join(lines)
 
 
-def _module_paragraph(function: Any) -> str:
-    """The first paragraph of the docstring of the module a (deferred) function lives in."""
+def _module_paragraphs(function: Any) -> list[str]:
+    """The plain paragraphs of the docstring of the module a (deferred) function lives in: a scheme's module
+    describes its draws and streams there."""
     resolved = _resolve(function)
     module = sys.modules.get(getattr(resolved, "__module__", "") or "") if resolved is not None else None
-    paragraphs = _paragraphs(inspect.getdoc(module)) if module is not None else []
-    return " ".join(paragraphs[0].split()) if paragraphs else ""
+    return [" ".join(paragraph.split()) for paragraph in (_paragraphs(inspect.getdoc(module)) if module else [])]
 
 
 def render_schemes(records: Mapping[str, Any] | None = None) -> str:
@@ -527,7 +527,7 @@ def render_schemes(records: Mapping[str, Any] | None = None) -> str:
                            _escape(record.description)] for name, record in records.items()])
     for name, record in records.items():
         lines += [*_record_head("scheme", name, "-"), _escape(record.description), ""]
-        for paragraph in dict.fromkeys([_module_paragraph(record.runner), _first_paragraph(record.runner)]):
+        for paragraph in dict.fromkeys([*_module_paragraphs(record.runner), _first_paragraph(record.runner)]):
             if paragraph:
                 lines += [paragraph, ""]
         defaults = dict(record.defaults)

@@ -9,7 +9,8 @@ Four estimates, each against its own limit (``ConfigError`` with the estimate an
   pairwise criterion's evaluation sample) with its copies, the n x k work arrays (distances,
   responsibilities) and an algorithm's pairwise matrices (``Algorithm.pair_bytes`` per pair of a half);
 - the random-labelling baseline in the driver: two ``baseline_draws`` x n/2 label arrays and their
-  temporaries per (n, k), and one storage chunk of every variable (``k x trials_per_chunk``).
+  temporaries per (n, k), and one storage chunk of every variable (``k x trials_per_chunk``), and of the stored
+  assignments (``trials_per_chunk x parts x items``, int16).
 
 They are estimates of order of magnitude (a grid 10x over a limit is what they are for), so the limits
 leave room: a grid at the limit still fits on a laptop's driver.
@@ -71,6 +72,7 @@ def check_size(config: Config) -> None:
     _check_cells(config)
     _check_baseline(config)
     _check_chunk(config)
+    _check_assignments(config)
 
 
 def _check_cells(config: Config) -> None:
@@ -106,3 +108,24 @@ def _check_chunk(config: Config) -> None:
         raise ConfigError("execution.trials_per_chunk", f"a storage chunk of {len(config.k):,} k x {trials:,} trials "
                           f"takes ~{human(size)} per variable, more than {human(MAX_CHUNK_BYTES)}",
                           f"lower trials_per_chunk (at most {int(MAX_CHUNK_BYTES / (8 * len(config.k))):,})")
+
+
+def _check_assignments(config: Config) -> None:
+    """A chunk of stored assignments (one k, a trial chunk, every part and item, int16) within the chunk limit:
+    it is written whole, and a block of several k is held by a worker and the driver at once."""
+    from ordercube.tasks.schemes import get_scheme
+
+    trials = config.execution.trials_per_chunk or min(config.resamples, DEFAULT_TRIALS_PER_CHUNK)
+    items = max((d.items or 0 for d in config.datasets), default=0)
+    for i, method in enumerate(config.methods):
+        if not method.assignments:
+            continue
+        scheme = get_scheme(method.scheme)
+        parts = len(scheme.part_roles({**scheme.defaults, **method.scheme_params}))
+        size = 2.0 * trials * parts * items
+        if size > MAX_CHUNK_BYTES:
+            most = int(MAX_CHUNK_BYTES / (2 * parts * items))
+            raise ConfigError(f"methods[{i}].assignments", f"a chunk of its stored assignments ({trials:,} trials x "
+                              f"{parts:,} clusterings x {items:,} items, int16) takes ~{human(size)}, more than "
+                              f"{human(MAX_CHUNK_BYTES)}", f"lower execution.trials_per_chunk (at most {max(most, 1):,}), "
+                              "or store no assignments for this method")

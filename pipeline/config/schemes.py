@@ -123,3 +123,23 @@ def check_items(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSpec],
                                           f"graph file), or put dataset {dataset.name!r} in a config whose methods "
                                           "store none (assignments: false, no criterion that reads them)"))
     return errors
+
+
+def check_schemes(datasets: Sequence[DatasetSpec], methods: Sequence[MethodSpec]) -> list[ConfigError]:
+    """What each method's scheme says it cannot resample (``Scheme.refusal``) on each dataset and n, refused before
+    the sweep in the scheme's own words (its ``methods[]`` key given the method's index): one per method and key."""
+    errors: dict[str, ConfigError] = {}
+    for i, method in enumerate(methods):
+        scheme = get_scheme(method.scheme)
+        if scheme.refusal is None:
+            continue
+        params = {**scheme.defaults, **method.scheme_params}
+        for j, dataset in enumerate(datasets):
+            for n in dataset.n:
+                said = scheme.refusal(dataset.objects, params, dataset.data, n)
+                if said is None:
+                    continue
+                key, _, problem = said.partition(": ")
+                key = key.replace("methods[]", f"methods[{i}]") if key.startswith("methods[]") else f"datasets[{j}].{key}"
+                errors.setdefault(key, ConfigError(key, f"dataset {dataset.name!r} (n = {n}): {problem}"))
+    return list(errors.values())

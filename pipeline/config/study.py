@@ -27,7 +27,9 @@ from ordercube.pipeline.config.checks import (
     valid_name as _name,
 )
 from ordercube.pipeline.config.defaults import RESAMPLES, default_criteria, default_name, draw_seed, fitting_criteria
-from ordercube.pipeline.config.schemes import SCHEME_KEYS, check_items, method_assignments, method_scheme, scheme_misfit
+from ordercube.pipeline.config.schemes import (
+    SCHEME_KEYS, check_items, check_schemes, method_assignments, method_scheme, scheme_misfit,
+)
 from ordercube.pipeline.config.specs import (
     Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint, is_reduced,
 )
@@ -290,6 +292,7 @@ def parse_config(raw: Any, *, base: Path = Path("."), out: str | None = None, na
                                   f"use n <= {rows // 2} for this dataset")
     _check_fit(datasets, methods)
     refused = check_items(datasets, methods, [filled for _, filled in methods_and_defaults])
+    refused += check_schemes(datasets, methods)
     if refused:
         raise ConfigErrors.of(refused)
     run_family_checks(datasets, methods, ks)
@@ -374,7 +377,7 @@ def _published(value: Any, datasets: tuple[DatasetSpec, ...], methods: tuple[Met
                                            else [m.name for m in methods], pair)
             continue
         method = next(m for m in methods if m.name == pair.split("/", 1)[1])
-        _check_keys(entries, set(method.criteria), f"published.{pair}")
+        _check_keys(entries, set(method.all_criteria), f"published.{pair}")
         out[pair] = {name: _published_value(value, f"published.{pair}.{name}", get_criterion(name).counts_clusters)
                      for name, value in entries.items()}
     return out

@@ -94,22 +94,23 @@ def create_assignments(group: zarr.Group, shape: tuple[int, ...], cell_chunks: t
 
     full = (*shape, parts, items)
     chunks = chunk_shape(cell_chunks, parts, items)
-    group.create_array(ASSIGNMENT, shape=full, chunks=chunks, dtype=np.int16, fill_value=FILL,
+    # overwrite: recreated beside what is left of it when the variable was deleted (its cells were lost)
+    group.create_array(ASSIGNMENT, shape=full, chunks=chunks, dtype=np.int16, fill_value=FILL, overwrite=True,
                        dimension_names=ASSIGNMENT_DIMS, compressors=COMPRESSORS,
                        attributes={**array_attrs(ASSIGNMENT, ASSIGNMENT_DIMS), "coordinates": f"true_k {ITEMS}"})
     for name, values in ((PART, np.arange(parts)), (ITEM, np.arange(items))):
         coordinate = group.create_array(name, shape=(len(values),), chunks=(max(len(values), 1),), dtype=np.int64,
-                                        fill_value=FILL, dimension_names=(name,), compressors=COMPRESSORS,
+                                        fill_value=FILL, dimension_names=(name,), compressors=COMPRESSORS, overwrite=True,
                                         attributes=variable_attrs(name))
         coordinate[:] = values
     counts = group.create_array(ITEMS, shape=(len(dataset_items),), chunks=(max(len(dataset_items), 1),),
                                 dtype=np.int64, fill_value=FILL, dimension_names=("dataset",), compressors=COMPRESSORS,
-                                attributes=variable_attrs(ITEMS))
+                                attributes=variable_attrs(ITEMS), overwrite=True)
     counts[:] = np.asarray(dataset_items, dtype=np.int64)
     grid = chunk_grid_shape(full, chunks)
     group.require_group("integrity").create_array(
         ASSIGNMENT_MANIFEST.split("/", 1)[1], shape=grid, chunks=(1, 1, 1, *grid[3:]), dtype="uint64", fill_value=0,
-        compressors=COMPRESSORS, dimension_names=ASSIGNMENT_DIMS)
+        compressors=COMPRESSORS, dimension_names=ASSIGNMENT_DIMS, overwrite=True)
 
 
 def dataset_items(config: Config, datasets: tuple[str, ...], known: Mapping[str, int] | None = None) -> list[int]:

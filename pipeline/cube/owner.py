@@ -37,6 +37,7 @@ import numpy as np
 import zarr
 
 from ordercube.pipeline.config.specs import Config
+from ordercube.pipeline.cube.assignments import ASSIGNMENT
 from ordercube.pipeline.cube.attrs import BASELINE, variable_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.growth import extend, open_existing, repair
@@ -232,7 +233,8 @@ class Cube:
         lost = lost_cells(group, status, [str(m) for m in cube["model"].values])
         cube = described(cube)
         for name in lost.missing_variables:
-            cube[name] = xr.full_like(cube["seconds"], np.nan).assign_attrs(variable_attrs(name))
+            if name != ASSIGNMENT:  # its cells read as pending; a run makes it again
+                cube[name] = xr.full_like(cube["seconds"], np.nan).assign_attrs(variable_attrs(name))
         if BASELINE not in cube:  # deleted: every value divided by it reads as NaN, its cells as lost (lost_baseline)
             cube[BASELINE] = xr.DataArray(np.full((cube.sizes["n"], cube.sizes["k"]), np.nan), dims=("n", "k"),
                                           attrs=variable_attrs(BASELINE))

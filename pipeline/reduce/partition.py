@@ -244,7 +244,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     _check_identity(cube, cfg, spec, m, str(config) if isinstance(config, (str, Path)) else
                     "the config" if config is not None else "the cube's own config")
     if method in part_roles(cube):
-        return stored_partition(cube, spec, method, k=k, criterion=criterion)
+        return stored_partition(cube, spec, method, k=k, criterion=criterion, linkage=final_linkage(cube, method))
     algorithm = get_algorithm(m.algorithm)
     if spec.objects != "points":
         raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "
@@ -297,6 +297,18 @@ def _largest_n(cube: xr.Dataset, dataset: str, method: str) -> int:
 
 
 FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
+
+
+def final_linkage(cube: xr.Dataset, method: str) -> str:
+    """The linkage of the consensus partition of ``method``: the ``linkage`` option its config gave a criterion
+    reduced from its assignments (the criteria of the consensus partition's clusters), else
+    :data:`FINAL_LINKAGE`."""
+    from ordercube.pipeline.reduce.assignments import resolved_options
+
+    for options in resolved_options(cube).get(method, {}).values():
+        if "linkage" in options:
+            return str(options["linkage"])
+    return FINAL_LINKAGE
 
 
 def stored_partition(cube: xr.Dataset, spec: DatasetSpec, method: str, *, k: int | None = None,

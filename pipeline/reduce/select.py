@@ -93,7 +93,10 @@ def criterion_scores(cube: xr.Dataset) -> xr.Dataset:
                              "pending) and run 'ordercube run CONFIG' to compute the baseline again")
         scores[name] = values / cube[BASELINE] if normalised else values
     # The true k travels as the cube's coordinate; a cube built in memory without one may give it as JSON.
-    out = xr.Dataset(scores, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
+    # the cube's coordinates go along even without a per-trial criterion (one whose criteria are all reduced from
+    # stored assignments): its datasets' true k among them
+    coords = {name: cube[name] for name in (*cube["status"].dims, "true_k") if name in cube.coords}
+    out = xr.Dataset(scores, coords=coords, attrs={"true_k": cube.attrs.get("ordercube_true_k", "{}")})
     skipped = cube["status"] == Status.SKIPPED
     if bool(skipped.any()):  # an adaptive cube: the trials in which no k was skipped, for the per-trial reducers
         out = out.assign_coords(complete_trial=~skipped.any("k"))

@@ -24,8 +24,10 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
 - A criterion reduced from stored assignments (:mod:`ordercube.pipeline.reduce.assignments`) has one curve, not one
   value per trial: its intervals come from the bootstrap over resamples instead. ``score_se`` is the replicates'
   standard deviation at k̂, the difference's interval the percentile interval of the replicates' differences
-  (Efron & Tibshirani 1993, ch. 13), ``frequency`` the share of replicates whose own choice is k̂ (no interval:
-  it is itself the bootstrap's measure of how settled k̂ is), ``few_trials`` counts the resamples read.
+  (Efron & Tibshirani 1993, ch. 13) moved by their median bias
+  (:func:`ordercube.pipeline.reduce.assignments.centred_interval`), ``frequency`` the share of replicates whose
+  own choice is k̂ (no interval: it is itself the bootstrap's measure of how settled k̂ is), ``few_trials``
+  counts the resamples read.
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
   Strength of 1 at k = 2), its bounds are NaN, never an interval of no width.
 - flags: ``at_grid_edge`` (k̂ at an edge of the k's with values beyond which the rule could have chosen: the
@@ -192,8 +194,10 @@ def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np
         differences = np.array([_difference(row[None, :], at, runner, decision, level)[0] for row in boot])
         differences = differences[~np.isnan(differences)]
         if differences.size > 1:
-            tail = (1 - level) / 2 * 100
-            out["difference_low"], out["difference_high"] = np.percentile(differences, [tail, 100 - tail])
+            from ordercube.pipeline.reduce.assignments import centred_interval
+
+            low, high = centred_interval(np.float64(out["difference"]), differences, level)
+            out["difference_low"], out["difference_high"] = float(low), float(high)
     low, high = out["difference_low"], out["difference_high"]
     out["not_separated"] = float(bool(low <= 0.0 <= high))
     out["runner_up_better"] = float(bool(high < 0.0))

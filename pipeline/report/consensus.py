@@ -1,20 +1,23 @@
 """The figures of consensus clustering, from the stored assignments: what ConsensusClusterPlus and M3C draw.
 
 Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub 2003, Sec. 3; Wilkerson & Hayes
-2010; Senbabaoglu, Michailidis & Li 2014; John et al. 2020):
+2010; Senbabaoglu, Michailidis & Li 2014; John et al. 2020), ``<group>`` being ``<dataset>_<n>_<method>``:
 
 - ``consensus_<group>_heatmaps``: the consensus matrix of every k, its items ordered by the consensus partition of
   that k (cluster by cluster, each cluster's items by their item consensus, highest first), with the items' clusters
   as a colour strip beside and above the map, as ConsensusClusterPlus draws it. Above :data:`CAP` items the map
   shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item.
-- ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k.
-- ``consensus_<group>_delta``: Monti's relative change in the area under the CDF, Δ(k), against k.
+- ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k, drawn
+  exactly (a step at every distinct value).
+- ``consensus_<group>_delta``: Monti's relative increase of the area under the CDF, Δ(k), against k, with its
+  rule's threshold.
 - ``consensus_<group>_pac``: the proportion of ambiguous clustering against k, with its bootstrap interval over
   resamples as bars where the reduction gives one.
-- ``consensus_<group>_rcsi``: M3C's relative cluster stability index and its Monte Carlo p-values against k (when
-  the cube has reference clusterings).
-- ``consensus_<group>_item_consensus``: each item's consensus with its own cluster at k̂, a box and the items per
-  cluster.
+- ``consensus_<group>_rcsi``: M3C's relative cluster stability index against k (bars: ± 1 SE over the reference data
+  sets; band: the bootstrap interval over resamples) and its Monte Carlo and beta p-values (when the method drew
+  reference data sets and the config lists ``m3c``).
+- ``consensus_<group>_item_consensus``: each item's consensus with its own cluster, a box and the items per
+  cluster, at the k̂ of the first of the section's criteria (registry order) that chose one.
 
 k̂ is marked (a star) where the report chose one by the criterion the figure shows. The consensus matrices are
 also written as ``consensus_<group>_matrices.npz`` (``numpy.load``: ``k3`` the N x N matrix of k = 3, NaN for
@@ -41,16 +44,23 @@ from ordercube.pipeline.files.outputs import write_output
 from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
 from ordercube.pipeline.report.section import SectionContext, SectionResult
+from ordercube.tasks.criteria import Decision
+from ordercube.tasks.criteria.base import Clusterings
+from ordercube.tasks.consensus import (
+    consensus_cdf, consensus_matrix, consensus_partition, consensus_values, item_consensus,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th item of the ordered list
-CDF_GRID = np.linspace(0.0, 1.0, 201)
 # How the text and the figures name the consensus criteria (others: by their own name).
 NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
+# The page's own styles (no style sheet is loaded): the smaller figures side by side, each captioned below.
+ROW_STYLE = "display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start"
+FIGURE_STYLE = "margin: 0 0 1em; max-width: 100%"
 
 
 @dataclass(frozen=True)
@@ -157,23 +167,42 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
     for ax in axes.ravel()[len(ks):]:
         ax.set_visible(False)
     # above the top strips, inside the figure's fixed top margin
-    figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices, items by consensus cluster",
+    figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices",
                 ha="center", va="top", fontsize=9)
     if image is not None:
-        colour_bar(figure, image, "consensus (share of co-drawn resamples together)")
+        colour_bar(figure, image, "consensus index")
     return figure
 
 
-def plot_cdf(x: np.ndarray, cdfs: Mapping[int, np.ndarray], label: str) -> Figure:
-    """The consensus CDF of every k on one axis (Monti et al. 2003, Sec. 3.3), one line per k."""
+def cdf_curve(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The consensus CDF of ``matrix`` (Monti et al. 2003, Sec. 3.3.1: over the pairs i < j drawn together) exactly,
+    as the points of a step drawn ``steps-post``: from (0, 0) up to the share of pairs at 0, then at every distinct
+    value, to (1, 1)."""
+    values, _ = consensus_values(matrix)
+    x = np.concatenate([[0.0, 0.0], values, [1.0]])
+    y = np.concatenate([[0.0], np.asarray(consensus_cdf(matrix, x[1:]), dtype=float)])
+    return x, y
+
+
+def plot_cdf(curves: Mapping[int, tuple[np.ndarray, np.ndarray]], label: str) -> Figure:
+    """The consensus CDF of every k on one axis (Monti et al. 2003, Sec. 3.3.1, Fig. 3), one line per k: ``curves``
+    maps k to its points (:func:`cdf_curve`)."""
     figure, axes = grid(1, 1, width=4.2, height=3.0, right=1.0)
     ax = axes[0, 0]
-    for k in sorted(cdfs):
-        ax.plot(x, cdfs[k], drawstyle="steps-post", lw=1.2, label=f"k = {k}")
+    for k in sorted(curves):
+        x, y = curves[k]
+        ax.plot(x, y, drawstyle="steps-post", lw=1.2, label=f"k = {k}")
     ax.set(xlim=(-0.01, 1.01), ylim=(0.0, 1.02), xlabel="consensus index", ylabel="CDF (pairs of items)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     title(ax, f"{label}: consensus CDF")
     return figure
+
+
+def _interval(ax: Axes, ks: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+    """Bars from ``low`` to ``high`` at each k, with caps."""
+    ax.vlines(ks, low, high, color="C0", lw=1)
+    for end in (low, high):
+        ax.plot(ks, end, "_", color="C0", ms=7, ls="none")
 
 
 def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -> None:
@@ -184,16 +213,18 @@ def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -
 
 
 def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, ylabel: str, label: str, name: str,
-                   low: np.ndarray | None = None, high: np.ndarray | None = None) -> Figure:
+                   low: np.ndarray | None = None, high: np.ndarray | None = None,
+                   threshold: float | None = None) -> Figure:
     """One criterion's curve against k with k̂ starred (``k_hat`` < 0: none); ``low``/``high``: its bootstrap
-    interval over resamples, drawn as bars."""
+    interval over resamples, drawn as bars; ``threshold``: its decision's, dashed."""
     figure, axes = grid(1, 1, width=4.2, height=2.8)
     ax = axes[0, 0]
     ks, values = np.asarray(ks), np.asarray(values, dtype=float)
     ax.plot(ks, values, marker="o", ms=4, color="C0")
-    if low is not None and high is not None:
-        below, above = values - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - values
-        ax.errorbar(ks, values, yerr=np.vstack([below, above]), fmt="none", ecolor="C0", capsize=3, lw=1)
+    if low is not None and high is not None:  # a percentile interval need not hold the curve: drawn as it is
+        _interval(ax, ks, low, high)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", ls="--", lw=0.9)
     _mark(ax, ks, values, k_hat, name)
     ax.set_xticks(ks)
     ax.set(xlabel="k", ylabel=ylabel)
@@ -269,16 +300,14 @@ class Consensus:
     own: Mapping[int, np.ndarray]  # each item's consensus with its own cluster
 
 
-def consensus_of(clusterings) -> Consensus:  # noqa: ANN001 - ordercube.tasks.criteria.base.Clusterings
-    """The consensus matrix (Monti et al. 2003, Eq. 2), the consensus partition (hierarchical clustering of 1 - M,
-    ConsensusClusterPlus's final linkage) and each item's consensus with its cluster, for every k of
+def consensus_of(clusterings: Clusterings, linkage: str = "average") -> Consensus:
+    """The consensus matrix (Monti et al. 2003, Eq. 2), the consensus partition (hierarchical clustering of 1 - M by
+    ``linkage``, ConsensusClusterPlus's final linkage) and each item's consensus with its cluster, for every k of
     ``clusterings``' data."""
-    from ordercube.tasks.consensus import consensus_matrix, consensus_partition, item_consensus
-
     matrices, partitions, own = {}, {}, {}
     for k in clusterings.ks:
         matrix = consensus_matrix(np.asarray(clusterings.data[k]))
-        partition = np.asarray(consensus_partition(matrix, k))
+        partition = np.asarray(consensus_partition(matrix, k, linkage))
         matrices[k], partitions[k] = matrix, partition
         own[k] = np.asarray(item_consensus(matrix, partition, k))[np.arange(len(partition)), partition]
     return Consensus(ks=tuple(clusterings.ks), matrices=matrices, partitions=partitions, own=own)
@@ -304,8 +333,9 @@ def _embed(path: Path | None, caption: str) -> str:
     if path.suffix[1:] not in MIME:
         return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a>: {escaped}</p>'
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure id="{html.escape(path.stem)}"><img alt="{html.escape(path.stem)}" '
-            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption>{escaped}</figcaption></figure>')
+    return (f'<figure id="{html.escape(path.stem)}" style="{FIGURE_STYLE}"><img alt="{html.escape(path.stem)}" '
+            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption style="max-width: 36em">{escaped}'
+            "</figcaption></figure>")
 
 
 def _k_hat(chosen: xr.Dataset, name: str, at: Mapping[str, object]) -> int:
@@ -333,17 +363,23 @@ def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
 
 
 def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
-                   label: str, options: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+                   label: str, options: Mapping[str, Mapping[str, Any]], rules: Mapping[str, Decision]
+                   ) -> tuple[list[str], dict[str, str]]:
     """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-values at its k̂;
-    ``options``: each criterion's (the config's, ``--decide`` applied)."""
+    ``options``: each criterion's (the config's, ``--decide`` applied), ``rules``: their decisions."""
     if "k" not in scores.coords:  # no criterion reduced from the assignments
         return [], {}
     ks, parts, notes = scores["k"].values, [], {}
     delta = _curve(scores, "consensus_delta", at)
     if delta is not None:
+        rule = rules.get("consensus_area")
+        threshold = None if rule is None or rule.threshold is None else float(rule.threshold)
         path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
-                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"])
-        parts.append(_embed(path, "Relative change in the area under the consensus CDF, Δ(k) (Monti et al. 2003)."))
+                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"], threshold=threshold)
+        parts.append(_embed(path, "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
+                                  "Sec. 3.3.1)." + ("" if threshold is None else
+                                                    f" Dashed: the rule's threshold {threshold:g} (k̂: the largest k "
+                                                    "whose Δ(k) reaches it).")))
     pac = _curve(scores, "pac", at)
     if pac is not None:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
@@ -376,8 +412,9 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
 
 
 def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
-                  consensus: Consensus) -> tuple[str, str]:
-    """Draw one group's figures and write its matrices; its HTML and its line of text."""
+                  consensus: Consensus, options: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+    """Draw one group's figures and write its matrices; its HTML and its line of text. ``options``: the method's
+    criteria's (:func:`ordercube.pipeline.reduce.assignments.resolved_options`)."""
     figures, chosen, criteria = context.figures, context.reduced.chosen, context.criteria
     at = {"dataset": dataset, "n": n, "model": model}
     label = f"{dataset}, n = {n}, {model}"
@@ -391,14 +428,12 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
              f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
              _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
                     "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-                    "each item's cluster." + (f" {capped}." if capped else "")),
-             _embed(figures.draw_now(f"{stem}_cdf", plot_cdf, CDF_GRID, {k: _cdf(consensus.matrices[k]) for k in consensus.ks},
-                                     label),
+                    "each item's cluster." + (f" {capped}." if capped else ""))]
+    row = [_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
                     "the flatter its middle, the cleaner the clusters.")]
-    options = resolved_options(context.cube, context.reduced.decide).get(model, {})
-    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options)
-    parts += curves
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules)
+    row += curves
     said = []
     for name in criteria:
         k_hat = _k_hat(chosen, name, at)
@@ -411,15 +446,10 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
         name, k = shown
         path = figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k], consensus.partitions[k], k,
                                 label=label, name=NAMES.get(name, name))
-        parts.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+        row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+    parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line
-
-
-def _cdf(matrix: np.ndarray) -> np.ndarray:
-    from ordercube.tasks.consensus import consensus_cdf
-
-    return np.asarray(consensus_cdf(matrix, CDF_GRID), dtype=float)
 
 
 def section(context: SectionContext) -> SectionResult | None:
@@ -428,12 +458,17 @@ def section(context: SectionContext) -> SectionResult | None:
     if not groups:
         return None
     scores = context.reduced.reduced  # the curves reduced from the stored assignments, with their bootstrap
+    options = resolved_options(context.cube, context.reduced.decide)
     fragments, lines = [], []
     for dataset, n, model in groups:
         clusterings = clusterings_of(context.cube, dataset, n, model)
         if not clusterings.ks:
             continue
-        fragment, line = group_figures(context, scores, dataset, n, model, consensus_of(clusterings))
+        own = options.get(model, {})
+        # the partition the cluster-wise criteria used, where one of them is in the config
+        linkage = next((own[name]["linkage"] for name in ("cluster_consensus", "clusterwise_jaccard")
+                        if "linkage" in own.get(name, {})), "average")
+        fragment, line = group_figures(context, scores, dataset, n, model, consensus_of(clusterings, linkage), own)
         fragments.append(fragment)
         lines.append(line)
     if not lines:

@@ -54,10 +54,13 @@ class Reduced:
     reduced: xr.Dataset = field(default_factory=xr.Dataset)
 
     @classmethod
-    def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None) -> Reduced:
-        from ordercube.pipeline.reduce.assignments import reduced_scores, scores_and_summary
+    def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
+           replicates: int | None = None) -> Reduced:
+        """Every reducer of ``cube``; ``replicates``: the bootstrap's over resamples of the criteria reduced from
+        stored assignments (default :data:`ordercube.pipeline.reduce.assignments.REPLICATES`)."""
+        from ordercube.pipeline.reduce.assignments import REPLICATES, reduced_scores, scores_and_summary
 
-        reduced = reduced_scores(cube, decide)
+        reduced = reduced_scores(cube, decide, replicates=REPLICATES if replicates is None else replicates)
         scores, summary = scores_and_summary(criterion_scores(cube), reduced)
         chosen, choices = select_k(scores, decide), choice_per_trial(scores, decide)
         return cls(scores=scores, decide=decide, summary=summary, chosen=chosen, choices=choices,

@@ -376,7 +376,7 @@ def sections_for(scores: xr.Dataset) -> list[tuple[str, Section, tuple[str, ...]
 
 
 def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
-                 fmt: str = "png", helper: Helper | None = None) -> pd.DataFrame:
+                 fmt: str = "png", helper: Helper | None = None, replicates: int | None = None) -> pd.DataFrame:
     """``selection.csv``, the figures (``fmt``: png, svg or pdf) of every criterion, the files of the report's sections
     and ``index.html`` (the whole report in one self-contained page: :mod:`ordercube.pipeline.report.html`) in ``out``; returns
     the table, with ``table.attrs["figures"]`` = (drawn, kept: unchanged since the last report in ``out``),
@@ -392,9 +392,11 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     ``decide`` re-decides from the stored values (``{"prediction_strength": {"threshold": 0.8}}``); ``helper``
     (:class:`ordercube.pipeline.report.figures.Helper`) draws every other figure in a second process. A figure that cannot be drawn
     is named in ``table.attrs["figures_failed"]`` with its reason, and the rest of the report is written.
+    ``replicates``: the bootstrap's over resamples, for the criteria reduced from stored assignments (default
+    :data:`ordercube.pipeline.reduce.assignments.REPLICATES`; 0: no intervals).
     """
     out.mkdir(parents=True, exist_ok=True)
-    reduced = Reduced.of(cube, decide)
+    reduced = Reduced.of(cube, decide, replicates=replicates)
     table = table_of(reduced)
     write_csv(table, out / "selection.csv")
     sections = sections_for(reduced.scores)

@@ -3,15 +3,14 @@ Mesirov & Golub 2003, Sec. 3; Senbabaoglu, Michailidis & Li 2014).
 
 Each of R resamples h clusters the items it drew; ``labels[h, i]`` is item i's cluster 0..k-1, or -1 when item i
 was not drawn in resample h. With a weight w_h per resample (1 by default; a bootstrap over resamples gives the
-number of times a resample was drawn), Monti et al.'s consensus matrix (Sec. 3.2, eq. 1 with the indicator
-matrix I^(h)) is
+number of times a resample was drawn), Monti et al.'s consensus matrix (Sec. 3, with the connectivity matrices
+M^(h) and the indicator matrices I^(h)) is
 
     M(i, j) = sum_h w_h M^(h)(i, j) / sum_h w_h I^(h)(i, j),
 
 M^(h)(i, j) = 1 when items i and j were both drawn in resample h and clustered together, I^(h)(i, j) = 1 when both
-were drawn. M(i, j) is NaN where i and j were never drawn together (Monti et al. leave it undefined); M(i, i) = 1
-for every item drawn at least once. ConsensusClusterPlus (Wilkerson & Hayes 2010) and the PyPI package
-``consensusclustering`` 0.2.4 store 0 there instead: ``consensus_matrix(..., fill=0.0)`` reproduces them.
+were drawn. M(i, j) is NaN where i and j were never drawn together (the ratio is 0 / 0 there); M(i, i) = 1 for
+every item drawn at least once.
 
 The consensus distribution is the empirical CDF of the entries i < j of M that are defined (Monti et al., Sec.
 3.3.1; a NaN pair is no observation):
@@ -20,6 +19,25 @@ The consensus distribution is the empirical CDF of the entries i < j of M that a
 
 its area A(K) (:func:`cdf_area`), Monti et al.'s relative increase Delta(K) (:func:`delta_area`) and the
 proportion of ambiguous clustering PAC = CDF(u2) - CDF(u1) (:func:`pac`; Senbabaoglu et al. 2014).
+
+Where the tools differ (their sources read: ConsensusClusterPlus 1.23's ``ccRun``, ``CDF`` and ``triangle``; M3C's
+``ccRun`` and ``CDF``; the PyPI package ``consensusclustering`` 0.2.4), and what reproduces each:
+
+- Pairs never drawn together: NaN here, left out of the CDF, PAC and the item and cluster consensus.
+  ConsensusClusterPlus, M3C and ``consensusclustering`` store 0 (an unambiguous pair that never met; an item
+  never drawn gets M(i, i) = 0): ``consensus_matrix(..., fill=0.0)``. With ``pItem`` = 0.8 and hundreds of
+  resamples no pair is left out and the two agree.
+- The CDF: over the pairs i < j, as Monti et al., ConsensusClusterPlus (``triangle(mode = 1)``) and M3C
+  (``lower.tri``) take it; ``consensusclustering`` bins all N^2 entries, the diagonal's ones included.
+- The area: ``cdf_area(method=)``: "monti" (the paper's sum over the sorted entries, the default), "ccp"
+  (ConsensusClusterPlus's 100-bin histogram), "consensusclustering" (its 10-bin histogram). For a perfectly
+  stable consensus (entries 0 and 1 only) Monti's A(K) is 1 at every K, the histogram's the share of pairs at 0
+  (x 0.99, + 0.01).
+- Delta(K): ``delta_area(running_max=)``: True, over the largest earlier area (Monti et al.'s eq. 7 as the R
+  package coca reads it); False, over the previous area (ConsensusClusterPlus). ``consensusclustering`` indexes
+  its change one order earlier and relative to the larger area.
+- PAC: as M3C (``ecdf`` at x2 minus at x1) and Senbabaoglu et al.; ConsensusClusterPlus computes none and
+  ``consensusclustering`` neither.
 """
 
 from __future__ import annotations
@@ -29,7 +47,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import blas
 
 AreaMethod = Literal["monti", "ccp", "consensusclustering"]
 AREA_METHODS: tuple[str, ...] = ("monti", "ccp", "consensusclustering")
@@ -45,7 +62,7 @@ MAX_WEIGHT_GROUPS = 16
 
 
 def consensus_matrix(labels: ArrayLike, *, weights: ArrayLike | None = None, fill: float = math.nan) -> NDArray[np.float64]:
-    """Monti et al.'s (2003, Sec. 3.2) consensus matrix of R resampled clusterings.
+    """Monti et al.'s (2003, Sec. 3) consensus matrix of R resampled clusterings.
 
     Parameters
     ----------
@@ -70,9 +87,9 @@ def consensus_matrix(labels: ArrayLike, *, weights: ArrayLike | None = None, fil
     indicator of the drawn items. They are accumulated by BLAS ``syrk`` over blocks of resamples that share a
     weight (a bootstrap's weights take few values; zero weights are skipped), in float32 when the weights are
     integers summing below 2**24 (every sum is then an exact integer, so M is the exact quotient) and in float64
-    otherwise (real weights: one ``gemm`` per block). Time: about R k N^2 / 2 multiply-adds, 2-4 s at N = 3000,
-    R = 1000, k = 2..10 on two cores; memory: the (N, N) sums and M, 212 MiB at its peak for N = 3000, plus a
-    one-hot block below 64 MiB.
+    otherwise (real weights: one ``gemm`` per block). Time: about R k N^2 / 2 multiply-adds; at N = 3000,
+    R = 1000, k = 2..10 on two cores, 2-4 s each k, 7-8 s with the cores shared by a load of 14; memory: the
+    (N, N) sums and M, 212-225 MiB at the peak for N = 3000, the one-hot blocks included (below 64 MiB each).
     """
     labels = np.asarray(labels)
     n_resamples, n_items = labels.shape
@@ -105,6 +122,8 @@ def _weighted_gram(labels: NDArray[np.integer], w: NDArray[np.float64], clusters
             onehot = _onehot(labels[start:start + per_block], clusters, dtype)
             out += (onehot * np.repeat(w[start:start + per_block], clusters)) @ onehot.T
         return np.ascontiguousarray(out)
+    from scipy.linalg import blas  # here, not at import: the criteria's registry must not load SciPy
+
     syrk = blas.ssyrk if dtype is np.float32 else blas.dsyrk
     for value in distinct:
         rows = np.flatnonzero(w == value)
@@ -115,11 +134,10 @@ def _weighted_gram(labels: NDArray[np.integer], w: NDArray[np.float64], clusters
 
 
 def _onehot(block: NDArray[np.integer], clusters: int, dtype: type) -> NDArray[np.floating]:
-    """The (N, resamples x clusters) indicator of each item's cluster in each resample of ``block``."""
-    onehot = np.zeros((block.shape[1], block.shape[0] * clusters), dtype=dtype, order="F")
-    h, i = np.nonzero(block >= 0)
-    onehot[i, h * clusters + block[h, i]] = 1
-    return onehot
+    """The (N, resamples x clusters) indicator of each item's cluster in each resample of ``block`` (column
+    h k + c: cluster c of resample h), Fortran-ordered as BLAS takes it: the transpose of a row-major array."""
+    matches = block[:, None, :] == np.arange(clusters, dtype=block.dtype)[None, :, None]  # -1 matches none
+    return matches.reshape(-1, block.shape[1]).astype(dtype).T
 
 
 def consensus_values(M: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

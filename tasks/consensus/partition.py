@@ -1,5 +1,5 @@
 """The consensus partition and how firmly its clusters and items hold together (Monti, Tamayo, Mesirov & Golub
-2003, Sec. 3.2-3.3; Wilkerson & Hayes 2010; Hennig 2007).
+2003; Wilkerson & Hayes 2010; Hennig 2007).
 
 The consensus partition at k is the hierarchical clustering of the items on the distance 1 - M cut into k
 clusters (Monti et al.: "M is used as the similarity for agglomerative hierarchical clustering";
@@ -13,15 +13,52 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.cluster.hierarchy import cut_tree, linkage as hierarchical
-from scipy.spatial.distance import squareform
 
 Linkage = Literal["average", "complete", "single", "weighted"]
 LINKAGES: tuple[str, ...] = ("average", "complete", "single", "weighted")
 
 
+def consensus_tree(M: ArrayLike, linkage: Linkage = "average") -> tuple[NDArray[np.int64], NDArray[np.float64] | None]:
+    """The hierarchical clustering of the drawn items on 1 - M, which :func:`consensus_partition` cuts.
+
+    Parameters
+    ----------
+    M : ndarray of shape (N, N)
+        A consensus matrix.
+    linkage : {"average", "complete", "single", "weighted"}
+
+    Returns
+    -------
+    items : int ndarray of shape (n,)
+        The items drawn at least once (M(i, i) defined), ascending.
+    tree : ndarray of shape (n - 1, 4) or None
+        SciPy's linkage matrix over ``items`` (None for fewer than two): a pair never drawn together is at
+        distance 1.
+    """
+    from scipy.cluster.hierarchy import linkage as hierarchical  # here: importing the kernels loads no SciPy
+    from scipy.spatial.distance import squareform
+
+    M = np.asarray(M, dtype=np.float64)
+    items = np.flatnonzero(~np.isnan(np.diagonal(M)))
+    if items.size < 2:
+        return items, None
+    distance = 1.0 - np.nan_to_num(M[np.ix_(items, items)], nan=0.0)
+    np.fill_diagonal(distance, 0.0)
+    return items, hierarchical(squareform(distance, checks=False), method=linkage)
+
+
+def consensus_order(M: ArrayLike, linkage: Linkage = "average") -> NDArray[np.int64]:
+    """The drawn items in the leaf order of :func:`consensus_tree`: a heat map of M in this order shows the
+    consensus partition's clusters as blocks on the diagonal (ConsensusClusterPlus orders its heat maps by
+    ``hc$order``)."""
+    from scipy.cluster.hierarchy import leaves_list
+
+    items, tree = consensus_tree(M, linkage)
+    return items if tree is None else items[leaves_list(tree)]
+
+
 def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> NDArray[np.int64]:
-    """The consensus partition: hierarchical clustering on 1 - M cut into k clusters (Monti et al. 2003, Sec. 3.2).
+    """The consensus partition: hierarchical clustering on 1 - M cut into k clusters (Monti et al. 2003).
 
     Parameters
     ----------
@@ -45,18 +82,16 @@ def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> N
     tied heights may be ordered differently by SciPy and R's ``hclust``, which can change the cut when ties
     straddle it.
     """
+    from scipy.cluster.hierarchy import cut_tree
+
     M = np.asarray(M, dtype=np.float64)
-    drawn = ~np.isnan(np.diagonal(M))
     partition = np.full(M.shape[0], -1, dtype=np.int64)
-    items = np.flatnonzero(drawn)
+    items, tree = consensus_tree(M, linkage)
     if items.size < k or k < 1:
         raise ValueError(f"k: expected 1 <= k <= {items.size} (the items drawn), got {k}")
-    if k == 1 or items.size == 1:
+    if k == 1 or tree is None:
         partition[items] = 0
         return partition
-    distance = 1.0 - np.nan_to_num(M[np.ix_(items, items)], nan=0.0)
-    np.fill_diagonal(distance, 0.0)
-    tree = hierarchical(squareform(distance, checks=False), method=linkage)
     cut = cut_tree(tree, n_clusters=k).ravel()
     _, first, inverse = np.unique(cut, return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first))  # cluster numbers by the first item in each
@@ -79,7 +114,7 @@ def _member_sums(M: NDArray[np.float64], partition: NDArray[np.int64],
 
 
 def item_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
-    """Item consensus m_i(c) of every item to every cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010).
+    """Item consensus m_i(c) of every item to every cluster (Monti et al. 2003; Wilkerson & Hayes 2010, ``calcICL``).
 
     Parameters
     ----------
@@ -101,7 +136,7 @@ def item_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.flo
 
 
 def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.float64]:
-    """Cluster consensus m(c) of each cluster (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010, ``calcICL``).
+    """Cluster consensus m(c) of each cluster (Monti et al. 2003; Wilkerson & Hayes 2010, ``calcICL``).
 
     Parameters
     ----------
@@ -130,7 +165,7 @@ def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.
 
 def clusterwise_jaccard(labels: ArrayLike, partition: ArrayLike, k: int, *,
                         weights: ArrayLike | None = None) -> NDArray[np.float64]:
-    """Hennig's (2007, Sec. 3.1) clusterwise Jaccard stability of the consensus partition's clusters.
+    """Hennig's (2007) clusterwise Jaccard stability of the consensus partition's clusters.
 
     Parameters
     ----------

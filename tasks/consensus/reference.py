@@ -282,6 +282,15 @@ def consensus_entropy(M: FloatArray) -> float:
     return float(-(inside * np.log(inside) + (1 - inside) * np.log1p(-inside)).sum())
 
 
+def entropy_from_values(values: FloatArray, counts: NDArray[np.int64]) -> float:
+    """:func:`consensus_entropy` from the compact distribution of a consensus matrix's entries i < j (its distinct
+    values and how many pairs hold each: ``ordercube.tasks.consensus.consensus_values``)."""
+    values = np.asarray(values, dtype=np.float64)
+    inside = (values > 0) & (values < 1)
+    m, count = values[inside], np.asarray(counts)[inside]
+    return float(-(count * (m * np.log(m) + (1 - m) * np.log1p(-m))).sum())
+
+
 def normal_p(statistic_data: FloatArray, statistic_references: FloatArray) -> FloatArray:
     """M3C's p-value with the entropy objective (R/M3C.R lines 236-244): the normal CDF at the data's entropy, with
     the references' mean and standard deviation (divisor B - 1). With no spread, R's ``pnorm(x, m, 0)``: 1 where

@@ -13,20 +13,24 @@ replicate over resamples; None: one each) make Monti et al.'s (2003) consensus m
 - ``pac``: the proportion of ambiguous clustering, CDF(u2) - CDF(u1) (Senbabaoglu, Michailidis & Li 2014), the
   smallest is best; its ``window`` can be changed at decision time (``--decide pac.window=0.05,0.95``).
 - ``cluster_consensus``: the mean over the consensus partition's clusters (at least two members) of their
-  cluster consensus (Monti et al. 2003, Sec. 3.3; Wilkerson & Hayes 2010's ``calcICL``), the largest is best.
+  cluster consensus (Monti et al. 2003; Wilkerson & Hayes 2010's ``calcICL``), the largest is best.
 - ``clusterwise_jaccard``: the mean over the consensus partition's clusters of Hennig's (2007) clusterwise
-  Jaccard against the resamples, the largest is best.
+  Jaccard against the resamples (the consensus partition in place of the clustering of the whole data, which
+  the resamples never fit), the largest is best.
 - ``resample_agreement``: the mean adjusted Rand index between pairs of resamples on their common items, the
   largest is best.
 
 The consensus partition is the average-linkage clustering of 1 - M cut into k clusters (ConsensusClusterPlus's
-``finalLinkage = "average"``). The consensus matrix of one k is computed once for all of these criteria while
-the same arrays are reduced (a small cache keyed by the arrays' identity).
+``finalLinkage = "average"``; option ``linkage``). While the same arrays are reduced, the consensus matrix of one
+k is computed once for the criteria that read its distribution (``consensus_area``, ``pac``) and once more for
+the first that needs its partition: a small cache keyed by the arrays' identity keeps what they read of it,
+never the (N, N) matrix itself.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +74,7 @@ class Summary:
 
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
+_LOCK = threading.Lock()  # reducers may run in threads: the cache's order and size change under it
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
@@ -79,20 +84,26 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
     summarised before (the cache holds them, so an identity is never mistaken). The consensus matrix is computed
     only when something asked is missing; its partition only when asked for (a bootstrap of PAC needs none)."""
     key = (id(labels), id(weights), k)
-    entry = _CACHE.get(key)
-    fresh = entry is None or entry.labels is not labels or entry.weights is not weights
-    if fresh or any(need not in entry.extras for need in needs):  # type: ignore[union-attr]
-        M = consensus_matrix(labels, weights=weights)
-        if fresh:
-            entry = Summary(labels, weights, *consensus_values(M))
-        for need in needs:
-            if need not in entry.extras:  # type: ignore[union-attr]
-                entry.extras[need] = _extra(M, k, need)  # type: ignore[union-attr]
-        _CACHE[key] = entry  # type: ignore[assignment]
+    with _LOCK:
+        entry = _CACHE.get(key)
+    if entry is not None and (entry.labels is not labels or entry.weights is not weights):
+        entry = None
+    if entry is not None and all(need in entry.extras for need in needs):
+        with _LOCK:
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+        return entry
+    M = consensus_matrix(labels, weights=weights)
+    if entry is None:
+        entry = Summary(labels, weights, *consensus_values(M))
+    extras = {need: entry.extras[need] if need in entry.extras else _extra(M, k, need) for need in needs}
+    entry = Summary(labels, weights, entry.values, entry.counts, {**entry.extras, **extras})
+    with _LOCK:
+        _CACHE[key] = entry
+        _CACHE.move_to_end(key)
         while len(_CACHE) > 1 and sum(item.nbytes for item in _CACHE.values()) > CACHE_BYTES:
             _CACHE.popitem(last=False)
-    _CACHE.move_to_end(key)
-    return entry  # type: ignore[return-value]
+    return entry
 
 
 def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
@@ -117,7 +128,10 @@ def _per_k(clusterings: Clusterings, compute: Callable[[int, NDArray[np.int16]],
 
 
 def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max: bool = True) -> dict[str, NDArray[np.float64]]:
-    """A(k) (:func:`ordercube.tasks.consensus.cdf_area`) and Delta(k) (:func:`ordercube.tasks.consensus.delta_area`)."""
+    """The area under the consensus CDF, A(k), and its relative increase Delta(k) at every k (Monti, Tamayo, Mesirov &
+    Golub 2003, Sec. 3.3.1, eq. 7): :func:`ordercube.tasks.consensus.cdf_area` with ``method``,
+    :func:`ordercube.tasks.consensus.delta_area` with ``running_max``. k̂ is the largest k whose Delta(k) reaches
+    the decision's threshold (the R package coca's rule, Cabassi & Kirk 2020: 0.025)."""
     def area(k: int, labels: NDArray[np.int16]) -> float:
         if method == "consensusclustering":
             return float(summary(labels, clusterings.weights, k, (method,)).extras[method])
@@ -130,7 +144,9 @@ def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max:
 
 
 def reduce_pac(clusterings: Clusterings, *, window: tuple[float, float] = (0.1, 0.9)) -> dict[str, NDArray[np.float64]]:
-    """PAC(k) = CDF(u2) - CDF(u1) (:func:`ordercube.tasks.consensus.pac`)."""
+    """The proportion of ambiguous clustering at every k, PAC = CDF(u2) - CDF(u1) with ``window`` = (u1, u2)
+    (Senbabaoglu, Michailidis & Li 2014; :func:`ordercube.tasks.consensus.pac`): the share of item pairs whose
+    consensus lies in (u1, u2]."""
     window = (float(window[0]), float(window[1]))
 
     def value(k: int, labels: NDArray[np.int16]) -> float:
@@ -146,7 +162,8 @@ def _mean_present(values: NDArray[np.float64]) -> float:
 
 
 def reduce_cluster_consensus(clusterings: Clusterings, *, linkage: str = "average") -> dict[str, NDArray[np.float64]]:
-    """The mean cluster consensus m(c) over the consensus partition's clusters of two items or more."""
+    """The mean cluster consensus m(c) (Monti et al. 2003; Wilkerson & Hayes 2010) over the clusters of two items
+    or more of the consensus partition (``linkage`` on 1 - M, cut at k), at every k."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         need = f"partition:{linkage}"
         return _mean_present(summary(labels, clusterings.weights, k, (need,)).extras[need][1])
@@ -155,7 +172,8 @@ def reduce_cluster_consensus(clusterings: Clusterings, *, linkage: str = "averag
 
 
 def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dict[str, NDArray[np.float64]]:
-    """The mean over the consensus partition's clusters of Hennig's clusterwise Jaccard."""
+    """The mean over the consensus partition's clusters of Hennig's (2007) clusterwise Jaccard: how well each
+    cluster is found again, as its best-matching cluster, in every resample that drew some of its items."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         need = f"partition:{linkage}"
         partition = summary(labels, clusterings.weights, k, (need,)).extras[need][0]
@@ -167,7 +185,8 @@ def reduce_jaccard(clusterings: Clusterings, *, linkage: str = "average") -> dic
 
 
 def reduce_agreement(clusterings: Clusterings, *, pairs: int = 500) -> dict[str, NDArray[np.float64]]:
-    """The mean adjusted Rand index over ``pairs`` random pairs of resamples, on their common items."""
+    """The mean adjusted Rand index (Hubert & Arabie 1985) over ``pairs`` random pairs of resamples, each pair
+    compared on the items both drew, at every k."""
     def value(k: int, labels: NDArray[np.int16]) -> float:
         rng = clusterings.rng((AGREEMENT_STREAM, k))
         return resample_agreement(labels, rng, pairs, weights=clusterings.weights)
@@ -205,8 +224,8 @@ PAC = Criterion(
 CLUSTER_CONSENSUS = Criterion(
     name="cluster_consensus",
     min_k=2,
-    description="mean cluster consensus of the consensus partition's clusters (Monti et al. 2003, Sec. 3.3; "
-                "Wilkerson & Hayes 2010); the largest is best",
+    description="mean cluster consensus of the consensus partition's clusters (Monti et al. 2003; Wilkerson & "
+                "Hayes 2010); the largest is best",
     reads="assignments",
     reduce=reduce_cluster_consensus,
     options={"linkage": "average"},

@@ -26,19 +26,18 @@ it prints its "optimal K".
 
 from __future__ import annotations
 
-from typing import Any
-
 import warnings
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks.consensus import consensus_matrix, pac
+from ordercube.tasks.consensus import consensus_matrix, consensus_values, pac_from_values
 from ordercube.tasks.consensus.reference import (
-    ALPHA, beta_p, consensus_entropy, monte_carlo_p, normal_p, rcsi, rcsi_se,
+    ALPHA, beta_p, entropy_from_values, monte_carlo_p, normal_p, rcsi, rcsi_se,
 )
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
-from ordercube.tasks.params import choice, number
+from ordercube.tasks.criteria.consensus import summary
+from ordercube.tasks.params import choice, number, pair
 
 OUTPUTS = ("m3c", "rcsi", "rcsi_se", "rcsi_p", "rcsi_fit_p", "m3c_data", "m3c_reference")
 OBJECTIVES = ("pac", "entropy")
@@ -50,6 +49,9 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
     """M3C's objective (PAC in ``window``, or the consensus entropy) of the data's and of each reference's consensus
     matrix at every k (resamples weighted by ``clusterings.weights``).
 
+    The data's consensus distribution comes from the consensus criteria's summaries (computed once for ``pac``,
+    ``consensus_area`` and this criterion when they reduce the same arrays); each reference's is computed here.
+
     Returns
     -------
     data : ndarray of shape (K,)
@@ -60,17 +62,17 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
     ks = clusterings.ks
     window = (float(window[0]), float(window[1]))
 
-    def statistic(labels: NDArray[np.int16]) -> float:
-        M = consensus_matrix(labels, weights=clusterings.weights)
-        return pac(M, window) if objective == "pac" else consensus_entropy(M)
+    def statistic(values: NDArray[np.float64], counts: NDArray[np.int64]) -> float:
+        return pac_from_values(values, counts, window) if objective == "pac" else entropy_from_values(values, counts)
 
     data = np.full(len(ks), np.nan)
     count = max((len(clusterings.references[k]) for k in ks if k in clusterings.references), default=0)
     references = np.full((count, len(ks)), np.nan)
     for column, k in enumerate(ks):
-        data[column] = statistic(clusterings.data[k])
+        entry = summary(clusterings.data[k], clusterings.weights, k)
+        data[column] = statistic(entry.values, entry.counts)
         for b, labels in enumerate(clusterings.references.get(k, ())):
-            references[b, column] = statistic(labels)
+            references[b, column] = statistic(*consensus_values(consensus_matrix(labels, weights=clusterings.weights)))
     return data, references
 
 
@@ -129,15 +131,6 @@ def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tupl
     }
 
 
-def _check(options: dict[str, Any], ks: tuple[int, ...]) -> None:
-    from ordercube.tasks.params import ParamError
-
-    lower, upper = options["window"]
-    if not 0.0 <= lower < upper <= 1.0:
-        raise ParamError("window", f"expected 0 <= lower < upper <= 1, got {tuple(options['window'])}",
-                         "e.g. window: [0.1, 0.9] (M3C's pacx1, pacx2)")
-
-
 M3C = Criterion(
     name="m3c",
     min_k=2,
@@ -148,10 +141,9 @@ M3C = Criterion(
     outputs=OUTPUTS,
     decision=Decision(rule="largest"),
     options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log"},
-    ranges={"objective": choice(*OBJECTIVES), "window": choice((0.1, 0.9)),
+    ranges={"objective": choice(*OBJECTIVES), "window": pair(0.0, 1.0),
             "alpha": number(0.0, 1.0, low_open=True, high_open=True), "test": choice(*TESTS),
             "rcsi_of": choice("mean_log", "log_mean")},
-    check=_check,
     label="RCSI: mean log(PAC of the references / PAC of the data)",
     report_sections=("ordercube.pipeline.report.consensus:section",),
 )

@@ -41,6 +41,10 @@ class Scheme:
     fits : callable
         ``fits(params)`` → its fits per trial and k in units of one fit of n points (the cost model).
     citation : str
+    refusal : callable or None
+        ``refusal(objects, params, data, n)`` → why a block of a dataset (its ``objects``, its fixed array ``data`` or
+        None for fresh draws) at ``n`` cannot be resampled with ``params``, as ``"KEY: problem; fix"`` (``KEY`` a
+        config key, ``methods[]`` standing for the method's own), or None; the config refuses it before the sweep.
     """
 
     name: str
@@ -52,6 +56,7 @@ class Scheme:
     part_roles: Callable[[Mapping[str, Any]], tuple[str, ...]] = lambda params: ("data", "data")
     fits: Callable[[Mapping[str, Any]], float] = lambda params: 1.0
     citation: str = ""
+    refusal: Callable[[str, Mapping[str, Any], Any, int], str | None] | None = None
 
     def __post_init__(self) -> None:
         missing = undeclared(self.defaults, self.ranges)
