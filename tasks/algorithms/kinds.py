@@ -14,7 +14,6 @@ as the response), ``orders`` (every order of a trial from one fit).
 from __future__ import annotations
 
 import copy
-
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from functools import partial
