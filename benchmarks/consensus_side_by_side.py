@@ -197,7 +197,7 @@ def ours_from_cube(cube_path: Path, report: Path) -> dict[str, Any]:
     from ordercube.pipeline.reduce.assignments import reduced_scores
 
     cube = xr.open_zarr(cube_path)
-    scores = reduced_scores(cube)
+    scores = reduced_scores(cube, replicates=100)
     one = {"dataset": 0, "n": 0, "model": 0}
     pac = scores["pac"].isel(one)
     ks = [int(k) for k in pac["k"].values]
@@ -268,7 +268,9 @@ def side_by_side(name: str, folder: Path, args: argparse.Namespace) -> dict[str,
     where = ["--workers", str(args.workers)] if args.workers is not None else []
     seconds["ordercube_run"], _ = timed([*ORDERCUBE, "run", str(config), "--out", str(cube), "--no-progress",
                                          "--no-dashboard", *where], args.timeout)
-    seconds["ordercube_report"], _ = timed([*ORDERCUBE, "report", str(cube), "--out", str(report)], args.timeout)
+    replicates = [] if args.report_replicates is None else ["--replicates", str(args.report_replicates)]
+    seconds["ordercube_report"], _ = timed([*ORDERCUBE, "report", str(cube), "--out", str(report), *replicates],
+                                           args.timeout)
     seconds["ordercube"] = seconds["ordercube_run"] + seconds["ordercube_report"]
     result["load"] = [load_before, os.getloadavg()[0]]
     result["ours"] = ours_from_cube(cube, report)
@@ -324,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-jobs", type=int, default=os.cpu_count() or 1,
                         help="consensusclustering's n_jobs (default: one per core; 0: serial)")
     parser.add_argument("--workers", type=int, help="ordercube run --workers (default: its own choice)")
+    parser.add_argument("--report-replicates", type=int,
+                        help="ordercube report --replicates (the bootstrap's replicates; default: the report's own)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds any one process may take")
     parser.add_argument("--quick", action="store_true", help="H = 20, k = 2..5, colon and gaussian3 (a smoke run)")
     parser.add_argument("--only", choices=("theirs", "ours"),
