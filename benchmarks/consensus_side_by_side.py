@@ -363,11 +363,11 @@ def main(argv: list[str] | None = None) -> int:
             result = side_by_side(name, folder, args)
             print_result(result)
             results.append(result)
+            if args.json:  # after each dataset: a run stopped later keeps what it measured
+                Path(args.json).write_text(json.dumps(results, indent=1))
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -66,7 +66,7 @@ def test_pac_and_k_hat_agree_with_consensusclustering(tmp_path: Path) -> None:
     allowed = bench.AGREE * math.sqrt(2.0) * se + 1.0 / pairs
     assert np.all(np.abs(pac_ours - pac_theirs) <= allowed), (pac_ours, pac_theirs, allowed)
     assert ks[int(np.argmin(pac_ours))] == ks[int(np.argmin(pac_theirs))] == 3
-    k_hat = ordercube.select_k(cube)["k_hat"].sel(criterion="pac").values.ravel()
+    k_hat = ordercube.select_k(cube)["pac"].values.ravel()
     assert k_hat.tolist() == [3]
 
 
