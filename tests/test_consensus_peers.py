@@ -70,6 +70,7 @@ def test_pac_and_k_hat_agree_with_consensusclustering(tmp_path: Path) -> None:
     assert k_hat.tolist() == [3]
 
 
+@pytest.mark.slow  # about 2 min on a loaded 2-core machine: three processes, each importing the stack
 def test_benchmark_quick_mode_runs(tmp_path: Path) -> None:
     _peer()
     out = tmp_path / "figures.json"
