@@ -163,7 +163,7 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{tasks} tasks {place} (estimated work {'under' if here else 'over'} "
           f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
-    from ordercube.pipeline.cube.assignments import size_line
+    from ordercube.pipeline.config.schemes import size_line
 
     if line := size_line(config, plan):
         print(f"  {line}")
@@ -173,6 +173,7 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
               f"data digest {data_digest(dataset.identity)}")
     for method in config.methods:
         model = get_algorithm(method.algorithm)
+        model = model.with_scheme(method.scheme) if method.scheme and hasattr(model, "with_scheme") else model
         how = model.summary(method.predictor)
         scheme = f" (scheme {method.scheme} {dict(method.scheme_params)})" if method.scheme else ""
         stored = ", stores assignments" if method.assignments else ""

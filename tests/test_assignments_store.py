@@ -14,6 +14,7 @@ import xarray as xr
 import zarr
 
 from conftest import cli_in_process, write_config
+from ordercube.pipeline.config.schemes import COMPRESSION_RATIO
 from ordercube.pipeline.config.study import parse_config
 from ordercube.pipeline.cube import assignments as stored
 from ordercube.pipeline.cube.owner import Cube, open_cube
@@ -173,7 +174,7 @@ def test_validate_states_a_size_the_written_cube_keeps_to(tmp_path):
     cells = 2 * 5 * 20
     assert f"{cells} cells x 2 parts x {ROWS} items" in line
     raw_bytes = cells * 2 * ROWS * 2
-    estimate = raw_bytes / stored.COMPRESSION_RATIO
+    estimate = raw_bytes / COMPRESSION_RATIO
     _run(tmp_path, raw)
     folder = tmp_path / "c.zarr" / "assignment" / "c"
     written = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
@@ -257,7 +258,7 @@ def test_assignments_on_fresh_synthetic_points_are_refused_naming_key_dataset_an
 
 def test_refusals_of_scheme_keys_name_key_value_and_fix(tmp_path, reducer, monkeypatch):
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "bootstrap"}]))
-    assert "methods[0].scheme: unknown scheme 'bootstrap'; expected one of ['halves'" in said
+    assert f"methods[0].scheme: unknown scheme 'bootstrap'; expected one of {sorted(SCHEMES)}" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "halves",
                                                           "scheme_params": {"p_item": 0.5}}]))
     assert "methods[0].scheme_params.p_item: unknown parameter 'p_item'" in said
@@ -303,7 +304,11 @@ def test_a_scheme_without_labels_refuses_label_criteria_listing_what_fits(tmp_pa
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "criteria": ["lange", "gap", reducer]}]))
     assert "methods[0].criteria[0]: lange reads 'labels', and the scheme 'tiny' gives ['assignments']" in said
-    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of ['{reducer}'] with scheme 'tiny'" in said
+    from ordercube.tasks.capabilities import fitting_criteria
+
+    fitting = fitting_criteria(None, get_algorithm("kmeans").with_scheme("tiny"))
+    assert reducer in fitting and "lange" not in fitting and "gap" not in fitting
+    assert "methods[0].criteria[1]: gap reads 'labels'" in said and f"use one of {fitting} with scheme 'tiny'" in said
     said = _refusal(tmp_path, _config(tmp_path, methods=[{"name": "km", "algorithm": "kmeans", "scheme": "tiny",
                                                           "scheme_params": {"share": 2}, "criteria": [reducer]}]))
     assert "methods[0].scheme_params.share:" in said and "2" in said

@@ -12,7 +12,7 @@ from conftest import REPO
 # The Cube's implementation: its layout and creation, growth journal, region writes, metadata checks, checksums and
 # manifest, lock. Only the cube's own modules (these, ordercube.pipeline.cube.owner and ordercube.pipeline.cube.metadata) import them.
 IMPLEMENTATION = ("ordercube.pipeline.cube.layout", "ordercube.pipeline.cube.growth", "ordercube.pipeline.cube.writes", "ordercube.pipeline.cube.checks",
-                  "ordercube.pipeline.cube.integrity", "ordercube.pipeline.cube.lock")
+                  "ordercube.pipeline.cube.integrity", "ordercube.pipeline.cube.lock", "ordercube.pipeline.cube.assignments")
 OWN = {*IMPLEMENTATION, "ordercube.pipeline.cube.owner", "ordercube.pipeline.cube.metadata"}
 
 

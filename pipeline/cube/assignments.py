@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 import zarr
 
+from ordercube.pipeline.config.schemes import wanted_size
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import DIMS, Chunk, Coords
 from ordercube.pipeline.cube.integrity import (
-    COMPRESSORS, _as_recorded, _suffixes, chunk_grid_any, chunk_grid_shape, chunk_key, corrupt_chunks_at, expand_grid,
-    stored_chunks,
+    CHECKSUMMED, COMPRESSORS, FORMAT_ATTRIBUTE, Lost, _as_recorded, _suffixes, chunk_grid_any, chunk_grid_shape,
+    chunk_key, corrupt_chunks_at, expand_grid, stored_chunks,
 )
 from ordercube.tasks.cell import Status
 
@@ -44,31 +45,9 @@ ASSIGNMENT_DIMS = (*DIMS, PART, ITEM)
 ROLES_ATTRIBUTE = "ordercube_part_roles"
 ASSIGNMENT_MANIFEST = "integrity/assignment_crc"  # uint64 per chunk of `assignment`: 2**32 + CRC32C, 0 = not recorded
 FILL = -1
-#: zstd (level 0) + CRC32C shrink stored assignments by at least this factor: measured on halves of iris-like rows
-#: (tests/test_assignments_store.py checks the estimate against a written cube). Used by ``ordercube validate``.
-COMPRESSION_RATIO = 4.0
 
 
-# --- what a config asks for ---------------------------------------------------------------------------------------
-
-def part_roles_of(config: Config) -> dict[str, list[str]]:
-    """The role of each part (``"data"`` / ``"reference"``) of every method of ``config`` that stores assignments."""
-    from ordercube.tasks.schemes import get_scheme
-
-    roles = {}
-    for method in config.methods:
-        if method.assignments:
-            scheme = get_scheme(method.scheme)
-            roles[method.name] = list(scheme.part_roles({**scheme.defaults, **method.scheme_params}))
-    return roles
-
-
-def wanted_size(config: Config) -> tuple[int, int]:
-    """(parts, items) the config's assignments need: the most parts of a method, the most items of a dataset."""
-    parts = max((len(roles) for roles in part_roles_of(config).values()), default=0)
-    items = max((d.items or 0 for d in config.datasets), default=0)
-    return parts, items
-
+# --- what the cube records ------------------------------------------------------------------------------------------
 
 def stored_roles(group: zarr.Group) -> dict[str, list[str]]:
     """The part roles the cube's attribute records, by model ({} without it)."""
@@ -267,43 +246,30 @@ def lost_assignments(group: zarr.Group, status: np.ndarray, models: list[str]) -
     return expected & expand_grid(bad_cells, cell_chunks, status.shape), absent, misplaced, unrecorded
 
 
-def record_unrecorded(group: zarr.Group, positions: list[tuple[int, ...]]) -> None:
-    """Record the CRCs of done cells' assignment chunks whose manifest entries a crash left unrecorded."""
+def add_lost(group: zarr.Group, status: np.ndarray, models: list[str], lost: Lost) -> Lost:
+    """``lost`` (:func:`ordercube.pipeline.cube.integrity.lost_cells` of the cells' variables) with the ok cells whose
+    assignments are lost (:func:`lost_assignments`), in cubes of format 2 on."""
+    if int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) < CHECKSUMMED or not (status != 0).any():
+        return lost
+    cells, absent, misplaced, unrecorded = lost_assignments(group, status, models)
+    if cells.any() and ASSIGNMENT not in group:
+        lost.missing_variables.append(ASSIGNMENT)
+    lost.missing_chunks += absent
+    lost.misplaced_chunks += misplaced
+    lost.unrecorded += [(ASSIGNMENT, position) for position in unrecorded]
+    lost.cells |= cells
+    return lost
+
+
+def record_unrecorded(group: zarr.Group, unrecorded: list[tuple[str, tuple[int, ...]]]) -> list[tuple[str, tuple[int, ...]]]:
+    """Record the CRCs of done cells' assignment chunks whose manifest entries a crash left unrecorded (those of
+    ``unrecorded`` named :data:`ASSIGNMENT`); returns the others."""
+    positions = [position for name, position in unrecorded if name == ASSIGNMENT]
+    others = [(name, position) for name, position in unrecorded if name != ASSIGNMENT]
     if not positions or ASSIGNMENT_MANIFEST not in group:
-        return
+        return others
     manifest = group[ASSIGNMENT_MANIFEST]
     suffixes = _suffixes(group.store, [chunk_key(ASSIGNMENT, position) for position in positions])
     for position, suffix in zip(positions, suffixes):
         manifest[position] = _as_recorded(suffix)  # type: ignore[index]
-
-
-# --- size ------------------------------------------------------------------------------------------------------------
-
-def size_estimate(config: Config, cells_by_model: Mapping[str, int]) -> tuple[int, int]:
-    """The assignments a run of ``config`` writes: raw int16 bytes (every stored cell's parts x the cube's items,
-    as written: padded to the most items of a dataset) and the estimate on disk (:data:`COMPRESSION_RATIO`).
-    ``cells_by_model``: the cells to compute of each method."""
-    parts, items = wanted_size(config)
-    raw = sum(cells for model, cells in cells_by_model.items()
-              if any(m.name == model and m.assignments for m in config.methods)) * parts * items * 2
-    return raw, int(raw / COMPRESSION_RATIO)
-
-
-def size_line(config: Config, plan: Any) -> str | None:
-    """``ordercube validate``'s line on the assignments a run of ``plan`` (:class:`ordercube.pipeline.run.sweep.Plan`)
-    writes, None when no method stores them."""
-    from ordercube.pipeline.config.limits import human
-
-    if not config.stores_assignments:
-        return None
-    cells: dict[str, int] = {}
-    for chunk in plan.chunks:
-        model = plan.coords.model[chunk.model]
-        cells[model] = cells.get(model, 0) + chunk.cells
-    raw, disk = size_estimate(config, cells)
-    parts, items = wanted_size(config)
-    storing = [m.name for m in config.methods if m.assignments]
-    count = sum(cells.get(name, 0) for name in storing)
-    return (f"assignments: stored by {', '.join(storing)}: {count} cells x {parts} parts x {items} items = {human(raw)} "
-            f"raw (int16), about {human(disk)} on disk (zstd; {COMPRESSION_RATIO:g}:1, below the ratio measured on "
-            "halves of 150 rows)")
+    return others

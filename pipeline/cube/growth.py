@@ -20,8 +20,9 @@ from zarr.core.sync import sync
 
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.assignments import (
-    ASSIGNMENT_MANIFEST, ROLES_ATTRIBUTE, assignments_grow, grow_assignments, part_roles_of, stored_roles,
+    ASSIGNMENT_MANIFEST, ROLES_ATTRIBUTE, assignments_grow, grow_assignments, stored_roles,
 )
+from ordercube.pipeline.config.schemes import part_roles_of
 from ordercube.pipeline.cube.assignments import grow_manifest as grow_assignment_manifest
 from ordercube.pipeline.cube.attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata

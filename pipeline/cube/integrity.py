@@ -188,24 +188,7 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
             result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
             result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
             lost |= expected & expand_grid(absent | misplaced, chunks, status.shape)
-    if every_chunk:
-        _lost_assignments(group, status, models, result)
     return result
-
-
-def _lost_assignments(group: zarr.Group, status: np.ndarray, models: list[str], result: Lost) -> None:
-    """The ok cells whose stored assignments are lost (:func:`ordercube.pipeline.cube.assignments.lost_assignments`),
-    added to ``result``."""
-    from ordercube.pipeline.cube.assignments import ASSIGNMENT, lost_assignments
-
-    cells, absent, misplaced, unrecorded = lost_assignments(group, status, models)
-    if cells.any() and ASSIGNMENT not in group:
-        result.missing_variables.append(ASSIGNMENT)
-    else:
-        result.missing_chunks += absent
-        result.misplaced_chunks += misplaced
-    result.unrecorded += [(ASSIGNMENT, position) for position in unrecorded]
-    result.cells |= cells
 
 
 def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> tuple[np.ndarray, str]:
@@ -341,12 +324,6 @@ def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], positi
 
 def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:
     """Record the CRCs of done cells' chunks whose manifest entries a crash left unrecorded."""
-    from ordercube.pipeline.cube.assignments import ASSIGNMENT, record_unrecorded as record_assignments
-
-    record_assignments(group, [position for name, position in unrecorded if name == ASSIGNMENT])
-    unrecorded = [(name, position) for name, position in unrecorded if name != ASSIGNMENT]
-    if not unrecorded:
-        return
     by_position: dict[tuple[int, ...], list[str]] = {}
     for name, position in unrecorded:
         by_position.setdefault(position, []).append(name)

@@ -23,7 +23,8 @@ import numpy as np
 import zarr
 
 from ordercube.pipeline.config.specs import Config, fingerprint
-from ordercube.pipeline.cube.assignments import new_layout, part_roles_of, roles_attribute
+from ordercube.pipeline.config.schemes import part_roles_of
+from ordercube.pipeline.cube.assignments import new_layout, roles_attribute
 from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, group_attrs, true_k_labels, variable_attrs
 from ordercube.pipeline.cube.metadata import consolidate
 from ordercube.pipeline.errors import InputError

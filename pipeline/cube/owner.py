@@ -37,7 +37,8 @@ import numpy as np
 import zarr
 
 from ordercube.pipeline.config.specs import Config
-from ordercube.pipeline.cube.assignments import ASSIGNMENT
+from ordercube.pipeline.cube.assignments import ASSIGNMENT, add_lost
+from ordercube.pipeline.cube.assignments import record_unrecorded as record_assignments
 from ordercube.pipeline.cube.attrs import BASELINE, variable_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.growth import extend, open_existing, repair
@@ -183,7 +184,8 @@ class Cube:
 
     def lost(self, status: np.ndarray, *, baseline: bool = True) -> Lost:
         """The done cells of ``status`` whose values are gone (see :func:`ordercube.pipeline.cube.integrity.lost_cells`)."""
-        return lost_cells(self.group, status, list(self.coords.model), baseline=baseline)
+        models = list(self.coords.model)
+        return add_lost(self.group, status, models, lost_cells(self.group, status, models, baseline=baseline))
 
     def status_for_planning(self, *, baseline: bool = True) -> tuple[np.ndarray, Lost]:
         """The status as ``status``, ``run`` and ``validate`` count it: read with its checksums checked (the shape
@@ -197,7 +199,9 @@ class Cube:
 
     def record_unrecorded(self, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:
         """Record the checksums of done cells' chunks that a crash left out of the manifest."""
-        record_unrecorded(self.group, unrecorded)
+        others = record_assignments(self.group, list(unrecorded))
+        if others:
+            record_unrecorded(self.group, others)
 
     def count_cells(self) -> dict[str, int]:
         """Planned cells by status (``total, ok, failed, infeasible, crashed, pending, skipped``), read as
@@ -230,7 +234,8 @@ class Cube:
         else:
             cube = xr.open_zarr(place.store(read_only=True), consolidated=False, chunks=None, zarr_format=3)
         status = read_checked(group, "status", place)[tuple(slice(0, size) for size in cube["status"].shape)]
-        lost = lost_cells(group, status, [str(m) for m in cube["model"].values])
+        models = [str(m) for m in cube["model"].values]
+        lost = add_lost(group, status, models, lost_cells(group, status, models))
         cube = described(cube)
         for name in lost.missing_variables:
             if name != ASSIGNMENT:  # its cells read as pending; a run makes it again
