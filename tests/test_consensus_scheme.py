@@ -6,6 +6,7 @@ here from the streams the module documents."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -319,3 +320,90 @@ def test_a_plugin_registers_its_own_scheme_and_get_scheme_finds_it(tmp_path):
         register_scheme(Scheme(name="consensus", description="", runner=lambda *a: None, gives=()))
     with pytest.raises(TypeError, match="expected a ordercube.tasks.schemes.base.Scheme, got dict"):
         register_scheme({"name": "x"})
+
+
+# ----------------------------------------------------------------------------------------- through the engine
+def test_a_consensus_config_runs_and_the_cube_holds_the_runners_labels(tmp_path):
+    """``ordercube run`` (in this process, workers 0) on a CSV file, n = N and n < N, two reference sets: every
+    cell ok, the part roles stored, and each stored clustering is the runner's for that (n, k, trial)."""
+    from conftest import cli_in_process, write_config
+    from ordercube.pipeline.cube.owner import open_cube
+
+    X = _blobs(36, 4)
+    np.savetxt(tmp_path / "blobs.csv", X, delimiter=",", header="a,b,c,d", comments="")
+    method = {"name": "km_consensus", "algorithm": "kmeans", "params": {"n_init": 3, "max_iter": 100},
+              "scheme": "consensus", "scheme_params": {"p_item": 0.75, "references": 2}, "criteria": ["pac", "m3c"]}
+    config = write_config(tmp_path / "c.yaml", name="consensus", seed=SEED, k=[2, 3, 4], resamples=4, n=[36, 24],
+                          datasets=[{"name": "three_blobs", "kind": "file", "path": "blobs.csv"}], methods=[method])
+    done = cli_in_process("run", str(config), "--out", str(tmp_path / "c.zarr"), "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    cube = open_cube(tmp_path / "c.zarr").load()
+    assert (cube["status"] == 1).all() and cube.sizes["part"] == 3 and cube.sizes["item"] == 36
+    assert json.loads(cube.attrs["ordercube_part_roles"]) == {"km_consensus": ["data", "reference", "reference"]}
+    kmeans = get_algorithm("kmeans")
+    params = tuple(kmeans.resolve(method["params"]).items())
+    for n in (36, 24):
+        spec = _spec(n, ks=(2, 3, 4), trials=(0, 1, 2, 3), params=params, p_item=0.75, references=2)
+        runner = get_scheme("consensus").runner(kmeans, spec, ArraySource(X))
+        for trial in range(4):
+            outcome = runner(trial)
+            for k in (2, 3, 4):
+                stored = cube["assignment"].sel(dataset="three_blobs", n=n, model="km_consensus", k=k, trial=trial)
+                np.testing.assert_array_equal(stored.values, outcome.assignments[k])
+                assert ((stored.values >= 0).sum(axis=1) == math.floor(0.75 * n)).all()
+
+
+def test_the_default_reference_sets_are_m3cs_drawn_from_the_null_data_stream_of_the_universe():
+    from ordercube.tasks.consensus.reference import m3c_reference
+
+    X = _blobs(50, 6)
+    spec = _spec(40, ks=(2, 3), references=2)
+    outcome = _run(spec, ArraySource(X), 1)
+    universe = np.sort(stream(SEED, Purpose.SUBSAMPLE, DATASET, 40).choice(50, size=40, replace=False))
+    for b in (0, 1):
+        Z = m3c_reference(X[universe], stream(SEED, Purpose.NULL_DATA, DATASET, 40, b))
+        items = _drawn(40, 1, 0.8, b + 1)
+        for k in (2, 3):
+            by_hand = kmeans_labels(Z[items], k, _fit_rng(40, 1, k, b + 1), **dict(KMEANS))
+            np.testing.assert_array_equal(outcome.assignments[k][b + 1, universe[items]], by_hand)
+            assert (outcome.assignments[k][b + 1, np.setdiff1d(np.arange(50), universe[items])] == -1).all()
+
+
+def test_a_distances_file_gives_the_points_files_assignments_and_refuses_p_feature_at_validate(tmp_path):
+    """Average linkage on Euclidean distances is average linkage on the points: with the same names the streams are
+    the same, so the two cubes store the same clusterings bit for bit; subsampling features of a matrix is refused
+    before the sweep, naming the key, the dataset and the fix."""
+    import pandas as pd
+    from scipy.spatial.distance import cdist
+
+    from conftest import cli_in_process, write_config
+    from ordercube.pipeline.cube.owner import open_cube
+
+    X = _blobs(30, 3)
+    names = [f"o{i}" for i in range(30)]
+    pd.DataFrame({"id": names, **{f"x{j}": X[:, j] for j in range(3)}}).to_csv(tmp_path / "points.csv", index=False)
+    matrix = pd.DataFrame(cdist(X, X), columns=names)
+    matrix.insert(0, "id", names)
+    matrix.to_csv(tmp_path / "distances.csv", index=False)
+    stored = {}
+    for kind, path in (("file", "points.csv"), ("distances", "distances.csv")):
+        method = {"name": "hc_consensus", "algorithm": "agglomerative", "params": {"linkage": "average"},
+                  "scheme": "consensus", "criteria": ["pac"]}
+        config = write_config(tmp_path / f"{kind}.yaml", name="d", seed=SEED, k=[2, 3, 5], resamples=3, n=[30, 20],
+                              datasets=[{"name": "three_blobs", "kind": kind, "path": path}], methods=[method])
+        done = cli_in_process("run", str(config), "--out", str(tmp_path / f"{kind}.zarr"), "--workers", "0",
+                              "--no-progress")
+        assert done.returncode == 0, done.stderr
+        cube = open_cube(tmp_path / f"{kind}.zarr").load()
+        assert (cube["status"] == 1).all()
+        stored[kind] = cube["assignment"].values
+    np.testing.assert_array_equal(stored["file"], stored["distances"])
+    assert ((stored["file"] >= 0).sum(axis=-1) > 0).all()
+    method["scheme_params"] = {"p_feature": 0.5}
+    config = write_config(tmp_path / "bad.yaml", name="d", seed=SEED, k=[2, 3], resamples=3, n=[30],
+                          datasets=[{"name": "three_blobs", "kind": "distances", "path": "distances.csv"}],
+                          methods=[method])
+    refused = cli_in_process("validate", str(config))
+    assert refused.returncode == 2, refused.stdout
+    assert ("methods[0].scheme_params.p_feature: dataset 'three_blobs' (n = 30): a dissimilarity matrix has no features "
+            "to subsample, got p_feature = 0.5; set p_feature: 1.0") in refused.stderr

@@ -203,7 +203,7 @@ class Clusterer(BaseAlgorithm):
         its criteria is then the scheme's (:attr:`gives`)."""
         if scheme == self.scheme:
             return self
-        variants = {objects: _with_scheme(variant, scheme) if isinstance(variant, Clusterer) else variant
+        variants = {objects: _scheme_set(variant, scheme) if isinstance(variant, Clusterer) else variant
                     for objects, variant in self.variants.items()}
         return replace(self, scheme=scheme, variants=variants)
 
@@ -239,12 +239,12 @@ class Clusterer(BaseAlgorithm):
         return replace(self, variants={**self.variants, "dissimilarity": variant})
 
 
-def _with_scheme(variant: Clusterer, scheme: str) -> Clusterer:
-    """``variant`` under ``scheme``, copied as it was made: a dissimilarity variant's defaults may lie outside its
-    narrower ranges (:meth:`Clusterer.with_dissimilarity_variant`), which ``replace`` would refuse."""
-    copied = copy.copy(variant)
-    object.__setattr__(copied, "scheme", scheme)
-    return copied
+def _scheme_set(variant: Clusterer, scheme: str) -> Clusterer:
+    """A copy of ``variant`` under ``scheme``, its defaults not checked again: a dissimilarity variant keeps the
+    defaults of points (Ward's linkage) outside its own ranges (:meth:`Clusterer.with_dissimilarity_variant`)."""
+    moved = copy.copy(variant)
+    object.__setattr__(moved, "scheme", scheme)
+    return moved
 
 
 def _one_k(many: Callable[..., dict[int, Labels]], X: NDArray[np.float64], k: int,

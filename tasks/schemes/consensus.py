@@ -80,8 +80,8 @@ def _m3c_reference(X: NDArray[np.float64], rng: np.random.Generator) -> NDArray[
 
 
 def refusal(objects: str, params: Mapping[str, Any], data: Any, n: int) -> str | None:
-    """Why a block cannot be resampled by consensus at all, or None: every trial of it fails with this message
-    (a config reader may refuse it before the sweep with the same words).
+    """Why a block cannot be resampled by consensus at all, or None: the scheme's ``refusal`` (the config refuses
+    it before the sweep), and every trial of such a block fails with the same words.
 
     Parameters
     ----------
@@ -239,4 +239,5 @@ CONSENSUS = Scheme(
     part_roles=_part_roles,
     fits=_fits,
     citation="Monti, Tamayo, Mesirov & Golub (2003), Sec. 3; Wilkerson & Hayes (2010); John et al. (2020)",
+    refusal=refusal,
 )
