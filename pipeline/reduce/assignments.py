@@ -11,7 +11,8 @@ decision-time settings (``ordercube report --decide pac.window=0.05,0.95``).
 Its Monte Carlo error is the bootstrap over resamples: every replicate draws the cube's trials with replacement
 (:func:`ordercube.tasks.consensus.bootstrap_weights`; a trial's clusterings go together) and computes the criterion
 again with each row weighted by how often its trial was drawn (Efron & Tibshirani 1993, ch. 13, the percentile
-interval). The replicates' own choices of k give the share that chose k̂: how settled k̂ is on these resamples.
+interval, moved by the replicates' median bias: :func:`ordercube.pipeline.reduce.uncertainty.centred_interval`).
+The replicates' own choices of k give the share that chose k̂: how settled k̂ is on these resamples.
 
 Which methods stored assignments is read from the cube (its group attribute ``ordercube_part_roles`` and the
 ``assignment`` variable), never from a scheme's name.
@@ -29,7 +30,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import NDArray
 
-from ordercube.pipeline.reduce.uncertainty import LEVEL
+from ordercube.pipeline.reduce.uncertainty import LEVEL, centred_interval
 from ordercube.tasks.cell import Status
 from ordercube.tasks.criteria import CRITERIA, Criterion
 from ordercube.tasks.criteria.base import Clusterings
@@ -221,28 +222,6 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
     return {output: (point[output], boot[output]) for output in point}
 
 
-def centred_interval(estimate: NDArray[np.float64], replicates: NDArray[np.float64], level: float
-                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The percentile interval at ``level`` of the bootstrap ``replicates`` (last axis) moved by their median bias:
-    the (1 - level) / 2 and (1 + level) / 2 quantiles of ``replicates - (median(replicates) - estimate)``; NaN
-    without replicates.
-
-    Why moved: a replicate draws the resamples with replacement, so it holds about 63% of the distinct ones, and a
-    statistic of co-clustering rates compared with a window (PAC; Senbabaoglu et al. 2014) is then biased in the
-    replicates. Measured on 20 resamples of three planted groups: PAC 0.880, the replicates' median 0.81, their
-    plain percentile interval [0.729, 0.869], which misses both the estimate and the value at 320 resamples (0.897);
-    moved, [0.79, 0.93] holds both. With a bootstrap distribution centred on the estimate the two are the same.
-    """
-    if replicates.shape[-1] == 0:
-        return estimate * np.nan, estimate * np.nan
-    tail = (1 - level) / 2 * 100
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)  # groups not computed
-        shift = np.nanmedian(replicates, axis=-1) - estimate
-        low, high = np.nanpercentile(replicates, [tail, 100 - tail], axis=-1)
-    return low - shift, high - shift
-
-
 def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
                    replicates: int = REPLICATES, level: float = LEVEL) -> xr.Dataset:
     """Every criterion with ``reduce`` of the cube's config, computed from the stored assignments.
@@ -264,7 +243,7 @@ def reduced_scores(cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | N
     xarray.Dataset
         Over (dataset, n, model, k), NaN where not computed: ``{output}`` (the criterion on every resample),
         ``{output}_lo``, ``{output}_hi`` (the percentile interval of the bootstrap over resamples, moved by the
-        replicates' median bias: :func:`centred_interval`) and
+        replicates' median bias: :func:`~ordercube.pipeline.reduce.uncertainty.centred_interval`) and
         ``{output}_boot`` (the replicates, dim ``replicate``); over (dataset, n, model): ``{criterion}_k_hat_share``
         (the share of replicates whose own choice is the k̂ of the whole curve) and ``{criterion}_trials`` (the
         resamples read).

@@ -25,7 +25,7 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
   value per trial: its intervals come from the bootstrap over resamples instead. ``score_se`` is the replicates'
   standard deviation at k̂, the difference's interval the percentile interval of the replicates' differences
   (Efron & Tibshirani 1993, ch. 13) moved by their median bias
-  (:func:`ordercube.pipeline.reduce.assignments.centred_interval`), ``frequency`` the share of replicates whose
+  (:func:`centred_interval`), ``frequency`` the share of replicates whose
   own choice is k̂ (no interval: it is itself the bootstrap's measure of how settled k̂ is), ``few_trials``
   counts the resamples read.
 - A t interval needs two trials and a spread: with one trial, or the same value in every trial (Prediction
@@ -42,6 +42,7 @@ A reducer like the others (``ordercube.pipeline.reduce.select``): from the per-t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -194,14 +195,34 @@ def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np
         differences = np.array([_difference(row[None, :], at, runner, decision, level)[0] for row in boot])
         differences = differences[~np.isnan(differences)]
         if differences.size > 1:
-            from ordercube.pipeline.reduce.assignments import centred_interval
-
             low, high = centred_interval(np.float64(out["difference"]), differences, level)
             out["difference_low"], out["difference_high"] = float(low), float(high)
     low, high = out["difference_low"], out["difference_high"]
     out["not_separated"] = float(bool(low <= 0.0 <= high))
     out["runner_up_better"] = float(bool(high < 0.0))
     return _without_zero_width(out)
+
+
+def centred_interval(estimate: NDArray[np.float64], replicates: NDArray[np.float64], level: float
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The percentile interval at ``level`` of the bootstrap ``replicates`` (last axis) moved by their median bias:
+    the (1 - level) / 2 and (1 + level) / 2 quantiles of ``replicates - (median(replicates) - estimate)``; NaN
+    without replicates.
+
+    Why moved: a replicate draws the resamples with replacement, so it holds about 63% of the distinct ones, and a
+    statistic of co-clustering rates compared with a window (PAC; Senbabaoglu et al. 2014) is then biased in the
+    replicates. Measured on 20 resamples of three planted groups: PAC 0.880, the replicates' median 0.81, their
+    plain percentile interval [0.729, 0.869], which misses both the estimate and the value at 320 resamples (0.897);
+    moved, [0.79, 0.93] holds both. With a bootstrap distribution centred on the estimate the two are the same.
+    """
+    if replicates.shape[-1] == 0:
+        return estimate * np.nan, estimate * np.nan
+    tail = (1 - level) / 2 * 100
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)  # groups not computed
+        shift = np.nanmedian(replicates, axis=-1) - estimate
+        low, high = np.nanpercentile(replicates, [tail, 100 - tail], axis=-1)
+    return low - shift, high - shift
 
 
 def _without_zero_width(fields: dict[str, float]) -> dict[str, float]:
