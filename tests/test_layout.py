@@ -293,3 +293,19 @@ def test_a_tasks_py_and_a_pipeline_package_in_the_working_folder_change_nothing(
     assert status.startswith("total: 4  ok: 4  failed: 0"), status
     chosen = run("-c", "import ordercube; print(ordercube.select_k(ordercube.open_cube('tiny.zarr'))['lange'].values.ravel()[0])")
     assert chosen.strip() == swept.split("k ")[-1].strip()
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """A wheel holds only the packages pyproject.toml lists (an editable install finds the rest, so no other default
+    test notices): every folder of ordercube/, pipeline/ and tasks/ with an __init__.py must be there."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    folders = {name: root / folder for name, folder in setuptools["package-dir"].items()}
+    found = {name + "".join(f".{part}" for part in init.parent.relative_to(folder).parts)
+             for name, folder in folders.items() for init in folder.rglob("__init__.py")
+             if not any(part.startswith((".", "_")) or part == "build" for part in init.parent.relative_to(folder).parts)}
+    assert found - listed == set(), f"add to pyproject.toml's [tool.setuptools] packages: {sorted(found - listed)}"
+    assert "ordercube.tasks.schemes" in found and len(found) >= 15, sorted(found)
