@@ -68,14 +68,9 @@ def sequential(criterion: str) -> bool:
     stored clusterings and decided on its curve by a rule of ``ordercube.tasks.adaptive.CURVE_RULES``: the
     bootstrap over resamples, ordercube.tasks.adaptive.bootstrap_look."""
     record = get_criterion(criterion)
-    if reduced(criterion):
+    if is_reduced(criterion):
         return has_curve_race(record.decision)
     return has_race(record.decision)
-
-
-def reduced(criterion: str) -> bool:
-    """Whether ``criterion`` is reduced from stored clusterings (``Criterion.reduce``): raced by the bootstrap."""
-    return is_reduced(criterion)
 
 
 def score_ranges(criterion: str, baseline: np.ndarray | None, count: int) -> np.ndarray:
@@ -177,7 +172,7 @@ def parse_adaptive(raw: Mapping[str, Any], methods: Sequence[Any], resamples: in
                                   "of its own without adaptive")
         if spec.mode == "strict":
             for j, criterion in enumerate(method.all_criteria):
-                if reduced(criterion):
+                if is_reduced(criterion):
                     raise ConfigError(f"methods[{i}].criteria[{j}]", f"{where}.mode strict bounds per-trial values "
                                       f"and {criterion!r} is reduced from stored clusterings (no per-trial values; "
                                       "its rule is a bootstrap over resamples)",

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ordercube.pipeline.config.adaptive import AdaptiveSpec, reduced, score_ranges
+from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.run.graph import Task
@@ -40,7 +40,7 @@ from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.tasks.adaptive import BOUNDED, Race, bootstrap_look, race_by
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockResult, Status
-from ordercube.tasks.criteria import get_criterion
+from ordercube.tasks.criteria import get_criterion, is_reduced
 
 ADAPTIVE_ATTRIBUTE = "ordercube_adaptive"
 
@@ -234,7 +234,7 @@ class AdaptiveFeed:
         first = state.spec.looks[0]
         in_play: set[int] = set()
         for criterion in state.criteria:
-            if reduced(criterion):
+            if is_reduced(criterion):
                 if criterion in state.races and state.races[criterion][0].reason != "running":
                     continue  # stopped at an earlier look (other criteria go on): its stop stands
                 look = self._reduced_look(state, criterion, r)
@@ -270,7 +270,7 @@ class AdaptiveFeed:
         leftover = self.todo[d, i, m] & self.mask[d, i, m]
         ks = self.coords.k
         reasons = ", ".join(f"{name} {outcome.reason}" for name, (outcome, _) in state.races.items())
-        variables = [v for name in state.criteria if not reduced(name) for v in get_criterion(name).variables]
+        variables = [v for name in state.criteria if not is_reduced(name) for v in get_criterion(name).variables]
         rows = tuple(int(k) for k in np.flatnonzero(leftover.any(axis=1)))
         trials = tuple(int(t) for t in np.flatnonzero(leftover.any(axis=0)))
         if rows:
