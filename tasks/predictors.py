@@ -35,6 +35,13 @@ def nearest_centroid(
     -------
     ndarray of shape (n_new,)
     """
+    if X_train.shape[1] == 1 and X_train.dtype == X_new.dtype == np.float64 and labels.dtype.kind in "iu":
+        # compiled, one pass over the new points (loaded with the 1-D k-means only when used)
+        from ordercube.tasks.algorithms.kmeans1d import nearest_centre_1d
+
+        found = nearest_centre_1d(X_train[:, 0], labels, k, X_new[:, 0])
+        if found is not None:
+            return found
     counts = np.bincount(labels, minlength=k)
     sums = np.stack([np.bincount(labels, weights=column, minlength=k) for column in X_train.T], axis=1)
     present = np.flatnonzero(counts)

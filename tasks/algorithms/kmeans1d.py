@@ -76,6 +76,153 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
     return splits
 
 
+RADIX_FROM = 16_384  # below this many points numpy's sort is faster than the radix sort's four passes
+
+
+@njit(cache=True, nogil=True)
+def _radix_sorted(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The values of ``x`` in ascending order: an LSD radix sort, four passes of 16 bits, on keys whose unsigned
+    order is the order of the doubles (sign bit set for non-negatives, every bit flipped for negatives). A NaN
+    ends up first or last (by its sign bit); the caller then sorts again with numpy, which puts it last."""
+    n = x.size
+    top = np.uint64(1) << np.uint64(63)
+    digit = np.uint64(0xFFFF)
+    bits = x.view(np.uint64)
+    keys = np.empty(n, dtype=np.uint64)
+    counts = np.zeros((4, 65536), dtype=np.int64)
+    for i in range(n):
+        key = ~bits[i] if bits[i] & top else bits[i] | top
+        keys[i] = key
+        for p in range(4):
+            counts[p, (key >> np.uint64(16 * p)) & digit] += 1
+    source, target = keys, np.empty(n, dtype=np.uint64)
+    for p in range(4):
+        shift = np.uint64(16 * p)
+        if counts[p, (keys[0] >> shift) & digit] == n:  # every key has this digit: the pass changes nothing
+            continue
+        total = 0
+        for d in range(65536):
+            count = counts[p, d]
+            counts[p, d] = total
+            total += count
+        for i in range(n):
+            d = (source[i] >> shift) & digit
+            target[counts[p, d]] = source[i]
+            counts[p, d] += 1
+        source, target = target, source
+    out = np.empty(n)
+    values = out.view(np.uint64)
+    for i in range(n):
+        values[i] = source[i] & ~top if source[i] & top else ~source[i]
+    return out
+
+
+def sorted_values(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``np.sort(x)`` of a 1-D float array, by a radix sort for large ``x`` (the same values in the same order; only
+    the order of -0.0 and 0.0, which compare equal, may differ, and it changes neither the prefix sums' costs nor
+    any label)."""
+    if x.size < RADIX_FROM:
+        return np.sort(x)
+    xs = _radix_sorted(x)
+    return np.sort(x) if np.isnan(xs[0]) or np.isnan(xs[-1]) else xs
+
+
+@njit(cache=True, nogil=True)
+def _count_edges_at_or_below(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
+    """For each point, how many of the few ascending ``edges`` are <= it: ``np.searchsorted(edges, x,
+    side="right")`` for NaN-free ``x``."""
+    out = np.empty(x.size, dtype=np.int64)
+    for i in range(x.size):
+        count = 0
+        for edge in edges:
+            count += edge <= x[i]
+        out[i] = count
+    return out
+
+
+def _labels_between(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The run of each point of ``x`` between the ascending ``edges`` (``searchsorted``, side right)."""
+    if edges.size <= 8 and not np.isnan(x).any():
+        return _count_edges_at_or_below(edges, x)
+    return np.searchsorted(edges, x, side="right").astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _nearest_centre(x: NDArray[np.float64], labels: NDArray[np.int64], k: int, new: NDArray[np.float64],
+                    out: NDArray[np.int64]) -> bool:
+    """Fills ``out`` with the nearest cluster mean's label of every point of ``new``; False (``out`` unspecified) when
+    a label lies outside ``0..k-1`` or a mean is not finite, for the caller to take the general route."""
+    counts = np.zeros(k, dtype=np.int64)
+    sums = np.zeros(k)
+    for i in range(x.size):  # in the points' order, as np.bincount adds its weights
+        c = labels[i]
+        if c < 0 or c >= k:
+            return False
+        counts[c] += 1
+        sums[c] += x[i]
+    present = np.flatnonzero(counts)
+    p = present.size
+    centres = np.empty(p)
+    for q in range(p):
+        centres[q] = sums[present[q]] / counts[present[q]]
+        if not np.isfinite(centres[q]):
+            return False
+    order = np.arange(p)  # a stable insertion sort: np.argsort(kind="stable") of a few finite values
+    for a in range(1, p):
+        moving, b = order[a], a - 1
+        while b >= 0 and centres[order[b]] > centres[moving]:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = moving
+    ends = np.empty(p - 1)
+    for e in range(p - 1):
+        ends[e] = (centres[order[e + 1]] + centres[order[e]]) / 2
+    cell = present[order]
+    few = p <= 9  # count the ends below each point without a branch; binary search among many
+    for i in range(new.size):
+        v = new[i]
+        if v != v:  # NaN: after every end, as np.searchsorted places it
+            out[i] = cell[p - 1]
+            continue
+        # the ends below v: np.searchsorted(ends, v) (side left) of ascending ends
+        if few:
+            position = 0
+            for end in ends:
+                position += end < v
+        else:
+            position, hi = 0, p - 1
+            while position < hi:
+                middle = (position + hi) // 2
+                if ends[middle] < v:
+                    position = middle + 1
+                else:
+                    hi = middle
+        out[i] = cell[position]
+    return True
+
+
+def nearest_centre_1d(x: NDArray[np.float64], labels: NDArray[np.int64], k: int,
+                      new: NDArray[np.float64]) -> NDArray[np.int64] | None:
+    """The nearest-centroid predictor in one dimension, compiled: the labels
+    :func:`ordercube.tasks.predictors.nearest_centroid` gives, bit for bit (the means summed in the points' order,
+    ties between equal centres to the lower label, a point on a midpoint to the left cell).
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_train,)
+    labels : ndarray of shape (n_train,)
+    k : int
+    new : ndarray of shape (n_new,)
+
+    Returns
+    -------
+    ndarray of shape (n_new,), or None when a label lies outside ``0..k-1`` or a mean is not finite (the caller's
+    general route handles those).
+    """
+    out = np.empty(new.shape[0], dtype=np.int64)
+    return out if _nearest_centre(x, labels.astype(np.int64, copy=False), k, new, out) else None
+
+
 def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDArray[np.int64]]:
     """Optimal k-means labels of the 1-D points ``x`` for every k in ``ks``.
 
@@ -92,7 +239,7 @@ def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDAr
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     n = x.size
-    xs = np.sort(x)  # values only: twice as fast as argsort, which is needed only for rare ties
+    xs = sorted_values(x)  # values only: faster than argsort, which is needed only for rare ties
     centred = xs - x.mean()  # smaller prefix sums, fewer digits lost in the differences
     S1 = np.concatenate([[0.0], np.cumsum(centred)])
     S2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
@@ -105,7 +252,7 @@ def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDAr
             bounds.append(i)
         starts = np.array(bounds[1:], dtype=np.int64)
         if np.all(xs[starts - 1] < xs[starts]):  # every split lies between two distinct values
-            labels[k] = np.searchsorted(xs[starts], x, side="right").astype(np.int64)
+            labels[k] = _labels_between(xs[starts], x)
         else:  # equal values on both sides of a split: place them by their sorted positions
             order = np.argsort(x, kind="stable")
             labels[k] = np.empty(n, dtype=np.int64)
