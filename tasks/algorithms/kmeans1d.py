@@ -205,7 +205,7 @@ def nearest_centre_1d(x: NDArray[np.float64], labels: NDArray[np.int64], k: int,
                       new: NDArray[np.float64]) -> NDArray[np.int64] | None:
     """The nearest-centroid predictor in one dimension, compiled: the labels
     :func:`ordercube.tasks.predictors.nearest_centroid` gives, bit for bit (the means summed in the points' order,
-    ties between equal centres to the lower label, a point on a midpoint to the left cell).
+    equal centres kept in label order, a point on a midpoint to the left cell).
 
     Parameters
     ----------

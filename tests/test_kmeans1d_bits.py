@@ -1,0 +1,115 @@
+"""The compiled pieces of Figure 1's trial give the bits of the numpy code they replaced.
+
+Kept here as references: the exact 1-D k-means labels as first written (numpy's sort, ``searchsorted`` on the split
+edges) and Shamir & Tishby's (2007, Lemma 1) mixture drawn with ``rng.choice``. The replacements (a radix sort, a
+branch-free count of the edges, two comparisons against ``choice``'s cumulative weights) must agree with them
+bit for bit on any input, ties, duplicates, signed zeros and infinities included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ordercube.tasks.algorithms.kmeans1d import (RADIX_FROM, _optimal_splits, _radix_sorted, kmeans_1d_exact,
+                                                 sorted_values)
+from ordercube.tasks.datasets.synthetic import shamir_mixture1d
+
+
+def reference_labels(x: np.ndarray, ks: list[int]) -> dict[int, np.ndarray]:
+    """``kmeans_1d_exact`` as first written: numpy's sort and ``searchsorted`` (the DP itself is shared)."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    n = x.size
+    xs = np.sort(x)
+    centred = xs - x.mean()
+    S1 = np.concatenate([[0.0], np.cumsum(centred)])
+    S2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
+    splits = _optimal_splits(S1, S2, max(ks))
+    labels = {}
+    for k in ks:
+        bounds, i = [0], 0
+        for c in range(k, 1, -1):
+            i = int(splits[c][i])
+            bounds.append(i)
+        starts = np.array(bounds[1:], dtype=np.int64)
+        if np.all(xs[starts - 1] < xs[starts]):
+            labels[k] = np.searchsorted(xs[starts], x, side="right").astype(np.int64)
+        else:
+            order = np.argsort(x, kind="stable")
+            labels[k] = np.empty(n, dtype=np.int64)
+            labels[k][order] = np.repeat(np.arange(k), np.diff([*bounds, n]))
+    return labels
+
+
+def reference_mixture(n: int, rng: np.random.Generator, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """Shamir & Tishby's mixture as first written, with ``rng.choice``."""
+    component = rng.choice(3, size=n, p=[1 / 6, 2 / 3, 1 / 6])
+    X = (np.array([-mu, 0.0, mu])[component] + rng.standard_normal(n))[:, None]
+    return X, component.astype(np.int64)
+
+
+def assert_same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 100, RADIX_FROM, RADIX_FROM + 3, 40_000]),
+       st.sampled_from(["normal", "rounded", "zeros", "extremes"]))
+def test_radix_sort_orders_like_numpy(seed, n, kind):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300)
+    if kind == "rounded":  # many duplicates
+        x = np.round(rng.standard_normal(n), 1)
+    elif kind == "zeros":  # signed zeros among negatives and positives
+        x = np.where(rng.random(n) < 0.3, np.where(rng.random(n) < 0.5, -0.0, 0.0), x)
+    elif kind == "extremes":
+        x = np.where(rng.random(n) < 0.2, rng.choice([np.inf, -np.inf, 5e-324, -5e-324, 1.7e308, -1.7e308], n), x)
+    np.testing.assert_array_equal(_radix_sorted(x), np.sort(x))  # -0.0 == 0.0: the one freedom allowed
+    np.testing.assert_array_equal(sorted_values(x), np.sort(x))
+
+
+def test_radix_sort_hands_nan_to_numpy():
+    x = np.random.default_rng(1).standard_normal(RADIX_FROM + 10)
+    x[[3, 700]] = np.nan, -np.nan
+    assert_same_bits(sorted_values(x), np.sort(x))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([4, 9, 64, 1000, 2 * RADIX_FROM]),
+       st.sampled_from([1.0, 2.0, 5.0, 8.0]), st.booleans())
+def test_labels_are_the_reference_labels(seed, n, mu, rounded):
+    x = shamir_mixture1d(n, np.random.default_rng(seed), mu=mu)[0]
+    if rounded:  # duplicates at the splits: the stable-order branch
+        x = np.round(x)
+    ks = [k for k in (2, 3, 4, 7) if k <= n]
+    ours, reference = kmeans_1d_exact(x, ks), reference_labels(x, ks)
+    for k in ks:
+        assert_same_bits(ours[k], reference[k])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=40), st.integers(1, 6))
+def test_labels_on_arbitrary_small_inputs(values, k):
+    x = np.round(np.array(values), 1)
+    k = min(k, x.size)
+    assert_same_bits(kmeans_1d_exact(x, [k])[k], reference_labels(x, [k])[k])
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 4096, 131_072])
+@pytest.mark.parametrize("mu", [0.5, 5.0, 7, 8.0])
+def test_mixture_draws_what_rng_choice_draws(n, mu):
+    for seed in range(3):
+        ours = shamir_mixture1d(n, np.random.default_rng([seed, n]), mu=mu)
+        reference = reference_mixture(n, np.random.default_rng([seed, n]), mu)
+        assert_same_bits(ours[0], reference[0])
+        assert_same_bits(ours[1], reference[1])
+
+
+def test_mixture_leaves_the_stream_where_rng_choice_left_it():
+    ours, reference = np.random.default_rng(3), np.random.default_rng(3)
+    shamir_mixture1d(1000, ours, mu=5.0)
+    reference_mixture(1000, reference, 5.0)
+    assert ours.random() == reference.random()
