@@ -1,9 +1,10 @@
 """The compiled pieces of Figure 1's trial give the bits of the numpy code they replaced.
 
-Kept here as references: the exact 1-D k-means labels as first written (numpy's sort, ``searchsorted`` on the split
-edges) and Shamir & Tishby's (2007, Lemma 1) mixture drawn with ``rng.choice``. The replacements (a radix sort, a
-branch-free count of the edges, two comparisons against ``choice``'s cumulative weights) must agree with them
-bit for bit on any input, ties, duplicates, signed zeros and infinities included.
+Kept here as references: the exact 1-D k-means as first written (numpy's sort, one scalar scan per row of the divide
+and conquer, ``searchsorted`` on the split edges) and Shamir & Tishby's (2007, Lemma 1) mixture drawn with
+``rng.choice``. The replacements (a radix sort, long rows scanned in vectorised passes, a branch-free count of the
+edges, two comparisons against ``choice``'s cumulative weights) must agree with them bit for bit on any input, ties,
+duplicates, signed zeros and infinities included.
 """
 
 from __future__ import annotations
@@ -12,9 +13,63 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
-from ordercube.tasks.algorithms.kmeans1d import (RADIX_FROM, _optimal_splits, _radix_sorted, kmeans_1d_exact,
-                                                 sorted_values)
+from ordercube.tasks.algorithms.kmeans1d import (LONG_ROW, RADIX_FROM, _optimal_splits, _radix_sorted,
+                                                 kmeans_1d_exact, sorted_values)
+
+
+@njit(nogil=True)
+def reference_splits(S1: np.ndarray, S2: np.ndarray, top: int) -> np.ndarray:
+    """The divide and conquer as first written: every row one scalar scan."""
+    n = S1.size - 1
+    previous = np.empty(n + 2)
+    for i in range(n):
+        total = S1[n] - S1[i]
+        previous[i] = (S2[n] - S2[i]) - total * total / (n - i)
+    previous[n] = previous[n + 1] = np.inf
+    current = np.empty(n + 2)
+    splits = np.zeros((top + 1, n + 1), dtype=np.int64)
+    stack = np.empty((128, 4), dtype=np.int64)
+    for c in range(2, top + 1):
+        if c == top:
+            best, chosen = np.inf, 1
+            for j in range(1, n - c + 2):
+                total = S1[j] - S1[0]
+                value = (S2[j] - S2[0]) - total * total / j + previous[j]
+                if value < best:
+                    best, chosen = value, j
+            splits[c, 0] = chosen
+            break
+        current[n - c + 1 :] = np.inf
+        stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n - c, 1, n - c + 1
+        depth = 1
+        while depth > 0:
+            depth -= 1
+            lo, hi, jlo, jhi = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
+            mid = (lo + hi) // 2
+            best, chosen = np.inf, jhi
+            for j in range(max(mid + 1, jlo), jhi + 1):
+                total = S1[j] - S1[mid]
+                value = (S2[j] - S2[mid]) - total * total / (j - mid) + previous[j]
+                if value < best:
+                    best, chosen = value, j
+            current[mid] = best
+            splits[c, mid] = chosen
+            if lo <= mid - 1:
+                stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = lo, mid - 1, jlo, chosen
+                depth += 1
+            if mid + 1 <= hi:
+                stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3] = mid + 1, hi, chosen, jhi
+                depth += 1
+        previous, current = current, previous
+    return splits
+
+
+def prefix_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    xs = np.sort(x)
+    centred = xs - x.mean()
+    return np.concatenate([[0.0], np.cumsum(centred)]), np.concatenate([[0.0], np.cumsum(centred * centred)])
 from ordercube.tasks.datasets.synthetic import shamir_mixture1d
 
 
@@ -26,7 +81,7 @@ def reference_labels(x: np.ndarray, ks: list[int]) -> dict[int, np.ndarray]:
     centred = xs - x.mean()
     S1 = np.concatenate([[0.0], np.cumsum(centred)])
     S2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
-    splits = _optimal_splits(S1, S2, max(ks))
+    splits = reference_splits(S1, S2, max(ks))
     labels = {}
     for k in ks:
         bounds, i = [0], 0
@@ -113,3 +168,19 @@ def test_mixture_leaves_the_stream_where_rng_choice_left_it():
     shamir_mixture1d(1000, ours, mu=5.0)
     reference_mixture(1000, reference, 5.0)
     assert ours.random() == reference.random()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([LONG_ROW - 1, LONG_ROW + 2, 3 * LONG_ROW, 5000, 70_000]),
+       st.sampled_from(["mixture", "rounded", "constant runs", "spread"]), st.sampled_from([2, 4, 9]))
+def test_every_split_of_every_row_is_the_scalar_scans(seed, n, kind, top):
+    rng = np.random.default_rng(seed)
+    x = shamir_mixture1d(n, rng, mu=float(rng.uniform(0.5, 9.0)))[0].ravel()
+    if kind == "rounded":  # equal costs: ties between candidates
+        x = np.round(x, 1)
+    elif kind == "constant runs":  # zero costs (signed zeros among them) and equal values across splits
+        x = np.repeat(rng.integers(-3, 4, n // 50 + 1).astype(float), 50)[:n]
+    elif kind == "spread":
+        x = x * 10.0 ** rng.integers(-150, 150)
+    S1, S2 = prefix_sums(x)
+    assert_same_bits(_optimal_splits(S1, S2, top), reference_splits(S1, S2, top))

@@ -28,12 +28,74 @@ def _run_cost(S1: NDArray[np.float64], S2: NDArray[np.float64], i: int, j: int) 
     return (S2[j] - S2[i]) - total * total / (j - i)
 
 
+LONG_ROW = 128  # from this many candidates on, a row is scanned in three vectorised passes (below: one scalar loop)
+
+
+@njit(cache=True, nogil=True)
+def _row_values(S1: NDArray[np.float64], S2: NDArray[np.float64], previous: NDArray[np.float64], i: int, first: int,
+                last: int, values: NDArray[np.float64]) -> None:
+    """``values[t] = C(i, first + t) + previous[first + t]``, each with :func:`_run_cost`'s operations in its order.
+
+    Slices and a counter from 0 leave no index to wrap around: the compiler vectorises the loop, divisions included.
+    """
+    low, high, tail = S1[first : last + 1], S2[first : last + 1], previous[first : last + 1]
+    s1, s2, offset = S1[i], S2[i], first - i
+    for t in range(last - first + 1):
+        total = low[t] - s1
+        values[t] = ((high[t] - s2) - total * total / (offset + t)) + tail[t]
+
+
+@njit(cache=True, nogil=True)
+def _smallest(values: NDArray[np.float64], count: int) -> float:
+    """The smallest of ``values[:count]`` (NaN skipped; inf when none is smaller), kept in eight independent lanes.
+
+    A minimum does not depend on the order it is taken in (of two equal values, one may be -0.0 and the other 0.0:
+    the caller looks the value up with ``==``, which does not tell them apart).
+    """
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = np.inf
+    blocks = count // 8
+    for b in range(blocks):
+        t = np.uint64(8 * b)
+        v0, v1, v2, v3 = values[t], values[t + 1], values[t + 2], values[t + 3]
+        v4, v5, v6, v7 = values[t + 4], values[t + 5], values[t + 6], values[t + 7]
+        m0 = v0 if v0 < m0 else m0
+        m1 = v1 if v1 < m1 else m1
+        m2 = v2 if v2 < m2 else m2
+        m3 = v3 if v3 < m3 else m3
+        m4 = v4 if v4 < m4 else m4
+        m5 = v5 if v5 < m5 else m5
+        m6 = v6 if v6 < m6 else m6
+        m7 = v7 if v7 < m7 else m7
+    best = np.inf
+    for v in (m0, m1, m2, m3, m4, m5, m6, m7):
+        best = v if v < best else best
+    for t in range(8 * blocks, count):
+        best = values[t] if values[t] < best else best
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _long_row(S1: NDArray[np.float64], S2: NDArray[np.float64], previous: NDArray[np.float64], i: int, first: int,
+              last: int, default: int, values: NDArray[np.float64]) -> tuple[float, int]:
+    """What the scalar scan ``if value < best: best, chosen = value, j`` over ``first <= j <= last`` returns: the
+    smallest value and its leftmost ``j`` (``(inf, default)`` when no value is below inf), in three passes."""
+    _row_values(S1, S2, previous, i, first, last, values)
+    count = last - first + 1
+    best = _smallest(values, count)
+    if best < np.inf:
+        for t in range(count):
+            if values[t] == best:
+                return values[t], first + t
+    return np.inf, default
+
+
 @njit(cache=True, nogil=True)
 def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) -> NDArray[np.int64]:
     """``splits[c, i]``: where the best split of the suffix ``x[i:]`` into ``c`` runs ends its first run.
 
     Layers ``c = 2 .. top - 1`` are filled for every ``i`` by divide and conquer on the monotone argmin
-    (leftmost on ties); the last layer is only ever read at ``i = 0``, so it is one scan.
+    (leftmost on ties); the last layer is only ever read at ``i = 0``, so it is one scan. A row of at least
+    ``LONG_ROW`` candidates goes through :func:`_long_row`: the same values, the same minimum, the same argmin.
     """
     n = S1.size - 1
     previous = np.empty(n + 2)  # F_{c-1}(j), infinite where fewer than c - 1 points remain
@@ -41,10 +103,14 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
         previous[i] = _run_cost(S1, S2, i, n)
     previous[n] = previous[n + 1] = np.inf
     current = np.empty(n + 2)
+    values = np.empty(n + 1)
     splits = np.zeros((top + 1, n + 1), dtype=np.int64)
     stack = np.empty((128, 4), dtype=np.int64)  # depth <= log2(n) + 1 per branch
     for c in range(2, top + 1):
         if c == top:
+            if n - c >= LONG_ROW:
+                splits[c, 0] = _long_row(S1, S2, previous, 0, 1, n - c + 1, 1, values)[1]
+                break
             best, chosen = np.inf, 1
             for j in range(1, n - c + 2):
                 value = _run_cost(S1, S2, 0, j) + previous[j]
@@ -59,11 +125,15 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
             depth -= 1
             lo, hi, jlo, jhi = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
             mid = (lo + hi) // 2
-            best, chosen = np.inf, jhi
-            for j in range(max(mid + 1, jlo), jhi + 1):
-                value = _run_cost(S1, S2, mid, j) + previous[j]
-                if value < best:
-                    best, chosen = value, j
+            first = max(mid + 1, jlo)
+            if jhi - first >= LONG_ROW:
+                best, chosen = _long_row(S1, S2, previous, mid, first, jhi, jhi, values)
+            else:
+                best, chosen = np.inf, jhi
+                for j in range(first, jhi + 1):
+                    value = _run_cost(S1, S2, mid, j) + previous[j]
+                    if value < best:
+                        best, chosen = value, j
             current[mid] = best
             splits[c, mid] = chosen
             if lo <= mid - 1:
