@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from ordercube.tasks.algorithms.kmeans1d import (LONG_ROW, RADIX_FROM, _optimal_splits, _radix_sorted,
-                                                 kmeans_1d_exact, sorted_values)
+                                                 kmeans_1d_exact, prefix_sums, sorted_values)
 
 
 @njit(nogil=True)
@@ -66,10 +66,12 @@ def reference_splits(S1: np.ndarray, S2: np.ndarray, top: int) -> np.ndarray:
     return splits
 
 
-def prefix_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def numpy_prefix_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xs = np.sort(x)
     centred = xs - x.mean()
     return np.concatenate([[0.0], np.cumsum(centred)]), np.concatenate([[0.0], np.cumsum(centred * centred)])
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.pairwise import pairwise_instability
 from ordercube.tasks.datasets.synthetic import shamir_mixture1d
 
 
@@ -182,5 +184,32 @@ def test_every_split_of_every_row_is_the_scalar_scans(seed, n, kind, top):
         x = np.repeat(rng.integers(-3, 4, n // 50 + 1).astype(float), 50)[:n]
     elif kind == "spread":
         x = x * 10.0 ** rng.integers(-150, 150)
-    S1, S2 = prefix_sums(x)
+    S1, S2 = numpy_prefix_sums(x)
     assert_same_bits(_optimal_splits(S1, S2, top), reference_splits(S1, S2, top))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 33, 4096, 70_000]), st.sampled_from([0, -200, 0, 150]))
+def test_prefix_sums_are_numpys(seed, n, scale):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.standard_normal(n) * 10.0**scale + rng.integers(-3, 4, n))
+    centred = x - x.mean()
+    S1, S2 = prefix_sums(x, x.mean())
+    assert_same_bits(S1, np.concatenate([[0.0], np.cumsum(centred)]))
+    assert_same_bits(S2, np.concatenate([[0.0], np.cumsum(centred * centred)]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.sampled_from([2, 3, 10, 64, 1001, 5000]))
+def test_pairwise_instability_is_the_numpy_mean(seed, k, size):
+    rng = np.random.default_rng(seed)
+    labels = {"first": rng.integers(0, k, size), "second": rng.integers(0, k, size)}
+    pairing = rng.permutation(size)
+    fits = TrialFits(first=np.zeros((1, 1)), second=np.zeros((1, 1)), labels_first=np.zeros(1, dtype=np.int64),
+                     labels_second=np.zeros(1, dtype=np.int64), k=k, evaluation=np.zeros((size, 1)), pairing=pairing,
+                     predictor=lambda X_train, fitted, k, X_new: labels["first" if X_train is fits.first else "second"])
+    m = size // 2
+    left, right = pairing[:m], pairing[m : 2 * m]
+    a, b = labels["first"], labels["second"]
+    expected = float(np.mean((a[left] == a[right]) != (b[left] == b[right])))
+    assert pairwise_instability(fits).hex() == expected.hex()

@@ -146,6 +146,24 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
     return splits
 
 
+@njit(cache=True, nogil=True)
+def prefix_sums(xs: NDArray[np.float64], mean: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``S1 = [0, cumsum(xs - mean)]`` and ``S2 = [0, cumsum((xs - mean) ** 2)]`` in one pass, each sum taken as
+    ``np.cumsum`` takes it (sequentially, the first term as it is), so the same bits."""
+    n = xs.size
+    S1, S2 = np.empty(n + 1), np.empty(n + 1)
+    S1[0] = S2[0] = 0.0
+    if n == 0:
+        return S1, S2
+    centred = xs[0] - mean
+    S1[1], S2[1] = centred, centred * centred
+    for i in range(1, n):
+        centred = xs[i] - mean
+        S1[i + 1] = S1[i] + centred
+        S2[i + 1] = S2[i] + centred * centred
+    return S1, S2
+
+
 RADIX_FROM = 16_384  # below this many points numpy's sort is faster than the radix sort's four passes
 
 
@@ -310,9 +328,7 @@ def kmeans_1d_exact(x: NDArray[np.float64], ks: Sequence[int]) -> dict[int, NDAr
     x = np.asarray(x, dtype=np.float64).ravel()
     n = x.size
     xs = sorted_values(x)  # values only: faster than argsort, which is needed only for rare ties
-    centred = xs - x.mean()  # smaller prefix sums, fewer digits lost in the differences
-    S1 = np.concatenate([[0.0], np.cumsum(centred)])
-    S2 = np.concatenate([[0.0], np.cumsum(centred * centred)])
+    S1, S2 = prefix_sums(xs, x.mean())  # centred: smaller prefix sums, fewer digits lost in the differences
     splits = _optimal_splits(S1, S2, max(ks))
     labels = {}
     for k in ks:

@@ -19,6 +19,12 @@ def pairwise_instability(fits: TrialFits) -> float:
     on_first, on_second = fits.evaluation_labels
     assert fits.pairing is not None  # drawn together with the evaluation sample
     m = fits.pairing.shape[0] // 2
+    if m and on_first.dtype == on_second.dtype == fits.pairing.dtype == np.int64 and (
+            on_first.shape == on_second.shape == fits.pairing.shape):
+        from ordercube.tasks.criteria._pairwise_numba import split_pairs
+
+        # np.mean of m booleans: their exact count (a float64 sum of 0s and 1s) divided by m, as here
+        return float(np.float64(split_pairs(on_first, on_second, fits.pairing, m)) / np.float64(m))
     left, right = fits.pairing[:m], fits.pairing[m : 2 * m]
     together_first = on_first[left] == on_first[right]
     together_second = on_second[left] == on_second[right]
