@@ -126,7 +126,11 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
             lo, hi, jlo, jhi = stack[depth, 0], stack[depth, 1], stack[depth, 2], stack[depth, 3]
             mid = (lo + hi) // 2
             first = max(mid + 1, jlo)
-            if jhi - first >= LONG_ROW:
+            if first == jhi:  # one candidate (most rows deep in the recursion): the scan's result without the loop
+                best, chosen = _run_cost(S1, S2, mid, jhi) + previous[jhi], jhi
+                if not best < np.inf:
+                    best = np.inf
+            elif jhi - first >= LONG_ROW:
                 best, chosen = _long_row(S1, S2, previous, mid, first, jhi, jhi, values)
             else:
                 best, chosen = np.inf, jhi
