@@ -7,6 +7,9 @@ midpoints (a point on a midpoint goes to the left cell; equal centres stay in la
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,3 +68,18 @@ def test_single_precision_points_go_the_general_way():
     labels = rng.integers(0, 3, 50)
     X_new = rng.standard_normal((40, 1)).astype(np.float32)
     check(X_train, labels, 3, X_new)
+
+
+def test_a_one_dimensional_prediction_does_not_import_numba_by_itself():
+    code = ("import sys, numpy as np\n"
+            "from ordercube.tasks.predictors import nearest_centroid\n"
+            "from ordercube.tasks.criteria.base import TrialFits\n"
+            "from ordercube.tasks.criteria.pairwise import pairwise_instability\n"
+            "x = np.arange(20.0)[:, None]; labels = (x[:, 0] > 9).astype(np.int64)\n"
+            "fits = TrialFits(first=x, second=x, labels_first=labels, labels_second=labels, k=2,\n"
+            "                 predictor=nearest_centroid, evaluation=x, pairing=np.arange(20))\n"
+            "assert pairwise_instability(fits) == 0.0 and nearest_centroid(x, labels, 2, x).tolist() == labels.tolist()\n"
+            "print('numba' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"  # Cython sweeps keep their import diet (tests/test_imports.py)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ordercube.tasks.criteria.base import Criterion, TrialFits
@@ -20,7 +22,8 @@ def pairwise_instability(fits: TrialFits) -> float:
     assert fits.pairing is not None  # drawn together with the evaluation sample
     m = fits.pairing.shape[0] // 2
     if m and on_first.dtype == on_second.dtype == fits.pairing.dtype == np.int64 and (
-            on_first.shape == on_second.shape == fits.pairing.shape):
+            on_first.shape == on_second.shape == fits.pairing.shape) and "numba" in sys.modules:
+        # compiled when numba is loaded already (by the exact 1-D k-means): a sweep of Cython kernels never imports it
         from ordercube.tasks.criteria._pairwise_numba import split_pairs
 
         # np.mean of m booleans: their exact count (a float64 sum of 0s and 1s) divided by m, as here
