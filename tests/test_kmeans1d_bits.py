@@ -17,6 +17,9 @@ from numba import njit
 
 from ordercube.tasks.algorithms.kmeans1d import (LONG_ROW, RADIX_FROM, _optimal_splits, _radix_sorted,
                                                  kmeans_1d_exact, prefix_sums, sorted_values)
+from ordercube.tasks.criteria.base import TrialFits
+from ordercube.tasks.criteria.pairwise import pairwise_instability
+from ordercube.tasks.datasets.synthetic import shamir_mixture1d
 
 
 @njit(nogil=True)
@@ -70,9 +73,6 @@ def numpy_prefix_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     xs = np.sort(x)
     centred = xs - x.mean()
     return np.concatenate([[0.0], np.cumsum(centred)]), np.concatenate([[0.0], np.cumsum(centred * centred)])
-from ordercube.tasks.criteria.base import TrialFits
-from ordercube.tasks.criteria.pairwise import pairwise_instability
-from ordercube.tasks.datasets.synthetic import shamir_mixture1d
 
 
 def reference_labels(x: np.ndarray, ks: list[int]) -> dict[int, np.ndarray]:
