@@ -213,3 +213,14 @@ def test_pairwise_instability_is_the_numpy_mean(seed, k, size):
     a, b = labels["first"], labels["second"]
     expected = float(np.mean((a[left] == a[right]) != (b[left] == b[right])))
     assert pairwise_instability(fits).hex() == expected.hex()
+
+
+@pytest.mark.parametrize("top", [3, 4])
+def test_a_minimum_tied_across_many_candidates_keeps_the_leftmost(top):
+    # two values, 1,500 points each: every split inside a run costs exactly 0, so a long row's minimum recurs in
+    # several chunks of its scan and only the leftmost candidate is the scalar scan's answer
+    x = np.repeat([0.0, 1.0], 1500)
+    S1, S2 = numpy_prefix_sums(x)
+    splits = _optimal_splits(S1, S2, top)
+    assert_same_bits(splits, reference_splits(S1, S2, top))
+    assert splits[top, 0] == 1

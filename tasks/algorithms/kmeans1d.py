@@ -36,6 +36,7 @@ def _run_cost(S1: NDArray[np.float64], S2: NDArray[np.float64], i: int, j: int) 
     return (S2[j] - S2[i]) - total * total / (j - i)
 
 
+CHUNK = 512  # values per pass of a long row: 4 KiB
 LONG_ROW = 128  # from this many candidates on, a row is scanned in three vectorised passes (below: one scalar loop)
 
 
@@ -86,14 +87,25 @@ def _smallest(values: NDArray[np.float64], count: int) -> float:
 def _long_row(S1: NDArray[np.float64], S2: NDArray[np.float64], previous: NDArray[np.float64], i: int, first: int,
               last: int, default: int, values: NDArray[np.float64]) -> tuple[float, int]:
     """What the scalar scan ``if value < best: best, chosen = value, j`` over ``first <= j <= last`` returns: the
-    smallest value and its leftmost ``j`` (``(inf, default)`` when no value is below inf), in three passes."""
-    _row_values(S1, S2, previous, i, first, last, values)
-    count = last - first + 1
-    best = _smallest(values, count)
-    if best < np.inf:
-        for t in range(count):
-            if values[t] == best:
-                return values[t], first + t
+    smallest value and its leftmost ``j`` (``(inf, default)`` when no value is below inf).
+
+    Chunk by chunk (``CHUNK`` values, in the first-level cache): the values, then their minimum; the first chunk
+    holding the row's minimum is computed again (the same bits) and searched for its leftmost occurrence.
+    """
+    best, start = np.inf, -1
+    for begin in range(first, last + 1, CHUNK):
+        end = min(begin + CHUNK - 1, last)
+        _row_values(S1, S2, previous, i, begin, end, values)
+        smallest = _smallest(values, end - begin + 1)
+        if smallest < best:  # strictly: an equal minimum in a later chunk is not the leftmost
+            best, start = smallest, begin
+    if start < 0:
+        return np.inf, default
+    end = min(start + CHUNK - 1, last)
+    _row_values(S1, S2, previous, i, start, end, values)
+    for t in range(end - start + 1):
+        if values[t] == best:
+            return values[t], start + t
     return np.inf, default
 
 
@@ -111,7 +123,7 @@ def _optimal_splits(S1: NDArray[np.float64], S2: NDArray[np.float64], top: int) 
         previous[i] = _run_cost(S1, S2, i, n)
     previous[n] = previous[n + 1] = np.inf
     current = np.empty(n + 2)
-    values = np.empty(n + 1)
+    values = np.empty(CHUNK)
     splits = np.zeros((top + 1, n + 1), dtype=np.int64)
     stack = np.empty((128, 4), dtype=np.int64)  # depth <= log2(n) + 1 per branch
     for c in range(2, top + 1):
