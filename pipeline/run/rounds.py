@@ -26,6 +26,7 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
 from ordercube.pipeline.config.specs import Config
-from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.cube.owner import BlockWriter, Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from ordercube.pipeline.cube.attrs import BASELINE
@@ -106,19 +107,20 @@ class AdaptiveFeed:
     """The adaptive groups' rounds (module docstring) and the tasks of the plan's other cells (``fixed``).
 
     ``todo``: which cells may be computed (pending, skipped, and with ``--retry-failed`` failed or crashed);
-    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing.
+    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing, or for a cube not created yet
+    the function that creates it (the one the executor calls once the first tasks are submitted: a new cube's
+    first rounds need nothing from it, so its creation overlaps them as a fixed run's does).
     """
 
-    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray, cube: Cube,
-                 make_tasks: Callable[[list[Chunk]], list[Task]], fixed: list[Task]) -> None:
-        self.config, self.coords, self.chunk_shape, self.cube = config, coords, chunk_shape, cube
+    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray,
+                 cube: Cube | Callable[[], Cube], make_tasks: Callable[[list[Chunk]], list[Task]],
+                 fixed: list[Task]) -> None:
+        self.config, self.coords, self.chunk_shape = config, coords, chunk_shape
+        self._cube, self._open = (cube, None) if isinstance(cube, Cube) else (None, cube)
         self.make_tasks = make_tasks
         self.ready: deque[Task] = deque(fixed)
         self.mask = planned_mask(plan_of(config), coords)
         self.todo = todo & self.mask
-        self.arrays = cube.writer()
-        self.baseline = cube.read(BASELINE) if BASELINE in cube else None
-        self.records: dict[str, Any] = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
         methods = self.methods = {m.name: m for m in config.methods}
         self.groups: dict[tuple[int, int, int], _Group] = {}
         adaptive_models = [j for j, name in enumerate(coords.model) if name in config.adaptive]
@@ -137,6 +139,25 @@ class AdaptiveFeed:
         self.skipped = self._reported = 0
         for state in self.groups.values():
             self._advance(state)
+
+    @property
+    def cube(self) -> Cube:
+        """The cube, opened (created) on first use, with its writer, baseline and decision records."""
+        if self._cube is None:
+            self._cube = self._open()  # type: ignore[misc]
+        return self._cube
+
+    @cached_property
+    def arrays(self) -> BlockWriter:
+        return self.cube.writer()
+
+    @cached_property
+    def baseline(self) -> np.ndarray | None:
+        return self.cube.read(BASELINE) if BASELINE in self.cube else None
+
+    @cached_property
+    def records(self) -> dict[str, Any]:
+        return json.loads(str(self.cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
 
     # -- what the executors call -------------------------------------------------------------------------------
 
