@@ -209,14 +209,29 @@ class DaskWorkers:
                 process.kill()
 
 
-def one_run(config: Path, out: Path, where: str, cluster: DaskWorkers | None) -> dict:
+def base_checkout(folder: Path, rev: str) -> Path:
+    """Commit ``rev`` of this repository as an importable ``ordercube`` (its ordercube/, with pipeline/ and tasks/
+    as the subpackages, as the package's own layout maps them), to put first on PYTHONPATH: its driver code
+    runs, with this checkout's venv."""
+    tree = folder / "base-tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    package = folder / "base-path" / "ordercube"
+    shutil.copytree(tree / "ordercube", package)
+    for sub in ("pipeline", "tasks"):
+        (package / sub).symlink_to(tree / sub)
+    return package.parent
+
+
+def one_run(config: Path, out: Path, where: str, cluster: DaskWorkers | None, path: Path | None = None) -> dict:
     report = out.with_suffix(".json")
     place = ["--scheduler-file", str(cluster.file)] if cluster else ["--workers", where, "--no-dashboard"]
     command = [sys.executable, str(Path(__file__).resolve()), "--as-driver", "run", str(config), "--out", str(out),
                *place, "--no-progress"]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, REPORT_ENV: str(report)})
+                               env={**os.environ, REPORT_ENV: str(report),
+                                    **({"PYTHONPATH": str(path)} if path else {})})
     roots = {"driver": process.pid}
     if cluster:
         roots.update({"workers": cluster.workers.pid, "scheduler": cluster.scheduler.pid})
@@ -277,6 +292,8 @@ def main() -> None:
                         help="comma-separated: a LocalCluster's worker count, or dN for N `dask worker` processes")
     parser.add_argument("--resamples", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="one round on two LocalCluster workers")
+    parser.add_argument("--base", metavar="REV", help="also run the adaptive config with the driver code of commit "
+                        "REV (e.g. the merge-base with main), interleaved")
     args = parser.parse_args()
     wheres = ["2"] if args.quick else args.where.split(",")
     rounds = 1 if args.quick else args.rounds
@@ -284,7 +301,10 @@ def main() -> None:
           f"{os.cpu_count()} cores", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="bench_adaptive_"))
     clusters: dict[str, DaskWorkers] = {}
+    base = None
     try:
+        if args.base:
+            base = base_checkout(folder, args.base)
         paths = configs(folder, args.resamples)
         for where in wheres:
             if where.startswith("d"):
@@ -295,22 +315,27 @@ def main() -> None:
         results: dict[tuple[str, str], list[dict]] = {}
         for round_ in range(rounds):
             for where in wheres:
-                for name in ("fixed", "adaptive"):
+                for name in ("fixed", "adaptive", *(["base"] if base else [])):
                     out = folder / f"{name}-{where}-{round_}.zarr"
-                    run = one_run(paths[name], out, where, clusters.get(where))
+                    run = one_run(paths["adaptive" if name == "base" else name], out, where, clusters.get(where),
+                                  base if name == "base" else None)
                     results.setdefault((where, name), []).append(run)
                     print(f"  round {round_} {where:>3} {name:<8} wall {run['wall']:6.2f} s, sweep {run['sweep']:6.2f} s, "
                           f"driver CPU {run['driver_cpu']:5.2f} s, workers CPU {run['worker_cpu']:6.2f} s, "
                           f"idle {run['idle']:5.2f} worker-s (load {os.getloadavg()[0]:.2f})", flush=True)
-                same = same_cells_share(results[(where, "fixed")][-1]["path"], results[(where, "adaptive")][-1]["path"])
-                results[(where, "adaptive")][-1]["same"] = same
-        print_table(results, wheres, rounds, args.resamples)
+                for name in ("adaptive", *(["base"] if base else [])):
+                    results[(where, name)][-1]["same"] = same_cells_share(results[(where, "fixed")][-1]["path"],
+                                                                          results[(where, name)][-1]["path"])
+        print_table(results, wheres, rounds, args.resamples, bool(base))
         first = wheres[0]
         replay_targets(Path(results[(first, "fixed")][0]["path"]), Path(results[(first, "adaptive")][0]["path"]))
         print(f"load average at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     finally:
         for cluster in clusters.values():
             cluster.close()
+        if base:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder / "base-tree")],
+                           capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -318,46 +343,54 @@ FIELDS = ("wall", "sweep", "cells", "compute", "driver_cpu", "worker_cpu", "sche
           "span", "looks", "look_cpu", "finish_cpu", "advance_cpu", "setup_cpu", "store_cpu", "workers")
 
 
-def print_table(results: dict, wheres: list[str], rounds: int, resamples: int) -> None:
-    print(f"\nquickstart at {resamples} resamples; median of {rounds} round(s), fixed and adaptive alternating; "
+def print_table(results: dict, wheres: list[str], rounds: int, resamples: int, base: bool = False) -> None:
+    names = ("fixed", "adaptive", *(["base"] if base else []))  # base: the adaptive config on the --base commit
+    print(f"\nquickstart at {resamples} resamples; median of {rounds} round(s), {', '.join(names)} alternating; "
           f"whole `ordercube run` process")
     print(f"{'where':<20} {'run':<8} {'wall s':>7} {'sweep s':>7} {'cells':>6} {'compute s':>9} {'driver CPU':>10} "
           f"{'workers CPU':>11} {'busy w-s':>8} {'idle w-s':>8} {'<W busy':>7}")
     for where in wheres:
         label = f"dask worker x{where[1:]}" if where.startswith("d") else f"LocalCluster x{where}"
         med = {}
-        for name in ("fixed", "adaptive"):
+        for name in names:
             runs = results[(where, name)]
             med[name] = {key: statistics.median(r[key] for r in runs) for key in FIELDS}
             m = med[name]
             print(f"{label:<20} {name:<8} {m['wall']:>7.2f} {m['sweep']:>7.2f} {m['cells']:>6.0f} {m['compute']:>9.1f} "
                   f"{m['driver_cpu'] + m['scheduler_cpu']:>10.2f} {m['worker_cpu']:>11.2f} {m['busy']:>8.1f} "
                   f"{m['idle']:>8.1f} {m['one_idle']:>7.0%}")
-        f, a = med["fixed"], med["adaptive"]
-        same = statistics.median(r["same"] for r in results[(where, "adaptive")])
-        cells = f["cells"] / a["cells"]
-        print(f"{'':<20} fixed/adaptive: cells {cells:.2f}x, wall {f['wall'] / a['wall']:.2f}x "
-              f"(factor {f['wall'] / a['wall'] / cells:.2f} of the cells'), sweep {f['sweep'] / a['sweep']:.2f}x "
-              f"({f['sweep'] / a['sweep'] / cells:.2f}), compute {f['compute'] / a['compute']:.2f}x, "
-              f"workers CPU {f['worker_cpu'] / a['worker_cpu']:.2f}x; target: factor >= 0.8")
-        print(f"{'':<20} adaptive driver: {a['looks']:.0f} looks, {a['look_cpu']:.2f} CPU s "
-              f"({1000 * a['look_cpu'] / max(a['looks'], 1):.1f} ms per look), stops (skipped cells, records) "
-              f"{a['finish_cpu']:.2f} s, rounds in all {a['advance_cpu'] + a['setup_cpu']:.2f} s; cube writes "
-              f"{a['store_cpu']:.2f} s (fixed run {f['store_cpu']:.2f} s); driver CPU {a['driver_cpu']:.2f} s "
-              f"against {f['driver_cpu']:.2f} s fixed")
-        workers = a["workers"] or 1
-        start_f, start_a = f["wall"] - f["sweep"], a["wall"] - a["sweep"]
-        rest_f, rest_a = f["sweep"] - f["span"], a["sweep"] - a["span"]
-        gap = a["wall"] - f["wall"] / cells
-        parts = {"start-up paid whole": start_a - start_f / cells,
-                 "driver outside tasks": rest_a - rest_f / cells,
-                 "dear cells kept": f["busy"] * (same - 1 / cells) / workers,
-                 "same cells slower": (a["busy"] - f["busy"] * same) / workers,
-                 "idle workers": (a["idle"] - f["idle"] / cells) / workers}
-        print(f"{'':<20} the adaptive wall {a['wall']:.2f} s vs the fixed wall / cells factor {f['wall'] / cells:.2f} s: "
-              f"{gap:+.2f} s = " + ", ".join(f"{name} {value:+.2f}" for name, value in parts.items())
-              + f" (the kept cells took {same:.3f} of the fixed run's compute, {1 / cells:.3f} of its cells: at most "
-              f"{1 / same:.2f}x less compute to save)")
+        for name in names[1:]:
+            compare(med["fixed"], med[name], name, statistics.median(r["same"] for r in results[(where, name)]))
+
+
+def compare(f: dict, a: dict, name: str, same: float) -> None:
+    """The ratios fixed / adaptive of one setting, the adaptive driver's accounting, and the gap to the target."""
+    cells = f["cells"] / a["cells"]
+    cpu_f = f["driver_cpu"] + f["scheduler_cpu"] + f["worker_cpu"]
+    cpu_a = a["driver_cpu"] + a["scheduler_cpu"] + a["worker_cpu"]
+    print(f"{'':<20} fixed/{name}: cells {cells:.2f}x, wall {f['wall'] / a['wall']:.2f}x "
+          f"(factor {f['wall'] / a['wall'] / cells:.2f} of the cells'), sweep {f['sweep'] / a['sweep']:.2f}x "
+          f"({f['sweep'] / a['sweep'] / cells:.2f}), compute {f['compute'] / a['compute']:.2f}x, CPU of every process "
+          f"{cpu_f / cpu_a:.2f}x ({cpu_f / cpu_a / cells:.2f}), workers CPU {f['worker_cpu'] / a['worker_cpu']:.2f}x "
+          f"({f['worker_cpu'] / a['worker_cpu'] / cells:.2f}); target: factor >= 0.8")
+    print(f"{'':<20} {name} driver: {a['looks']:.0f} looks, {a['look_cpu']:.2f} CPU s "
+          f"({1000 * a['look_cpu'] / max(a['looks'], 1):.1f} ms per look, the first imports scipy.special), stops "
+          f"(skipped cells, records) {a['finish_cpu']:.2f} s, rounds in all {a['advance_cpu'] + a['setup_cpu']:.2f} s; "
+          f"cube writes {a['store_cpu']:.2f} s (fixed run {f['store_cpu']:.2f} s); driver CPU {a['driver_cpu']:.2f} s "
+          f"against {f['driver_cpu']:.2f} s fixed")
+    workers = a["workers"] or 1
+    start_f, start_a = f["wall"] - f["sweep"], a["wall"] - a["sweep"]
+    rest_f, rest_a = f["sweep"] - f["span"], a["sweep"] - a["span"]
+    gap = a["wall"] - f["wall"] / cells
+    parts = {"start-up paid whole": start_a - start_f / cells,
+             "driver outside tasks": rest_a - rest_f / cells,
+             "dear cells kept": f["busy"] * (same - 1 / cells) / workers,
+             "same cells slower": (a["busy"] - f["busy"] * same) / workers,
+             "idle workers": (a["idle"] - f["idle"] / cells) / workers}
+    print(f"{'':<20} the {name} wall {a['wall']:.2f} s vs the fixed wall / cells factor {f['wall'] / cells:.2f} s: "
+          f"{gap:+.2f} s = " + ", ".join(f"{part} {value:+.2f}" for part, value in parts.items())
+          + f" (the kept cells took {same:.3f} of the fixed run's compute, {1 / cells:.3f} of its cells: at most "
+          f"{1 / same:.2f}x less compute to save)")
 
 
 def replay_targets(cube_path: Path, live_path: Path) -> None:

@@ -85,7 +85,7 @@ class FixedFeed:
         return 0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Group:
     """One adaptive (dataset, n, method): the look awaited, the k's in play (cube indices), the cells of the
     round still to arrive, and the races as of the last look."""
@@ -99,6 +99,8 @@ class _Group:
     in_play: tuple[int, ...] = ()
     outstanding: int = 0
     stopped: bool = False
+    queued: deque = field(default_factory=deque)  # the round's tasks not handed out yet
+    cost: tuple[float, int] = (0.0, 0)  # seconds and cells of its computed cells (the results' own seconds)
     races: dict[str, tuple[Race, tuple[int, ...]]] = field(default_factory=dict)
     curves: dict[str, dict[str, Any]] = field(default_factory=dict)  # reduced criteria: the curve at the last look
 
@@ -118,7 +120,8 @@ class AdaptiveFeed:
         self.config, self.coords, self.chunk_shape = config, coords, chunk_shape
         self._cube, self._open = (cube, None) if isinstance(cube, Cube) else (None, cube)
         self.make_tasks = make_tasks
-        self.ready: deque[Task] = deque(fixed)
+        self.ready: deque[Task] = deque(fixed)  # the plan's other cells: they fill the workers between rounds
+        self.waiting: list[_Group] = []  # the groups whose round has tasks not handed out yet
         self.mask = planned_mask(plan_of(config), coords)
         self.todo = todo & self.mask
         methods = self.methods = {m.name: m for m in config.methods}
@@ -162,19 +165,40 @@ class AdaptiveFeed:
     # -- what the executors call -------------------------------------------------------------------------------
 
     def take(self, count: int) -> list[Task]:
-        taken = []
-        while self.ready and len(taken) < count:
-            taken.append(self.ready.popleft())
+        """Up to ``count`` tasks: the rounds of the groups with the most work ahead first (longest first, so that
+        the groups that run longest start their next round as soon as they can and the cheap ones fill in around
+        them), then the plan's other tasks, which wait on nothing. The order changes no cell and no decision."""
+        taken: list[Task] = []
+        while len(taken) < count:
+            if self.waiting:
+                state = max(self.waiting, key=self._work_ahead)
+                taken.append(state.queued.popleft())
+                if not state.queued:
+                    self.waiting.remove(state)
+            elif self.ready:
+                taken.append(self.ready.popleft())
+            else:
+                break
         return taken
+
+    def _work_ahead(self, state: _Group) -> tuple[float, float]:
+        """How much a group may still compute: the cells of its k's in play up to its budget, at the seconds per
+        cell its computed cells took (before any result, by its sample size: larger first)."""
+        cells = len(state.in_play) * (state.spec.looks[-1] - (state.spec.looks[state.look - 1] if state.look else 0))
+        seconds, computed = state.cost
+        if not computed:
+            return (float("inf"), cells * float(self.coords.n[state.index[1]]))
+        return (cells * seconds / computed, 0.0)
 
     def stored(self, done: Iterable[tuple[Chunk, BlockResult]]) -> int:
         """Count the cells that reached the cube and decide the groups whose round is complete. Returns the cells
         stored as skipped since the last call (the first call also counts those of groups already decided)."""
-        for chunk, _ in done:
+        for chunk, result in done:
             state = self.groups.get((chunk.dataset, chunk.n, chunk.model))
             if state is None or state.stopped:
                 continue
             state.outstanding -= chunk.cells
+            state.cost = (state.cost[0] + float(np.sum(result.seconds)), state.cost[1] + chunk.cells)
             if state.outstanding <= 0:
                 self._advance(state)
         reported, self._reported = self.skipped - self._reported, self.skipped
@@ -194,7 +218,8 @@ class AdaptiveFeed:
                                             self.chunk_shape)]
                 self.todo[d, i, m][todo] = False
                 state.outstanding = sum(chunk.cells for chunk in chunks)
-                self.ready.extend(self.make_tasks(chunks))
+                state.queued.extend(self.make_tasks(chunks))
+                self.waiting.append(state)
                 return
             self._decide(state)
             if state.stopped:
