@@ -27,7 +27,16 @@ fixed run's seconds of the very cells the adaptive run computes, above their sha
 computed slower (contention with the driver on shared cores), and idle workers. Then the replay's targets on
 the fixed cube and the live run's stops against the replay's.
 
-    python benchmarks/bench_adaptive.py [--rounds 3] [--where 1,2,d4] [--quick]
+Why the whole-process target is out of reach on the quickstart at 200 resamples, by arithmetic: with S the
+start-up both runs pay whole (imports, cluster start and close, each worker's first task: about 4-5 s on an
+idle 2-core machine, ENGINE_NOTES) and X the fixed run's sweep, the adaptive run can at best take
+S + s X, s = the fixed run's compute share of the cells it keeps (0.375 here for 0.363 of the cells: the rings
+at n = 1000, the dearest group, run to the whole budget). The factor (S + X) / (S + s X) reaches 0.8 of the
+cells factor (2.2x for 2.76x) only when X >= 6.9 S, a fixed sweep of about 30 s on two workers, where this one
+takes about 10 s: at most about 0.64 with no other loss. The sweep alone (S = 0) can reach 2.67x (0.97), less
+the workers' idle seconds between rounds and the driver's looks and stops, which this script measures.
+
+    python benchmarks/bench_adaptive.py [--rounds 3] [--where 1,2,d4] [--base REV] [--quick]
 
 ``--quick``: one round, two LocalCluster workers only (about 2 minutes on an idle 2-core machine).
 """

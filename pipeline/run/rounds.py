@@ -10,7 +10,8 @@ stops. A criterion reduced from stored clusterings (``Criterion.reduce``) has no
 reads the group's stored clusterings of the prefix, reduces them to the curve and to the curves of a bootstrap
 over those resamples (:func:`ordercube.tasks.adaptive.bootstrap_look`), and keeps every k in play until k̂ is
 settled; the look only reads, so no stored bit of a computed cell changes. Other groups' rounds keep the
-workers busy meanwhile: there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
+workers busy meanwhile: there is no barrier across groups, and the rounds of the groups with the most work
+ahead are handed out first (the plan's other tasks fill in). The cells a stopped group never needs are stored as ``skipped``, with the
 look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
 
 Decisions depend on stored values only, so the cells computed, the decisions and the cube are the same for any
