@@ -138,7 +138,7 @@ class CpuSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "CpuSampler":
+    def __enter__(self) -> CpuSampler:
         self._sample()
         self.start = {pid: cpu for pid, (_, cpu) in self.seen.items()}  # processes there before (a standing cluster)
         self._thread.start()

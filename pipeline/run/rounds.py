@@ -11,8 +11,9 @@ reads the group's stored clusterings of the prefix, reduces them to the curve an
 over those resamples (:func:`ordercube.tasks.adaptive.bootstrap_look`), and keeps every k in play until k̂ is
 settled; the look only reads, so no stored bit of a computed cell changes. Other groups' rounds keep the
 workers busy meanwhile: there is no barrier across groups, and the rounds of the groups with the most work
-ahead are handed out first (the plan's other tasks fill in). The cells a stopped group never needs are stored as ``skipped``, with the
-look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
+ahead are handed out first (the plan's other tasks fill in). The cells a stopped group never needs are stored as
+``skipped``, with the look and reason, and the decision record of the group is kept in the cube's attributes
+(``ordercube_adaptive``).
 
 Decisions depend on stored values only, so the cells computed, the decisions and the cube are the same for any
 number of workers, any cut of the work into tasks, and an interrupted run resumed: a resumed run replays the
