@@ -146,6 +146,30 @@ def test_the_same_cube_for_threads_another_task_cut_a_local_cluster_and_an_inter
     same_cube(reference, open_cube(tmp_path / "stopped.zarr"))
 
 
+def test_a_new_cube_is_created_once_the_first_rounds_are_handed_out_and_the_dearest_round_goes_first(tmp_path,
+                                                                                                    monkeypatch):
+    events = []
+    take, create = AdaptiveFeed.take, Cube.create.__func__
+
+    def taking(self, count):
+        tasks = take(self, count)
+        events.extend(("take", spec.n) for task in tasks for _, spec in task.blocks)
+        return tasks
+
+    def creating(cls, *args, **kwargs):
+        events.append(("create", None))
+        return create(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AdaptiveFeed, "take", taking)
+    monkeypatch.setattr(Cube, "create", classmethod(creating))
+    cube = run(tmp_path, "new.zarr", adaptive_config(), workers=0)
+    assert events.count(("create", None)) == 1
+    assert events[0][0] == "take", "the cube was created before any round was handed out"
+    # every group's first round is needed: the larger sample size (dearer cells) is handed out first
+    assert events[0] == ("take", 120), events[:4]
+    assert records(cube) and int((cube["status"] == Status.SKIPPED).sum()) > 0
+
+
 def test_a_run_without_adaptive_fills_the_skipped_cells_and_gives_the_fixed_budgets_cube(tmp_path):
     raw = adaptive_config()
     run(tmp_path, "grow.zarr", raw, workers=0)

@@ -10,8 +10,10 @@ stops. A criterion reduced from stored clusterings (``Criterion.reduce``) has no
 reads the group's stored clusterings of the prefix, reduces them to the curve and to the curves of a bootstrap
 over those resamples (:func:`ordercube.tasks.adaptive.bootstrap_look`), and keeps every k in play until k̂ is
 settled; the look only reads, so no stored bit of a computed cell changes. Other groups' rounds keep the
-workers busy meanwhile: there is no barrier across groups. The cells a stopped group never needs are stored as ``skipped``, with the
-look and reason, and the decision record of the group is kept in the cube's attributes (``ordercube_adaptive``).
+workers busy meanwhile: there is no barrier across groups, and the rounds of the groups with the most work
+ahead are handed out first (the plan's other tasks fill in). The cells a stopped group never needs are stored as
+``skipped``, with the look and reason, and the decision record of the group is kept in the cube's attributes
+(``ordercube_adaptive``).
 
 Decisions depend on stored values only, so the cells computed, the decisions and the cube are the same for any
 number of workers, any cut of the work into tasks, and an interrupted run resumed: a resumed run replays the
@@ -26,6 +28,7 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from typing import Any, Protocol
 
@@ -33,7 +36,7 @@ import numpy as np
 
 from ordercube.pipeline.config.adaptive import AdaptiveSpec, score_ranges
 from ordercube.pipeline.config.specs import Config
-from ordercube.pipeline.cube.owner import Cube
+from ordercube.pipeline.cube.owner import BlockWriter, Cube
 from ordercube.pipeline.run.graph import Task
 from ordercube.pipeline.cube.grid import Chunk, Coords, chunks_to_compute, plan_of, planned_mask
 from ordercube.pipeline.cube.attrs import BASELINE
@@ -84,7 +87,7 @@ class FixedFeed:
         return 0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Group:
     """One adaptive (dataset, n, method): the look awaited, the k's in play (cube indices), the cells of the
     round still to arrive, and the races as of the last look."""
@@ -98,6 +101,8 @@ class _Group:
     in_play: tuple[int, ...] = ()
     outstanding: int = 0
     stopped: bool = False
+    queued: deque = field(default_factory=deque)  # the round's tasks not handed out yet
+    cost: tuple[float, int] = (0.0, 0)  # seconds and cells of its computed cells (the results' own seconds)
     races: dict[str, tuple[Race, tuple[int, ...]]] = field(default_factory=dict)
     curves: dict[str, dict[str, Any]] = field(default_factory=dict)  # reduced criteria: the curve at the last look
 
@@ -106,19 +111,21 @@ class AdaptiveFeed:
     """The adaptive groups' rounds (module docstring) and the tasks of the plan's other cells (``fixed``).
 
     ``todo``: which cells may be computed (pending, skipped, and with ``--retry-failed`` failed or crashed);
-    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing.
+    ``make_tasks`` cuts chunks into tasks; ``cube``: the cube, open for writing, or for a cube not created yet
+    the function that creates it (the one the executor calls once the first tasks are submitted: a new cube's
+    first rounds need nothing from it, so its creation overlaps them as a fixed run's does).
     """
 
-    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray, cube: Cube,
-                 make_tasks: Callable[[list[Chunk]], list[Task]], fixed: list[Task]) -> None:
-        self.config, self.coords, self.chunk_shape, self.cube = config, coords, chunk_shape, cube
+    def __init__(self, config: Config, coords: Coords, chunk_shape: dict[str, int], todo: np.ndarray,
+                 cube: Cube | Callable[[], Cube], make_tasks: Callable[[list[Chunk]], list[Task]],
+                 fixed: list[Task]) -> None:
+        self.config, self.coords, self.chunk_shape = config, coords, chunk_shape
+        self._cube, self._open = (cube, None) if isinstance(cube, Cube) else (None, cube)
         self.make_tasks = make_tasks
-        self.ready: deque[Task] = deque(fixed)
+        self.ready: deque[Task] = deque(fixed)  # the plan's other cells: they fill the workers between rounds
+        self.waiting: list[_Group] = []  # the groups whose round has tasks not handed out yet
         self.mask = planned_mask(plan_of(config), coords)
         self.todo = todo & self.mask
-        self.arrays = cube.writer()
-        self.baseline = cube.read(BASELINE) if BASELINE in cube else None
-        self.records: dict[str, Any] = json.loads(str(cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
         methods = self.methods = {m.name: m for m in config.methods}
         self.groups: dict[tuple[int, int, int], _Group] = {}
         adaptive_models = [j for j, name in enumerate(coords.model) if name in config.adaptive]
@@ -138,22 +145,62 @@ class AdaptiveFeed:
         for state in self.groups.values():
             self._advance(state)
 
+    @property
+    def cube(self) -> Cube:
+        """The cube, opened (created) on first use, with its writer, baseline and decision records."""
+        if self._cube is None:
+            self._cube = self._open()  # type: ignore[misc]
+        return self._cube
+
+    @cached_property
+    def arrays(self) -> BlockWriter:
+        return self.cube.writer()
+
+    @cached_property
+    def baseline(self) -> np.ndarray | None:
+        return self.cube.read(BASELINE) if BASELINE in self.cube else None
+
+    @cached_property
+    def records(self) -> dict[str, Any]:
+        return json.loads(str(self.cube.attrs.get(ADAPTIVE_ATTRIBUTE, "{}")))
+
     # -- what the executors call -------------------------------------------------------------------------------
 
     def take(self, count: int) -> list[Task]:
-        taken = []
-        while self.ready and len(taken) < count:
-            taken.append(self.ready.popleft())
+        """Up to ``count`` tasks: the rounds of the groups with the most work ahead first (longest first, so that
+        the groups that run longest start their next round as soon as they can and the cheap ones fill in around
+        them), then the plan's other tasks, which wait on nothing. The order changes no cell and no decision."""
+        taken: list[Task] = []
+        while len(taken) < count:
+            if self.waiting:
+                state = max(self.waiting, key=self._work_ahead)
+                taken.append(state.queued.popleft())
+                if not state.queued:
+                    self.waiting.remove(state)
+            elif self.ready:
+                taken.append(self.ready.popleft())
+            else:
+                break
         return taken
+
+    def _work_ahead(self, state: _Group) -> tuple[float, float]:
+        """How much a group may still compute: the cells of its k's in play up to its budget, at the seconds per
+        cell its computed cells took (before any result, by its sample size: larger first)."""
+        cells = len(state.in_play) * (state.spec.looks[-1] - (state.spec.looks[state.look - 1] if state.look else 0))
+        seconds, computed = state.cost
+        if not computed:
+            return (float("inf"), cells * float(self.coords.n[state.index[1]]))
+        return (cells * seconds / computed, 0.0)
 
     def stored(self, done: Iterable[tuple[Chunk, BlockResult]]) -> int:
         """Count the cells that reached the cube and decide the groups whose round is complete. Returns the cells
         stored as skipped since the last call (the first call also counts those of groups already decided)."""
-        for chunk, _ in done:
+        for chunk, result in done:
             state = self.groups.get((chunk.dataset, chunk.n, chunk.model))
             if state is None or state.stopped:
                 continue
             state.outstanding -= chunk.cells
+            state.cost = (state.cost[0] + float(np.sum(result.seconds)), state.cost[1] + chunk.cells)
             if state.outstanding <= 0:
                 self._advance(state)
         reported, self._reported = self.skipped - self._reported, self.skipped
@@ -173,7 +220,8 @@ class AdaptiveFeed:
                                             self.chunk_shape)]
                 self.todo[d, i, m][todo] = False
                 state.outstanding = sum(chunk.cells for chunk in chunks)
-                self.ready.extend(self.make_tasks(chunks))
+                state.queued.extend(self.make_tasks(chunks))
+                self.waiting.append(state)
                 return
             self._decide(state)
             if state.stopped:

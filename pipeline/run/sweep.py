@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -261,10 +262,13 @@ def _sweep_locked(
 
     placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
                                  dashboard_asked=dashboard_asked)
-    if config.adaptive:  # the rounds read the cube from the start (a resumed run replays its decisions)
+    if config.adaptive and Cube.exists(path):  # the rounds read the cube from the start (a resumed run replays its decisions)
         cube = open_cube_for_writing()
         open_cube_for_writing = lambda: cube  # noqa: E731
         status = cube.read("status")
+    elif config.adaptive:  # a new cube: created while the first rounds compute, as a fixed run's is
+        cube = open_cube_for_writing = cache(open_cube_for_writing)  # the feed and the executor share it
+        status = np.zeros(coords.shape, dtype=np.int8)
 
     def feed_for(threads: int) -> Feed:
         if not config.adaptive:
@@ -303,7 +307,8 @@ def _computing(plan: Plan, feed: Feed, path: Any) -> str:
             f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
 
 
-def adaptive_feed(plan: Plan, cube: Cube, status: np.ndarray, threads: int, *, retry_failed: bool) -> AdaptiveFeed:
+def adaptive_feed(plan: Plan, cube: Cube | Callable[[], Cube], status: np.ndarray, threads: int, *,
+                  retry_failed: bool) -> AdaptiveFeed:
     """The rounds of the adaptive methods (each cut into tasks of ``execution.task_seconds``, not finer: the groups'
     rounds share the workers), and the plan's other chunks as tasks, cut as a fixed plan's are (ordercube.pipeline.run.rounds)."""
     config, coords = plan.config, plan.coords
