@@ -84,7 +84,8 @@ def one_size(raw: dict, resamples: int, folder: Path, *, workers: int, interrupt
     runs = []
     if interrupt_after is not None:
         runs.append(timed(["timeout", str(timeout), *run], interrupt_after=interrupt_after))
-        runs.append({**resume_scan(config, cube, workers), "scan": True})
+        if (cube / "zarr.json").exists():  # else interrupted before the cube was made: the next run starts afresh
+            runs.append({**resume_scan(config, cube, workers), "scan": True})
     runs.append(timed(["timeout", str(timeout), *run]))
     row: dict = {"resamples": resamples, "runs": runs}
     row["status"] = timed([*ORDERCUBE, "status", str(cube)])
@@ -113,7 +114,8 @@ def print_row(row: dict, cells: int) -> float:
             continue
         done = _done(run["out"])
         interrupted = "interrupted" in run["out"].lower() or run["code"] not in (0,)
-        peak = np.nanmax([peak, _driver_mib(run["out"])])
+        if np.isfinite(_driver_mib(run["out"])):  # an interrupted run prints no figure
+            peak = _driver_mib(run["out"]) if np.isnan(peak) else max(peak, _driver_mib(run["out"]))
         print(f"  run: exit {run['code']}, wall {run['wall']:.1f} s, CPU of driver and workers {run['cpu']:.1f} s, "
               + (f"{done[0]:,} cells in {done[1]:.1f} s ({done[0] / done[1]:,.0f} cells/s), " if done else "")
               + f"driver peak {_driver_mib(run['out']):.0f} MiB" + (" (interrupted)" if interrupted and not done else ""))
