@@ -60,7 +60,6 @@ def timed(command: list[str], *, interrupt_after: float | None = None) -> dict:
 def resume_scan(config_path: Path, cube: Path, workers: int) -> dict:
     """What a resumed run does before its first task (see the module docstring), timed in this process."""
     from ordercube.pipeline.config.study import load_config
-    from ordercube.pipeline.cube.grid import config_coords
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.run.sweep import make_plan
 
