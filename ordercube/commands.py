@@ -251,5 +251,5 @@ def plan_command(config: str, out: str | None) -> tuple[Config, Plan, bool, int,
     placement = where_to_compute(plan, workers=None, elsewhere=False)
     here = placement.here
     workers = placement.threads if here else usable_cores()
-    return parsed, plan, here, workers, len(plan.tasks(workers=workers))
+    return parsed, plan, here, workers, plan.task_count(workers=workers)
 

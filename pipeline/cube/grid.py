@@ -7,7 +7,7 @@ xarray), ``k`` and ``trial`` (a *resample*: ``Dataset.resample`` is a method).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,27 +117,33 @@ class Chunk:
         return len(self.k) * len(self.trial)
 
 
-def chunks_to_compute(mask: np.ndarray, todo: np.ndarray, chunks: Mapping[str, int]) -> Iterator[Chunk]:
-    """The cells still to compute (planned in ``mask`` and not done in ``todo``), chunk by chunk.
+def chunks_to_compute(mask: np.ndarray, todo: np.ndarray | None, chunks: Mapping[str, int]) -> Iterator[Chunk]:
+    """The cells still to compute (planned in ``mask`` and not done in ``todo``; ``todo`` None: every cell of
+    ``mask``), chunk by chunk, in grid order.
 
     Within a chunk the k values and trials that hold such a cell form the block to compute; for the
     ways a grid grows (more trials, k, n, datasets, methods) that block holds exactly the new cells.
+    A generator, one (dataset, n, model) slab at a time: the chunks of a 10^7-cell grid are never all in
+    memory at once, and each slab's blocks are found with one reshape, not a Python loop per chunk.
     """
     kc, tc = chunks["k"], chunks["trial"]
     D, N, M, K, T = mask.shape
-    wanted = mask & todo
+    k_blocks, t_blocks = -(-K // kc), -(-T // tc)
+    slab = np.zeros((k_blocks * kc, t_blocks * tc), dtype=bool)
     for d in range(D):
         for i in range(N):
             for m in range(M):
-                if not wanted[d, i, m].any():
+                wanted = mask[d, i, m] if todo is None else mask[d, i, m] & todo[d, i, m]
+                if not wanted.any():
                     continue
-                for k0 in range(0, K, kc):
-                    for t0 in range(0, T, tc):
-                        block = wanted[d, i, m, k0 : k0 + kc, t0 : t0 + tc]
-                        if block.any():
-                            ks = tuple(int(k0 + j) for j in np.flatnonzero(block.any(axis=1)))
-                            trials = tuple(int(t0 + j) for j in np.flatnonzero(block.any(axis=0)))
-                            yield Chunk(d, i, m, ks, trials)
+                slab[:K, :T] = wanted
+                blocks = slab.reshape(k_blocks, kc, t_blocks, tc)
+                ks_in = blocks.any(axis=3)  # (k block, k within it, trial block)
+                trials_in = blocks.any(axis=1)  # (k block, trial block, trial within it)
+                for a, b in zip(*np.nonzero(ks_in.any(axis=1))):
+                    ks = (a * kc + np.flatnonzero(ks_in[a, :, b])).tolist()
+                    trials = (b * tc + np.flatnonzero(trials_in[a, b])).tolist()
+                    yield Chunk(d, i, m, tuple(ks), tuple(trials))
 
 
 #: The engine's own time per cell (drawing the trial, the predictor, the bookkeeping of its values), whatever the
@@ -182,8 +188,15 @@ def split_by_cost(chunk: Chunk, cost: float, target: float) -> list[Chunk]:
     Every piece lies inside the chunk: the single writer stores it as a region of that chunk.
     """
     pieces = min(len(chunk.trial), max(1, int(np.ceil(cost / target))))
+    if pieces == 1:
+        return [chunk]
     return [Chunk(chunk.dataset, chunk.n, chunk.model, chunk.k, tuple(int(t) for t in part))
             for part in np.array_split(np.array(chunk.trial), pieces)]
+
+
+def task_target(total: float, *, task_seconds: float, workers: int) -> float:
+    """The compute a task is cut to, for work of ``total`` estimated seconds (see :func:`group_into_tasks`)."""
+    return max(min(task_seconds, total / (3 * workers)) if workers else task_seconds, 1e-6)
 
 
 def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[tuple[str, str], CellCost],
@@ -194,19 +207,25 @@ def group_into_tasks(chunks: Sequence[Chunk], coords: Coords, *, costs: Mapping[
     tasks; a small grid is cut finer, so that every worker gets about three tasks (``workers = 0``: not cut
     finer, for a round of an adaptive group, which shares the workers with the other groups' rounds).
     """
-    chunk_costs = [estimated_seconds(chunk, coords, costs) for chunk in chunks]
-    target = max(min(task_seconds, sum(chunk_costs) / (3 * workers)) if workers else task_seconds, 1e-6)
-    tasks: list[list[Chunk]] = []
+    total = sum(estimated_seconds(chunk, coords, costs) for chunk in chunks)
+    return list(iter_task_groups(chunks, coords, costs=costs,
+                                 target=task_target(total, task_seconds=task_seconds, workers=workers)))
+
+
+def iter_task_groups(chunks: Iterable[Chunk], coords: Coords, *, costs: Mapping[tuple[str, str], CellCost],
+                     target: float) -> Iterator[list[Chunk]]:
+    """:func:`group_into_tasks` as a generator over a stream of chunks, each task cut to ``target`` seconds
+    (:func:`task_target`): a run holds only the tasks in flight, whatever the grid's size."""
     current: list[Chunk] = []
     cost = 0.0
-    for chunk, chunk_cost in zip(chunks, chunk_costs):
+    for chunk in chunks:
+        chunk_cost = estimated_seconds(chunk, coords, costs)
         for piece in split_by_cost(chunk, chunk_cost, target):
             piece_cost = chunk_cost * len(piece.trial) / len(chunk.trial)
             if current and (piece.dataset != current[0].dataset or cost + piece_cost > target):
-                tasks.append(current)
+                yield current
                 current, cost = [], 0.0
             current.append(piece)
             cost += piece_cost
     if current:
-        tasks.append(current)
-    return tasks
+        yield current

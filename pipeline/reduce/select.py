@@ -43,7 +43,11 @@ FIELD_RANGES: dict[str, tuple[float, float]] = {"p_max": (0.0, 1.0), "se_factor"
 
 
 def _sorted(ds: xr.Dataset) -> xr.Dataset:
-    return ds.sortby([dim for dim in ("n", "k", "trial") if dim in ds.dims])
+    """``ds`` with n, k and trial ascending; a dimension already in order is left alone (sorting it anyway would copy
+    every variable of a 10^7-cell cube, its reasons among them, for nothing)."""
+    unsorted = [dim for dim in ("n", "k", "trial") if dim in ds.dims
+                and not (dim in ds.indexes and ds.indexes[dim].is_monotonic_increasing)]
+    return ds.sortby(unsorted) if unsorted else ds
 
 
 def criteria_in(cube: xr.Dataset) -> list[str]:

@@ -71,13 +71,21 @@ class Feed(Protocol):
 
 
 class FixedFeed:
-    """A plan's tasks, handed out in order."""
+    """A plan's tasks, handed out in order: a list, or a stream (:meth:`ordercube.pipeline.run.sweep.Plan.iter_tasks`)
+    whose ``total`` cells, ``count`` tasks and ``datasets`` the plan counts beforehand, so that only the tasks
+    taken are ever built."""
 
-    def __init__(self, tasks: list[Task]) -> None:
+    def __init__(self, tasks: Iterable[Task], *, total: int | None = None, count: int | None = None,
+                 datasets: set[str] | None = None) -> None:
+        if total is None or count is None or datasets is None:
+            tasks = list(tasks)
+            total = sum(task.cells for task in tasks)
+            count = len(tasks)
+            datasets = {task.dataset for task in tasks}
         self._pending = iter(tasks)
-        self.total = sum(task.cells for task in tasks)
-        self.tasks = len(tasks)
-        self.datasets = {task.dataset for task in tasks}
+        self.total = total
+        self.tasks = count
+        self.datasets = datasets
 
     def take(self, count: int) -> list[Task]:
         return list(islice(self._pending, max(count, 0)))

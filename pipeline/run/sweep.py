@@ -7,9 +7,9 @@ Dask cluster (:mod:`ordercube.pipeline.run.on_cluster`: a LocalCluster started f
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Int
 from ordercube.pipeline.run.graph import Task, build_tasks
 from ordercube.pipeline.cube.grid import (
     CELL_SECONDS, CellCost, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds,
-    group_into_tasks, merge_coords, plan_of, planned_mask,
+    group_into_tasks, iter_task_groups, merge_coords, plan_of, planned_mask, task_target,
 )
 from ordercube.pipeline.cube.owner import Cube
 from ordercube.pipeline.cube.attrs import BASELINE
@@ -45,17 +45,37 @@ __all__ = ["DISK_FULL", "ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "
 
 @dataclass(frozen=True)
 class Plan:
-    """The cells a config still needs on a cube, chunk by chunk, before they are grouped into tasks."""
+    """The cells a config still needs on a cube, chunk by chunk, before they are grouped into tasks.
+
+    ``wanted`` marks them (planned and still to compute: one byte per cell of the cube); the chunks and tasks
+    are generated from it as they are needed (:meth:`iter_chunks`, :meth:`iter_tasks`), so a run's driver holds
+    the tasks in flight, never the whole grid's (10^7 cells: 10^4 chunks of 10^3 cells at the default
+    chunking, ~100 MiB of tuples and task payloads when built up front).
+    """
 
     config: Config
     coords: Coords
     chunk_shape: dict[str, int]
     planned_cells: int
-    chunks: list[Chunk]
+    wanted: np.ndarray = field(compare=False, repr=False)
+
+    def iter_chunks(self) -> Iterator[Chunk]:
+        """The chunks to compute, in grid order (:func:`ordercube.pipeline.cube.grid.chunks_to_compute`)."""
+        return chunks_to_compute(self.wanted, None, self.chunk_shape)
 
     @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk to compute, as a list (a run streams them instead: :meth:`iter_chunks`)."""
+        return list(self.iter_chunks())
+
+    @cached_property
     def cells_to_compute(self) -> int:
-        return sum(chunk.cells for chunk in self.chunks)
+        return sum(chunk.cells for chunk in self.iter_chunks())
+
+    @property
+    def datasets(self) -> set[str]:
+        """The datasets with a cell to compute."""
+        return {self.coords.dataset[d] for d in np.flatnonzero(self.wanted.any(axis=(1, 2, 3, 4)))}
 
     @property
     def cell_costs(self) -> dict[tuple[str, str], CellCost]:
@@ -63,16 +83,27 @@ class Plan:
         return {(d.name, m.name): cell_cost(m, features=d.n_features, objects=d.objects) for d in self.config.datasets
                 for m in self.config.methods}
 
-    @property
+    @cached_property
     def estimated_seconds(self) -> float:
         """The rough compute time of the cells to compute on one core (the cost model that sizes tasks)."""
         costs = self.cell_costs
-        return sum(estimated_seconds(chunk, self.coords, costs) for chunk in self.chunks)
+        return sum(estimated_seconds(chunk, self.coords, costs) for chunk in self.iter_chunks())
+
+    def _groups(self, workers: int) -> Iterator[list[Chunk]]:
+        target = task_target(self.estimated_seconds, task_seconds=self.config.execution.task_seconds, workers=workers)
+        return iter_task_groups(self.iter_chunks(), self.coords, costs=self.cell_costs, target=target)
+
+    def iter_tasks(self, workers: int) -> Iterator[Task]:
+        """The tasks for ``workers`` worker threads, built one at a time as they are taken."""
+        for group in self._groups(workers):
+            yield from build_tasks(self.config, self.coords, [group])
+
+    def task_count(self, workers: int) -> int:
+        """How many tasks :meth:`iter_tasks` yields (the chunks grouped again, no task built)."""
+        return sum(1 for _ in self._groups(workers))
 
     def tasks(self, workers: int) -> list[Task]:
-        groups = group_into_tasks(self.chunks, self.coords, costs=self.cell_costs,
-                                  task_seconds=self.config.execution.task_seconds, workers=workers)
-        return build_tasks(self.config, self.coords, groups)
+        return list(self.iter_tasks(workers))
 
 
 @dataclass(frozen=True)
@@ -140,8 +171,8 @@ def make_plan(config: Config, coords: Coords, chunk_shape: dict[str, int], statu
     todo = cells_to_do(status, retry_failed=retry_failed)
     adaptive = np.array([name in config.adaptive for name in coords.model])[None, None, :, None, None]
     todo &= ~(adaptive & (status == Status.SKIPPED))
-    return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()),
-                chunks=list(chunks_to_compute(mask, todo, chunk_shape)))
+    todo &= mask
+    return Plan(config=config, coords=coords, chunk_shape=chunk_shape, planned_cells=int(mask.sum()), wanted=todo)
 
 
 def preview_plan(config: Config) -> Plan:
@@ -247,7 +278,7 @@ def _sweep_locked(
             cube.record_unrecorded(lost.unrecorded)
         plan = make_plan(config, coords, cube.chunk_shape, status, retry_failed=retry_failed)
         forget_records(cube, config)
-        if not plan.chunks:
+        if not plan.cells_to_compute:
             echo(f"nothing to compute: all {plan.planned_cells} planned cells of {path} are already in the cube")
             return Summary(0, 0, 0, 0.0)
         open_cube_for_writing = lambda: cube  # noqa: E731
@@ -272,7 +303,8 @@ def _sweep_locked(
 
     def feed_for(threads: int) -> Feed:
         if not config.adaptive:
-            return FixedFeed(plan.tasks(workers=threads))
+            return FixedFeed(plan.iter_tasks(workers=threads), total=plan.cells_to_compute,
+                             count=plan.task_count(workers=threads), datasets=plan.datasets)
         return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed)
 
     if placement.here:
