@@ -62,7 +62,8 @@ NAN_FILL_ATTRIBUTE = {"_FillValue": "AAAAAAAA+H8="}
 #: A cube of more chunks than this per cell variable is sharded (format 4); a smaller one is stored as format 3
 #: stored it, one object per chunk (at most this many objects per variable, and no shard to rewrite).
 SHARD_ABOVE_CHUNKS = 256
-#: The cells one shard holds at most (one stored object: 512 KiB of a float64 variable before compression).
+#: The cells one shard holds at most (one stored object: 512 KiB of a float64 variable before compression);
+#: ``ORDERCUBE_SHARD_CELLS`` sets another size for the cubes a process creates (its benchmarks and tests do).
 SHARD_CELLS = 1 << 16
 
 
@@ -79,13 +80,41 @@ def shard_shape(shape: tuple[int, ...], cell_chunks: tuple[int, ...]) -> tuple[i
     grid = [-(-size // chunk) for size, chunk in zip(shape, cell_chunks)]
     if int(np.prod(grid)) <= SHARD_ABOVE_CHUNKS:
         return None
+    most = int(os.environ.get("ORDERCUBE_SHARD_CELLS") or SHARD_CELLS)
     shard = list(cell_chunks)
     for axis in (4, 2, 1, 0):  # trial, model, n, dataset
         cells = int(np.prod(shard))
-        shard[axis] = cell_chunks[axis] * max(1, min(grid[axis], SHARD_CELLS // cells))
+        shard[axis] = cell_chunks[axis] * max(1, min(grid[axis], most // cells))
         if shard[axis] < cell_chunks[axis] * grid[axis]:
             break  # this axis is not whole: grouping along the next would break the order of the writes
     return tuple(shard)
+
+
+def object_count(shape: tuple[int, ...], cell_chunks: tuple[int, ...], variables: int) -> dict[str, int]:
+    """The stored objects (files, or objects on S3) of a new cube of ``shape`` chunked by ``cell_chunks`` with
+    ``variables`` criterion outputs once every cell is done, by kind (the rule docs/explanation/cube.md states):
+
+    - ``metadata``: one ``zarr.json`` per node: the group, its ``integrity`` subgroup, the manifest, the five
+      coordinates, ``true_k``, the baseline and every cell array (the criteria's, ``status``, ``reason``, ``seconds``);
+    - ``labels``: one chunk per coordinate and ``true_k``; ``baseline``: one chunk per n;
+    - ``manifest``: its chunks (:func:`ordercube.pipeline.cube.integrity.create_manifest`);
+    - ``cells``: per cell array, one object per shard (or, unsharded, per chunk): ``prod(ceil(shape / shard))``.
+
+    A cube that stores assignments adds their arrays (not sharded); growth adds objects by the same rule.
+    """
+    from ordercube.pipeline.cube.integrity import MANIFEST_ENTRIES, chunk_grid_shape
+
+    arrays = variables + 3
+    stored = shard_shape(shape, cell_chunks) or cell_chunks
+    grid = chunk_grid_shape(shape, stored)
+    rows = len(manifest_rows([""] * variables))
+    if stored != cell_chunks:
+        per_dataset = rows * int(np.prod(grid[1:]))
+        manifest = -(-grid[0] // max(1, min(grid[0], MANIFEST_ENTRIES // max(per_dataset, 1))))
+    else:
+        manifest = int(np.prod(grid[:3]))
+    return {"metadata": 3 + 5 + 1 + 1 + arrays, "labels": 6, "baseline": shape[1], "manifest": manifest,
+            "cells": arrays * int(np.prod(grid))}
 
 
 def write_layout(group: zarr.Group, coords: Coords, chunks: dict[str, int], variables: list[str],

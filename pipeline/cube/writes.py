@@ -152,7 +152,6 @@ def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Se
     status = arrays["status"]
     origin = [p * s for p, s in zip(position, shard)]
     region = tuple(slice(o, min(o + s, size)) for o, s, size in zip(origin, shard, status.shape))
-    extent = tuple(r.stop - r.start for r in region)
     names = [*dict.fromkeys(name for _, result in pieces for name in result.values), "reason", "seconds", "status"]
     rows = list(arrays[MANIFEST].attrs["variables"]) if MANIFEST in arrays else []  # type: ignore[arg-type]
     recorded = [name for name in names if name in rows]
@@ -170,15 +169,23 @@ def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Se
                 if checked:
                     stored_assignments.record(arrays, chunk)
         given = [(chunk, _field(result, name)) for chunk, result in pieces if _field(result, name) is not None]
-        covered = np.zeros(extent, dtype=bool)
+        if not given:
+            continue
+        # The smallest box of the shard holding the pieces: zarr decodes and encodes only its chunks (and reads
+        # none when the box is the whole shard).
+        low = [min(min(axis) for axis in (_local(chunk, origin)[a] for chunk, _ in given)) for a in range(5)]
+        high = [max(max(axis) for axis in (_local(chunk, origin)[a] for chunk, _ in given)) + 1 for a in range(5)]
+        box = tuple(slice(r.start + lo, r.start + hi) for r, lo, hi in zip(region, low, high))
+        covered = np.zeros(tuple(hi - lo for lo, hi in zip(low, high)), dtype=bool)
         for chunk, _ in given:
-            covered[np.ix_(*_local(chunk, origin))] = True
+            covered[np.ix_(*_local(chunk, [o + lo for o, lo in zip(origin, low)]))] = True
         stored = arrays[name]
-        values = (np.full(extent, stored.fill_value, dtype=object if name == "reason" else stored.dtype)
-                  if covered.all() else np.asarray(stored[region]))
+        values = (np.full(covered.shape, stored.fill_value, dtype=object if name == "reason" else stored.dtype)
+                  if covered.all() else np.asarray(stored[box]))
         for chunk, block in given:
-            values[np.ix_(*_local(chunk, origin))] = np.asarray(block).reshape(values[np.ix_(*_local(chunk, origin))].shape)
-        stored.with_config({"write_empty_chunks": True})[region] = values
+            at = np.ix_(*_local(chunk, [o + lo for o, lo in zip(origin, low)]))
+            values[at] = np.asarray(block).reshape(values[at].shape)
+        stored.with_config({"write_empty_chunks": True})[box] = values
     if recorded:
         record_chunks(arrays, recorded, position)
 
@@ -248,7 +255,7 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     written = [*result.values.items(), ("reason", result.reason), ("seconds", result.seconds), ("status", result.status)]
     recorded = [name for name, _ in written if arrays[name].chunks == arrays["status"].chunks]  # format 1 may differ
-    positions = _grid_positions(chunk, arrays["status"].chunks) if MANIFEST in arrays else []
+    positions = _grid_positions(chunk, object_shape(arrays["status"])) if MANIFEST in arrays else []
     assigned = result.assignments is not None and stored_assignments.ASSIGNMENT in arrays
     checked = assigned and stored_assignments.ASSIGNMENT_MANIFEST in arrays
     for position in positions:
@@ -266,7 +273,8 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
 
 
 def _grid_positions(chunk: Chunk, chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The chunk-grid positions a block touches (a merged block, see merge_blocks, may span several)."""
+    """The positions in the grid of stored objects (``chunks``: the chunk, or shard, shape) a block touches (a
+    merged block, see merge_blocks, may span several)."""
     d, n, m, k, t = chunks
     return [(chunk.dataset // d, chunk.n // n, chunk.model // m, k_chunk, t_chunk)
             for k_chunk in sorted({index // k for index in chunk.k}) for t_chunk in sorted({index // t for index in chunk.trial})]
