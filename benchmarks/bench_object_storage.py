@@ -135,7 +135,7 @@ def shard_writes(s3: CountingS3, folder: Path, repeats: int) -> None:
                     before, cpu, wall = s3.snapshot(), time.process_time(), time.perf_counter()
                     for chunk, result in _blocks():
                         if mode == "held":
-                            writer.write(chunk, result)
+                            writer.hold(chunk, result)
                         else:  # zarr's own update of part of a shard, its manifest entry recorded
                             write_block(writer.arrays, chunk, result)
                     writer.flush()

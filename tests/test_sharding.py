@@ -194,3 +194,16 @@ def test_an_unsharded_cube_stays_unsharded_when_it_grows_past_the_shard_threshol
     group = zarr.open_group(cube, mode="r")
     assert group.attrs["ordercube_format"] == 3 and group["status"].shards is None
     assert_same_cells(cube, made["folder"] / "grown_plain.zarr")
+
+
+def test_an_adaptive_run_on_a_sharded_cube_decides_and_stores_what_it_does_unsharded(tmp_path, monkeypatch):
+    """The rounds read the status back between looks: the shards held by then are written first."""
+    from test_adaptive_run import adaptive_config, records, run, same_cube
+
+    raw = adaptive_config(resamples=80, adaptive={"delta": 0.05, "looks": [20, 40, 60, 80]})
+    plain = run(tmp_path, "plain.zarr", {**raw, "execution": {"task_seconds": 0.05, "trials_per_chunk": 20}}, workers=0)
+    monkeypatch.setenv("ORDERCUBE_SHARD_CELLS", "40")  # 10 trials of 4 k: 8 shards per (dataset, n, method)
+    sharded = run(tmp_path, "sharded.zarr", {**raw, "execution": {"task_seconds": 0.05, "trials_per_chunk": 1}}, workers=0)
+    assert zarr.open_group(tmp_path / "sharded.zarr", mode="r")["status"].shards == (1, 1, 1, 4, 10)
+    same_cube(sharded, plain)
+    assert records(sharded) and (sharded["status"].values == 5).any()  # decided early: some cells skipped

@@ -2,10 +2,12 @@
 
 In a sharded cube (format 4) one stored object holds many chunks, and zarr updates a shard by reading it,
 replacing the chunks written and storing it whole again. So there :class:`BlockWriter` keeps the blocks of a
-shard in memory and writes the shard once its planned cells are all in (the sweep's tasks come in the order
-shards are laid out: :func:`ordercube.pipeline.cube.layout.shard_shape`), every ``FLUSH_SECONDS`` whatever is
-held, before anything reads the cube back through it or the :class:`ordercube.pipeline.cube.owner.Cube`, and
-when the run lets go of the cube's lock (finished, interrupted or failed: :mod:`ordercube.pipeline.cube.lock`).
+shard in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the shard once its planned cells are
+all in (the sweep's tasks come in the order shards are laid out: :func:`ordercube.pipeline.cube.layout.shard_shape`),
+every ``FLUSH_SECONDS`` whatever is held, before anything reads the cube back through a writer or the
+:class:`ordercube.pipeline.cube.owner.Cube` or writes a block at once (:meth:`BlockWriter.write`, the adaptive
+rounds' skipped cells: so writes land in the order they were made), and when the run lets go of the cube's lock
+(finished, interrupted or failed: :mod:`ordercube.pipeline.cube.lock`).
 A shard is written values first and status last, each variable as one write of the shard's whole region (its
 cells not held are read first and written back unchanged), so a crash at any point leaves every cell either
 done with its values or pending; what was held and not written is computed again by the next run, bit for bit.
@@ -63,10 +65,20 @@ class BlockWriter:
             _OPEN.add(self)
 
     def __getitem__(self, name: str) -> zarr.Array:
-        self.flush()
+        flush_open_writers()  # whichever writer of the run holds them (the executor's, the adaptive rounds')
         return self.arrays[name]
 
     def write(self, chunk: Chunk, result: BlockResult) -> None:
+        """Store one block now (see :func:`write_block`), after every block the run's writers hold, so that the
+        writes land in the order they were made (the adaptive rounds rewrite cells as skipped this way)."""
+        if self.shard is None:
+            write_block(self.arrays, chunk, result)
+            return
+        flush_open_writers()
+        for piece in _by_shard(chunk, result, self.shard):
+            write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
+
+    def hold(self, chunk: Chunk, result: BlockResult) -> None:
         """Store one computed block (see :func:`write_block`); in a sharded cube, hold it until its shard is written."""
         if self.shard is None:
             write_block(self.arrays, chunk, result)
@@ -85,7 +97,7 @@ class BlockWriter:
         """Store ``blocks``, pieces of the same storage chunk joined first (:func:`merge_blocks`: at small n the
         writes set the pace); yields each block once it is stored (in a sharded cube: held for its shard)."""
         for chunk, result in merge_blocks(list(blocks)):
-            self.write(chunk, result)
+            self.hold(chunk, result)
             yield chunk, result
 
     def flush(self) -> None:
@@ -265,11 +277,20 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     for name, values in written:
         if name == "status" and assigned:  # the assignments too are stored before the status marks them done
             stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
-        arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
+        stored = arrays[name].with_config({"write_empty_chunks": True})
+        if stored.shards is not None and _contiguous(chunk.k) and _contiguous(chunk.trial):
+            # zarr's partial update of a shard takes a region (an orthogonal selection of lists fails there)
+            stored[(*selection[:3], slice(chunk.k[0], chunk.k[-1] + 1), slice(chunk.trial[0], chunk.trial[-1] + 1))] = values
+        else:
+            stored.set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
     for position in positions:
         record_chunks(arrays, recorded, position)
     if checked:
         stored_assignments.record(arrays, chunk)
+
+
+def _contiguous(indices: Sequence[int]) -> bool:
+    return list(indices) == list(range(indices[0], indices[0] + len(indices)))
 
 
 def _grid_positions(chunk: Chunk, chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
