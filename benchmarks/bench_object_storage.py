@@ -12,7 +12,7 @@ Everything runs against moto's S3 server on 127.0.0.1, started here with a count
    ~2e4): objects stored against :func:`ordercube.pipeline.cube.layout.object_count`, requests by method, per
    task and per cell; then the rule for a 1e7-cell grid, sharded and as format 3 would store it.
 
-    python benchmarks/bench_object_storage.py [--quick]
+    python benchmarks/bench_object_storage.py [--quick] [--only writes|sweep] [--workers N]
 """
 
 from __future__ import annotations
@@ -208,6 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller sweep and one repeat of the shard writes")
     parser.add_argument("--workers", default="0", help="the sweep's --workers (default 0: in this process)")
+    parser.add_argument("--only", choices=("writes", "sweep"), help="run one part (default: both)")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     s3 = CountingS3()
@@ -216,8 +217,10 @@ def main() -> None:
     s3.make_bucket()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            shard_writes(s3, Path(folder), repeats=1 if args.quick else 3)
-            sweep(s3, Path(folder), args.quick, args.workers)
+            if args.only in (None, "writes"):
+                shard_writes(s3, Path(folder), repeats=1 if args.quick else 3)
+            if args.only in (None, "sweep"):
+                sweep(s3, Path(folder), args.quick, args.workers)
     finally:
         s3.stop()
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")

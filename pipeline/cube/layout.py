@@ -96,7 +96,8 @@ def object_count(shape: tuple[int, ...], cell_chunks: tuple[int, ...], variables
 
     - ``metadata``: one ``zarr.json`` per node: the group, its ``integrity`` subgroup, the manifest, the five
       coordinates, ``true_k``, the baseline and every cell array (the criteria's, ``status``, ``reason``, ``seconds``);
-    - ``labels``: one chunk per coordinate and ``true_k``; ``baseline``: one chunk per n;
+    - ``labels``: one chunk per coordinate and ``true_k``; ``baseline``: one chunk per n (stored when a criterion is
+      divided by it, as Lange's is: an upper bound otherwise);
     - ``manifest``: its chunks (:func:`ordercube.pipeline.cube.integrity.create_manifest`);
     - ``cells``: per cell array, one object per shard (or, unsharded, per chunk): ``prod(ceil(shape / shard))``.
 
