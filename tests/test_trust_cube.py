@@ -446,7 +446,7 @@ UNLIKE_ORDERCUBE: dict[str, tuple[Callable[[Path], None], list[str]]] = {
     "C3 the format attribute deleted": (_root_attributes(lambda attrs: attrs.pop("ordercube_format")),
                                         ["zarr.json", "'ordercube_format' is missing"]),
     "C4 an unknown format": (_root_attributes(lambda attrs: attrs.update(ordercube_format=99)),
-                             ["zarr.json", "'ordercube_format' says 99", "formats 1 to 3"]),
+                             ["zarr.json", "'ordercube_format' says 99", "formats 1 to 4"]),
     "C4 the seed attribute edited": (_root_attributes(lambda attrs: attrs.update(ordercube_seed=99)),
                                      ["zarr.json", "'ordercube_seed' says 99", "'ordercube_identity' says 7"]),
     "C4 the stored config's seed edited": (

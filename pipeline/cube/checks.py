@@ -29,8 +29,8 @@ from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.inputfile import kind_of
 from ordercube.pipeline.cube.integrity import (
-    ALWAYS_WRITTEN, CHECKSUMMED, COMPRESSORS, DIMS, FORMAT, FORMAT_ATTRIBUTE, MANIFEST, chunk_grid_shape, chunk_key,
-    growth_record, read_checked, stored_chunks,
+    ALWAYS_WRITTEN, CHECKSUMMED, COMPRESSORS, DESCRIBED, DIMS, FORMAT, FORMAT_ATTRIBUTE, MANIFEST, chunk_key,
+    SHARDED, growth_record, object_grid, object_shape, read_checked, stored_chunks,
 )
 from ordercube.pipeline.files.location import Location
 from ordercube.pipeline.cube.remote import remote_documents
@@ -92,7 +92,7 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
     if FORMAT_ATTRIBUTE not in group.attrs and MANIFEST in group:  # format 1 wrote neither
         raise InputError(f"CUBE: {path / 'zarr.json'}: the attribute {FORMAT_ATTRIBUTE!r} is missing, where a cube with "
                          f"{MANIFEST!r} (format {CHECKSUMMED} on) holds it; restore the cube from a copy")
-    legacy = LEGACY_ATTRIBUTE_KEYS if cube_format < FORMAT else {}
+    legacy = LEGACY_ATTRIBUTE_KEYS if cube_format < DESCRIBED else {}
     for key, fields in {**ATTRIBUTE_KEYS, **legacy}.items():
         try:
             value = json.loads(str(group.attrs[key]))
@@ -104,7 +104,7 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
                              "from a copy, or compute a new one with 'ordercube run CONFIG --out NEW_PATH'")
     check_seeds(group.attrs, path / "zarr.json")
     required = [*ALWAYS_WRITTEN, *([MANIFEST] if cube_format >= CHECKSUMMED else []),
-                *(["true_k"] if cube_format >= FORMAT else [])]
+                *(["true_k"] if cube_format >= DESCRIBED else [])]
     for name in required:
         if name not in group:
             raise InputError(f"CUBE: {path}: the array {name!r} is missing ({path / f'{name}/zarr.json'}), which no run "
@@ -166,7 +166,7 @@ def check_shapes(group: zarr.Group, path: Path | Location) -> None:
                              "a copy")
     if MANIFEST in group and "status" in group:
         manifest, status = group[MANIFEST], group["status"]
-        grid = (len(manifest.attrs.get("variables", [])), *chunk_grid_shape(status.shape, status.chunks))  # type: ignore
+        grid = (len(manifest.attrs.get("variables", [])), *object_grid(status))  # type: ignore
         if tuple(manifest.shape) != grid:  # type: ignore[union-attr]
             raise InputError(f"CUBE: {path / f'{MANIFEST}/zarr.json'}: its shape {list(manifest.shape)} does not fit the "  # type: ignore[union-attr]
                              f"cube's variables and chunk grid {list(grid)}: the file was edited; restore the cube from a copy")
@@ -179,13 +179,16 @@ def check_cell_layout(group: zarr.Group, path: Path | Location) -> None:
     later its own way."""
     cells = {name: stored for name, stored in group.arrays()
              if tuple(getattr(stored.metadata, "dimension_names", None) or ()) == DIMS}
-    shapes = [stored.chunks for stored in cells.values()]
+    shapes = [(stored.chunks, object_shape(stored)) for stored in cells.values()]
     agreed = max(set(shapes), key=shapes.count)
     for name, stored in sorted(cells.items()):
         expected = {"status": (np.dtype("int8"), 0), "reason": (None, "")}.get(name, (np.dtype("float64"), np.nan))
         fill = stored.fill_value
-        if stored.chunks != agreed:
-            problem = f"its chunk shape says {list(stored.chunks)}, where the cube's other arrays have {list(agreed)}"
+        if stored.chunks != agreed[0]:
+            problem = f"its chunk shape says {list(stored.chunks)}, where the cube's other arrays have {list(agreed[0])}"
+        elif object_shape(stored) != agreed[1]:
+            problem = (f"its shard shape says {list(object_shape(stored))}, where the cube's other arrays have "
+                       f"{list(agreed[1])}")
         elif expected[0] is not None and stored.dtype != expected[0]:
             problem = f"its data type says {stored.dtype}, where ordercube writes {expected[0]}"
         elif name != "reason" and not (fill == expected[1] or (np.isnan(expected[1]) and np.isnan(fill))):
@@ -256,6 +259,21 @@ def _written_codecs(data_type: str) -> str:
     return json.dumps(written.metadata.to_dict()["codecs"], default=str, sort_keys=True)
 
 
+INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
+def _sharded_codecs(found: Any, inner: list) -> list:
+    """The codecs ordercube writes for a cell array of a format-4 cube whose ``zarr.json`` says ``found``: when
+    it is sharded, one ``sharding_indexed`` codec whose chunks are encoded with ``inner`` and whose index ends
+    in a CRC32C (its chunk shape is checked against the other cell arrays by :func:`check_cell_layout`)."""
+    if not (isinstance(found, list) and len(found) == 1 and isinstance(found[0], dict)
+            and found[0].get("name") == "sharding_indexed"):
+        return inner
+    chunk_shape = (found[0].get("configuration") or {}).get("chunk_shape")
+    return [{"name": "sharding_indexed", "configuration": {"chunk_shape": chunk_shape, "codecs": inner,
+                                                           "index_codecs": INDEX_CODECS, "index_location": "end"}}]
+
+
 def _expected_node(name: str) -> dict[str, Any]:
     """What ordercube writes at node ``name`` ("" the root): its node type and, for an array, its dimension
     names, data type and (coordinates, baseline, manifest) fill value."""
@@ -292,6 +310,8 @@ def check_layout(nodes: Mapping[str, dict], documents: Mapping[str, Any]) -> Non
         found = {key: node.get(key) for key in keys if key in expected}
         if cube_format >= CHECKSUMMED and expected["node_type"] == "array":
             expected["codecs"] = json.loads(_written_codecs(expected["data_type"]))
+            if cube_format >= SHARDED and expected["dimension_names"] == list(DIMS):  # a cell array may be sharded
+                expected["codecs"] = _sharded_codecs(node.get("codecs"), expected["codecs"])
             expected["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": "/"}}
             found |= {"codecs": node.get("codecs"), "chunk_key_encoding": node.get("chunk_key_encoding")}
         for key, value in found.items():

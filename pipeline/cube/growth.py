@@ -31,7 +31,8 @@ from ordercube.pipeline.cube.layout import array, create_baseline, cube_attribut
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, merge_coords
 from ordercube.pipeline.cube.integrity import (
-    CHECKSUMMED, COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, grow_manifest, growth_record, manifest_rows,
+    CHECKSUMMED, COMPRESSORS, DESCRIBED, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, grow_manifest, growth_record, manifest_rows,
+    is_sharded, object_shape, record_chunks,
 )
 from ordercube.pipeline.files.location import Location, location
 
@@ -71,10 +72,10 @@ def _grow(group: zarr.Group, dim: str, labels: tuple, old_size: int) -> None:
         shape = list(stored.shape)
         shape[axis] = new_size
         stored.resize(tuple(shape))
-        _clear_edge(stored, axis, old_size, new_size)
+        _clear_edge(stored, axis, old_size, new_size, group)
 
 
-def _clear_edge(stored: zarr.Array, axis: int, old_size: int, new_size: int) -> None:
+def _clear_edge(stored: zarr.Array, axis: int, old_size: int, new_size: int, group: zarr.Group) -> None:
     """Fill values beyond ``old_size`` along ``axis`` in the edge chunks that also hold cells before it.
 
     So that no stale value shows when the array grows, and none stays behind when it shrinks back.
@@ -82,12 +83,38 @@ def _clear_edge(stored: zarr.Array, axis: int, old_size: int, new_size: int) -> 
     even when it then holds only fill values, as write_block does: an edge chunk of done cells with
     empty reasons must not vanish, or its cells would read as lost.
     """
-    chunk = stored.chunks[axis]
+    chunk = object_shape(stored)[axis]  # a shard partly beyond the old size holds stale cells too
     edge_end = min(new_size, -(-old_size // chunk) * chunk)
     if edge_end > old_size:
         region: list[slice] = [slice(None)] * len(stored.shape)
         region[axis] = slice(old_size, edge_end)
+        edge = _recorded_edge(group, stored, axis, old_size // chunk)
         stored.with_config({"write_empty_chunks": True})[tuple(region)] = stored.fill_value
+        name = stored.name.lstrip("/").split("/")[-1]
+        for position in edge:  # the shards rewritten hold the same done cells: their new bytes recorded
+            record_chunks({name: stored, MANIFEST: array(group, MANIFEST)}, [name], position)
+
+
+def _recorded_edge(group: zarr.Group, stored: zarr.Array, axis: int, index: int) -> list[tuple[int, ...]]:
+    """The grid positions of the recorded shards of ``stored`` (a sharded cell array) at ``index`` along ``axis``,
+    their manifest entries forgotten before :func:`_clear_edge` rewrites them (a crash in between leaves them
+    unrecorded, which the next scan accepts and records). Unsharded arrays: none (a chunk holds no cell beyond
+    the edge that a growth clears, and is recorded as written)."""
+    name = stored.name.lstrip("/").split("/")[-1]
+    if not is_sharded(stored) or MANIFEST not in group:
+        return []
+    manifest = array(group, MANIFEST)
+    rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
+    if name not in rows or index >= manifest.shape[axis + 1]:
+        return []
+    region = [slice(None)] * (manifest.ndim - 1)
+    region[axis] = slice(index, index + 1)
+    entries = np.asarray(manifest[(rows.index(name), *region)])
+    positions = [tuple(int(i) + (index if a == axis else 0) for a, i in enumerate(at)) for at in zip(*np.nonzero(entries))]
+    arrays = {name: stored, MANIFEST: manifest}
+    for position in positions:
+        record_chunks(arrays, [name], position, forget=True)
+    return positions
 
 
 def _begin_growth(group: zarr.Group) -> None:
@@ -133,7 +160,7 @@ def roll_back_growth(group: zarr.Group) -> bool:
         if stored.shape != old:
             for axis, (size, old_size) in enumerate(zip(stored.shape, old)):
                 if size > old_size:
-                    _clear_edge(stored, axis, old_size, size)
+                    _clear_edge(stored, axis, old_size, size, group)
             stored.resize(old)
     group.attrs.put(record["attrs"])
     consolidate(group)
@@ -197,6 +224,7 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
     assigning = assignments_grow(group, config, merged, bool(growing))
     true_k = {**stored_true_k(group, coords), **{d.name: d.true_k for d in config.datasets}}
     upgrading = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) == CHECKSUMMED  # format 2 -> 3, inside the growth journal
+    status = array(group, "status")
     if growing or missing or upgrading or assigning:
         _begin_growth(group)
         consolidate(group)  # plain xarray readers see the cube as it was until the growth ends
@@ -204,10 +232,10 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
         old_size = len(getattr(coords, dim))
         _grow(group, dim, getattr(merged, dim), old_size)
         notes.append(f"extended {dim} by {list(getattr(merged, dim)[old_size:])}")
-    cell_chunks = array(group, "status").chunks
-    for name in missing:
-        group.create_array(name, shape=merged.shape, chunks=cell_chunks, dtype="float64", fill_value=np.nan,
-                           dimension_names=DIMS, compressors=COMPRESSORS, attributes=array_attrs(name, DIMS))
+    for name in missing:  # in the cube's own layout: sharded like its other cell arrays, or not
+        group.create_array(name, shape=merged.shape, chunks=status.chunks, shards=status.shards, dtype="float64",
+                           fill_value=np.nan, dimension_names=DIMS, compressors=COMPRESSORS,
+                           attributes=array_attrs(name, DIMS))
         notes.append(f"added variable {name}")
     if growing or missing:
         grow_manifest(group, manifest_rows(config.variables))
@@ -218,11 +246,11 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
                 "methods": {**stored_identity["methods"], **config.identity["methods"]}}
     if upgrading:
         describe_arrays(group)
-        notes.append(f"upgraded the cube from format {CHECKSUMMED} to {FORMAT} (attributes, true_k coordinate)")
-    cube_format = FORMAT if upgrading else int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
-    if cube_format >= FORMAT:
+        notes.append(f"upgraded the cube from format {CHECKSUMMED} to {DESCRIBED} (attributes, true_k coordinate)")
+    cube_format = DESCRIBED if upgrading else int(group.attrs.get(FORMAT_ATTRIBUTE, 1))
+    if cube_format >= DESCRIBED:
         write_true_k(group, merged.dataset, true_k)
-    dropped = {GROWTH, *(LEGACY_ATTRIBUTES if cube_format >= FORMAT else ())}
+    dropped = {GROWTH, *(LEGACY_ATTRIBUTES if cube_format >= DESCRIBED else ())}
     kept = {key: value for key, value in group.attrs.items() if key not in dropped}
     # One write, which also clears the growth record; then the consolidated metadata of the new shapes.
     roles = {**stored_roles(group), **part_roles_of(config)}

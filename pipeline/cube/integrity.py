@@ -12,6 +12,11 @@
   position (``integrity/crc``, variables by row). A chunk whose CRC is not the one recorded for its
   place counts as lost like a missing one. A crash between a block's writes and its manifest entry
   leaves a mismatch too; that costs only recomputing the block (cells are reproducible bit for bit).
+- Cubes of format 4 store their cell arrays in shards (zarr v3's ``sharding_indexed`` codec): one stored
+  object holds several chunks, each still ending in its CRC32C, and the shard's index ends in its own.
+  The manifest then has one entry per stored object (per variable and shard grid position): the CRC32C of
+  the object's whole bytes as read back after it was written (:func:`object_crc`), so that a shard copied
+  over another, or any byte of it changed, is caught whether or not its index still decodes.
 
 The metadata (``zarr.json`` documents, attributes, shapes) is checked by :mod:`ordercube.pipeline.cube.checks`; both are
 run through :class:`ordercube.pipeline.cube.owner.Cube`.
@@ -27,6 +32,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
 import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
@@ -41,8 +47,11 @@ from ordercube.tasks.cell import Status
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 # Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
-# format 3 describes itself (CF attributes, status flags, true_k as a coordinate, consolidated metadata).
-FORMAT = 3
+# format 3 describes itself (CF attributes, status flags, true_k as a coordinate, consolidated metadata);
+# format 4 groups the chunks of its cell arrays into shards, one stored object each, its manifest by object.
+FORMAT = 4  # the newest format this version reads and writes
+DESCRIBED = 3  # the first format that describes itself (a new unsharded cube, and a format-2 cube upgraded)
+SHARDED = 4  # a cube whose cell arrays are sharded
 CHECKSUMMED = 2  # the first format that writes and checksums every chunk
 FORMAT_ATTRIBUTE = "ordercube_format"
 COMPRESSORS = (ZstdCodec(level=0), Crc32cCodec())
@@ -59,6 +68,31 @@ def growth_record(group: zarr.Group) -> dict | None:
 
 def chunk_key(name: str, index: Iterable[int]) -> str:
     return f"{name}/c/" + "/".join(map(str, index))
+
+
+def object_shape(stored: zarr.Array) -> tuple[int, ...]:
+    """The shape of the region of ``stored`` one stored object holds: its shard, or (unsharded) its chunk."""
+    return tuple(stored.shards or stored.chunks)
+
+
+def is_sharded(stored: zarr.Array) -> bool:
+    return stored.shards is not None
+
+
+def object_crc(data: bytes | None) -> np.uint64:
+    """What the manifest records for a stored object of a sharded array: 2**32 + the CRC32C of its bytes
+    (0, not recorded, for an absent one)."""
+    return np.uint64(0) if data is None else RECORDED | np.uint64(google_crc32c.value(data))
+
+
+def _objects(store: Any, keys: Sequence[str]) -> list[bytes | None]:
+    """The whole bytes of each stored object (one request each, concurrently), None for an absent one."""
+    prototype = default_buffer_prototype()
+
+    async def read() -> list:
+        return await asyncio.gather(*(store.get(key, prototype=prototype) for key in keys))
+
+    return [None if buffer is None else buffer.to_bytes() for buffer in sync(read())]
 
 
 def stored_chunks(group: zarr.Group, name: str) -> set[tuple[int, ...]]:
@@ -176,13 +210,13 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
             continue
         if not every_chunk:
             continue
-        chunks = tuple(group[name].chunks)  # type: ignore[union-attr]
+        chunks = object_shape(group[name])  # type: ignore[arg-type]
         grid = chunk_grid_any(expected, chunks)
         absent = grid.copy()
         for index in stored_chunks(group, name):
             if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
                 absent[index] = False
-        same_grid = chunks == tuple(group["status"].chunks)  # type: ignore[union-attr]
+        same_grid = chunks == object_shape(group["status"])  # type: ignore[arg-type]
         misplaced = misplaced_chunks(group, name, grid & ~absent, result.unrecorded) if same_grid else np.zeros_like(grid)
         if absent.any() or misplaced.any():
             result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
@@ -225,7 +259,8 @@ def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> t
 
 
 def _chunk_indices(stored: zarr.Array) -> Iterator[tuple[int, ...]]:
-    grid = tuple(-(-size // chunk) for size, chunk in zip(stored.shape, stored.chunks))
+    """Every grid position of the stored objects of ``stored`` (its shards, or its chunks)."""
+    grid = tuple(-(-size // chunk) for size, chunk in zip(stored.shape, object_shape(stored)))
     return iter(product(*(range(g) for g in grid)))
 
 
@@ -270,12 +305,29 @@ def manifest_rows(variables: Sequence[str]) -> list[str]:
     return [*variables, "reason", "status"]
 
 
+#: Manifest entries per stored object of a format-4 manifest (its chunks hold whole datasets' shard grids up to this).
+MANIFEST_ENTRIES = 1 << 16
+
+
+def object_grid(status: zarr.Array) -> tuple[int, ...]:
+    """The grid of stored objects of the cell arrays (shards or chunks), the manifest's shape after its rows."""
+    return chunk_grid_shape(status.shape, object_shape(status))
+
+
 def create_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
-    """An empty manifest for the cell ``variables`` of a new cube (see the module docstring)."""
+    """An empty manifest for the cell ``variables`` of a new cube (see the module docstring): one entry per
+    variable and stored object. Unsharded (format 3), one manifest chunk per (dataset, n, model); sharded
+    (format 4), one per block of whole datasets of up to ``MANIFEST_ENTRIES`` entries, so that it adds
+    ``ceil(datasets / datasets per manifest chunk)`` objects to the cube."""
     status = group["status"]
-    grid = chunk_grid_shape(status.shape, status.chunks)  # type: ignore[union-attr]
+    grid = object_grid(status)  # type: ignore[arg-type]
+    if is_sharded(status):  # type: ignore[arg-type]
+        per_dataset = len(variables) * int(np.prod(grid[1:]))
+        chunks = (len(variables), max(1, min(grid[0], MANIFEST_ENTRIES // max(per_dataset, 1))), *grid[1:])
+    else:
+        chunks = (len(variables), 1, 1, 1, *grid[3:])
     manifest = group.require_group("integrity").create_array(
-        "crc", shape=(len(variables), *grid), chunks=(len(variables), 1, 1, 1, *grid[3:]), dtype="uint64",
+        "crc", shape=(len(variables), *grid), chunks=chunks, dtype="uint64",
         fill_value=0, compressors=COMPRESSORS, dimension_names=("variable", "dataset", "n", "model", "k", "trial"))
     manifest.attrs["variables"] = list(variables)
 
@@ -287,8 +339,7 @@ def grow_manifest(group: zarr.Group, variables: Sequence[str]) -> None:
     manifest = group[MANIFEST]
     known = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     known += [name for name in variables if name not in known]
-    status = group["status"]
-    manifest.resize((len(known), *chunk_grid_shape(status.shape, status.chunks)))  # type: ignore[union-attr]
+    manifest.resize((len(known), *object_grid(group["status"])))  # type: ignore[arg-type]
     manifest.attrs["variables"] = known
 
 
@@ -314,11 +365,13 @@ def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], positi
     manifest = arrays[MANIFEST]
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     names = [name for name in names if name in rows]
+    keys = [chunk_key(arrays[name].path, position) for name in names]
     if forget:
         values = np.zeros(len(names), dtype=np.uint64)
+    elif names and is_sharded(arrays[names[0]]):
+        values = np.array([object_crc(data) for data in _objects(manifest.store, keys)], dtype=np.uint64)
     else:
-        suffixes = _suffixes(manifest.store, [chunk_key(arrays[name].path, position) for name in names])
-        values = np.array([_as_recorded(s) for s in suffixes], dtype=np.uint64)
+        values = np.array([_as_recorded(s) for s in _suffixes(manifest.store, keys)], dtype=np.uint64)
     manifest.set_orthogonal_selection(([rows.index(name) for name in names], *(int(i) for i in position)), values)
 
 
@@ -349,15 +402,19 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
     except ValueError:  # the manifest's own checksum failed
         raise corruption_error(_store_name(group.store), corrupt_chunks(group, [MANIFEST])) from None
     positions = list(zip(*np.nonzero(expected)))
-    actual = _suffixes(group.store, [chunk_key(name, position) for position in positions])
-    for position, suffix in zip(positions, actual):
+    keys = [chunk_key(name, position) for position in positions]
+    if is_sharded(group[name]):  # type: ignore[arg-type]
+        actual = [None if data is None else object_crc(data) for data in _objects(group.store, keys)]
+    else:
+        actual = [None if suffix is None else _as_recorded(suffix) for suffix in _suffixes(group.store, keys)]
+    for position, crc in zip(positions, actual):
         inside = all(i < s for i, s in zip(position, recorded.shape))
-        if suffix is None:
+        if crc is None:
             continue
         if not inside or recorded[position] == 0:
             if unrecorded is not None and inside:
                 unrecorded.append((name, tuple(int(i) for i in position)))
-        elif recorded[position] != _as_recorded(suffix):
+        elif recorded[position] != crc:
             misplaced[position] = True
     undecodable = corrupt_chunks_at(group, name, zip(*np.nonzero(misplaced)))
     if undecodable:  # a run would read it to rewrite part of it, a report to show it: damage, not a loss
@@ -368,10 +425,11 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
 def corrupt_chunks_at(group: zarr.Group, name: str, positions: Iterable[tuple[int, ...]]) -> list[str]:
     """Of the chunks of array ``name`` at grid ``positions``, those that cannot be decoded (as :func:`corrupt_chunks`)."""
     stored, bad = group[name], []
+    shape = object_shape(stored)  # type: ignore[arg-type]
     for position in positions:
         index = tuple(int(i) for i in position)
-        try:
-            stored.get_block_selection(index)  # type: ignore[union-attr]
+        try:  # the region one stored object holds (a chunk, or a shard: all its chunks and its index)
+            stored[tuple(slice(i * size, (i + 1) * size) for i, size in zip(index, shape))]  # type: ignore[index]
         except Exception as error:  # any decoding failure of the stored bytes is damage  # noqa: BLE001
             bad.append(f"{chunk_key(name, index)} ({str(error).split('.')[0]})")
     return bad

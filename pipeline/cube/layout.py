@@ -29,7 +29,9 @@ from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, group_attrs, tr
 from ordercube.pipeline.cube.metadata import consolidate
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, plan_of
-from ordercube.pipeline.cube.integrity import COMPRESSORS, FORMAT, FORMAT_ATTRIBUTE, create_manifest, growth_record, manifest_rows
+from ordercube.pipeline.cube.integrity import (
+    COMPRESSORS, DESCRIBED, FORMAT, FORMAT_ATTRIBUTE, SHARDED, create_manifest, growth_record, is_sharded, manifest_rows,
+)
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.outputs import enclosing_store
 from ordercube.pipeline.cube.remote import check_new_remote, create_remote, remote_is_cube
@@ -57,17 +59,78 @@ def versions() -> dict[str, str]:
 NAN_FILL_ATTRIBUTE = {"_FillValue": "AAAAAAAA+H8="}
 
 
+#: A cube of more chunks than this per cell variable is sharded (format 4); a smaller one is stored as format 3
+#: stored it, one object per chunk (at most this many objects per variable, and no shard to rewrite).
+SHARD_ABOVE_CHUNKS = 256
+#: The cells one shard holds at most (one stored object: 512 KiB of a float64 variable before compression);
+#: ``ORDERCUBE_SHARD_CELLS`` sets another size for the cubes a process creates (its benchmarks and tests do).
+SHARD_CELLS = 1 << 16
+
+
+def shard_shape(shape: tuple[int, ...], cell_chunks: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shard shape of the cell arrays of a new cube of ``shape`` chunked by ``cell_chunks``, None for no shards.
+
+    Chunks are grouped into shards of at most ``SHARD_CELLS`` cells (at least one chunk), along ``trial``
+    first, then ``model``, ``n`` and ``dataset``: the order in which the sweep's tasks come (dataset by dataset,
+    n by n, method by method, trials in order), so a shard fills up within a short stretch of the run and the
+    driver writes it once (:class:`ordercube.pipeline.cube.writes.BlockWriter`). Each cell variable then holds
+    ``prod(ceil(shape / shard))`` objects. A cube of at most ``SHARD_ABOVE_CHUNKS`` chunks per variable is not
+    sharded (None).
+    """
+    grid = [-(-size // chunk) for size, chunk in zip(shape, cell_chunks)]
+    if int(np.prod(grid)) <= SHARD_ABOVE_CHUNKS:
+        return None
+    most = int(os.environ.get("ORDERCUBE_SHARD_CELLS") or SHARD_CELLS)
+    shard = list(cell_chunks)
+    for axis in (4, 2, 1, 0):  # trial, model, n, dataset
+        cells = int(np.prod(shard))
+        shard[axis] = cell_chunks[axis] * max(1, min(grid[axis], most // cells))
+        if shard[axis] < cell_chunks[axis] * grid[axis]:
+            break  # this axis is not whole: grouping along the next would break the order of the writes
+    return tuple(shard)
+
+
+def object_count(shape: tuple[int, ...], cell_chunks: tuple[int, ...], variables: int) -> dict[str, int]:
+    """The stored objects (files, or objects on S3) of a new cube of ``shape`` chunked by ``cell_chunks`` with
+    ``variables`` criterion outputs once every cell is done, by kind (the rule docs/explanation/cube.md states):
+
+    - ``metadata``: one ``zarr.json`` per node: the group, its ``integrity`` subgroup, the manifest, the five
+      coordinates, ``true_k``, the baseline and every cell array (the criteria's, ``status``, ``reason``, ``seconds``);
+    - ``labels``: one chunk per coordinate and ``true_k``; ``baseline``: one chunk per n (stored when a criterion is
+      divided by it, as Lange's is: an upper bound otherwise);
+    - ``manifest``: its chunks (:func:`ordercube.pipeline.cube.integrity.create_manifest`);
+    - ``cells``: per cell array, one object per shard (or, unsharded, per chunk): ``prod(ceil(shape / shard))``.
+
+    A cube that stores assignments adds their arrays (not sharded); growth adds objects by the same rule.
+    """
+    from ordercube.pipeline.cube.integrity import MANIFEST_ENTRIES, chunk_grid_shape
+
+    arrays = variables + 3
+    stored = shard_shape(shape, cell_chunks) or cell_chunks
+    grid = chunk_grid_shape(shape, stored)
+    rows = len(manifest_rows([""] * variables))
+    if stored != cell_chunks:
+        per_dataset = rows * int(np.prod(grid[1:]))
+        manifest = -(-grid[0] // max(1, min(grid[0], MANIFEST_ENTRIES // max(per_dataset, 1))))
+    else:
+        manifest = int(np.prod(grid[:3]))
+    return {"metadata": 3 + 5 + 1 + 1 + arrays, "labels": 6, "baseline": shape[1], "manifest": manifest,
+            "cells": arrays * int(np.prod(grid))}
+
+
 def write_layout(group: zarr.Group, coords: Coords, chunks: dict[str, int], variables: list[str],
                  true_k: Mapping[str, int]) -> None:
     """Every array of an all-pending cube, described (:mod:`ordercube.pipeline.cube.attrs`), straight through zarr:
     the layout ``xarray.Dataset.to_zarr`` wrote for the same cube (chunk shapes, fill values, CF attributes,
-    ``true_k`` a coordinate on ``dataset``), without building the lazy Dataset (0.7 s of a small run)."""
+    ``true_k`` a coordinate on ``dataset``), without building the lazy Dataset (0.7 s of a small run); the cell
+    arrays sharded (:func:`shard_shape`) when the cube has more than ``SHARD_ABOVE_CHUNKS`` chunks a variable."""
     cell_chunks = chunk_shape_of(chunks)
+    shards = shard_shape(coords.shape, cell_chunks)
     cells: list[tuple[str, Any]] = [*((name, np.float64) for name in variables), ("status", np.int8),
                                     ("seconds", np.float64), ("reason", str)]
     for name, dtype in cells:
-        group.create_array(name, shape=coords.shape, chunks=cell_chunks, dtype=dtype, fill_value=_fill(dtype),
-                           dimension_names=DIMS, compressors=COMPRESSORS,
+        group.create_array(name, shape=coords.shape, chunks=cell_chunks, shards=shards, dtype=dtype,
+                           fill_value=_fill(dtype), dimension_names=DIMS, compressors=COMPRESSORS,
                            attributes={**array_attrs(name, DIMS), **(NAN_FILL_ATTRIBUTE if dtype is np.float64 else {})})
     create_baseline(group, coords)
     labels = {**coords.as_dict(), "true_k": true_k_labels(list(coords.dataset), true_k)}
@@ -102,7 +165,7 @@ def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, 
     ``roles``: the part roles of the models that store assignments (:mod:`ordercube.pipeline.cube.assignments`;
     none: no attribute)."""
     legacy = {"ordercube_true_k": json.dumps(true_k), "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
-              "ordercube_versions": json.dumps(versions())} if cube_format < FORMAT else {}
+              "ordercube_versions": json.dumps(versions())} if cube_format < DESCRIBED else {}
     return {
         **group_attrs(config.name, int(identity["seed"]), fingerprint(identity), versions()),
         "ordercube_config": json.dumps(config.raw, default=str),
@@ -166,9 +229,10 @@ def create(where: str | Path | Location, config: Config, coords: Coords, chunks:
 def _build(store: Any, config: Config, coords: Coords, chunks: dict[str, int],
            prepare: Callable[[zarr.Group], Any]) -> None:
     """Write a new all-pending cube into ``store`` (a folder aside, or a memory store to upload)."""
-    attributes = {**cube_attributes(config, config.identity, {}, roles=part_roles_of(config)), FORMAT_ATTRIBUTE: FORMAT}
+    attributes = cube_attributes(config, config.identity, {}, roles=part_roles_of(config))
     group = zarr.create_group(store, zarr_format=3, attributes=attributes)
     write_layout(group, coords, chunks, config.variables, {d.name: d.true_k for d in config.datasets})
+    group.attrs[FORMAT_ATTRIBUTE] = SHARDED if is_sharded(array(group, "status")) else DESCRIBED
     create_manifest(group, manifest_rows(config.variables))
     new_layout(group, config, coords, chunk_shape_of(chunks))
     prepare(group)

@@ -129,7 +129,17 @@ class CubeLock:
         return self.acquire()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self.release()
+        """Write what the run's writers still hold (a sharded cube's blocks: :mod:`ordercube.pipeline.cube.writes`),
+        then let go. After a failure that write is a best effort: what it cannot store is computed again."""
+        from ordercube.pipeline.cube.writes import flush_open_writers
+
+        try:
+            flush_open_writers()
+        except Exception:  # noqa: BLE001 - the run's own error is the one to report; its cells stay pending
+            if kind is None:
+                raise
+        finally:
+            self.release()
 
 
 def _open_lock(path: Path) -> int:

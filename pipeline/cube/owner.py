@@ -44,7 +44,7 @@ from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.growth import extend, open_existing, repair
 from ordercube.pipeline.cube.metadata import described
 from ordercube.pipeline.cube.layout import array, check_new_cube_path, create, is_cube, stored_chunk_shape, stored_coords
-from ordercube.pipeline.cube.writes import BlockWriter
+from ordercube.pipeline.cube.writes import BlockWriter, flush_open_writers
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.cube.integrity import (
@@ -168,7 +168,9 @@ class Cube:
         return name in self.group
 
     def read(self, name: str) -> np.ndarray:
-        """The whole array ``name`` (``status``, the baseline, a criterion), in memory."""
+        """The whole array ``name`` (``status``, the baseline, a criterion), in memory (with every block the run's
+        writers hold written first)."""
+        flush_open_writers()
         return np.asarray(array(self.group, name)[:])
 
     def write_baseline(self, values: np.ndarray) -> None:
@@ -191,6 +193,7 @@ class Cube:
         """The status as ``status``, ``run`` and ``validate`` count it: read with its checksums checked (the shape
         from before an unfinished growth), cells whose values were lost made pending again (without ``baseline``:
         not those whose only loss is the random-labelling baseline, which ``run`` computes again before it plans)."""
+        flush_open_writers()
         shape = self.coords.shape
         status = read_checked(self.group, "status", self.place)[tuple(slice(0, size) for size in shape)]
         lost = self.lost(status, baseline=baseline)
@@ -227,6 +230,7 @@ class Cube:
         """The cube as an ``xarray.Dataset`` (lazily loaded, no Dask needed); see :func:`open_cube`."""
         import xarray as xr
 
+        flush_open_writers()
         group, place = self.group, self.place
         record = growth_record(group)
         if record is not None:  # a crash mid-growth: read the cube as it was before (the next run rolls it back)

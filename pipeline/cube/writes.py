@@ -1,42 +1,215 @@
 """Region writes of computed blocks into an open cube: values, then status, then the chunks' CRCs.
 
+In a sharded cube (format 4) one stored object holds many chunks, and zarr updates a shard by reading it,
+replacing the chunks written and storing it whole again. So there :class:`BlockWriter` keeps the blocks of a
+shard in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the shard once its planned cells are
+all in (the sweep's tasks come in the order shards are laid out: :func:`ordercube.pipeline.cube.layout.shard_shape`),
+every ``FLUSH_SECONDS`` whatever is held, before anything reads the cube back through a writer or the
+:class:`ordercube.pipeline.cube.owner.Cube` or writes a block at once (:meth:`BlockWriter.write`, the adaptive
+rounds' skipped cells: so writes land in the order they were made), and when the run lets go of the cube's lock
+(finished, interrupted or failed: :mod:`ordercube.pipeline.cube.lock`).
+A shard is written values first and status last, each variable as one write of the shard's whole region (its
+cells not held are read first and written back unchanged), so a crash at any point leaves every cell either
+done with its values or pending; what was held and not written is computed again by the next run, bit for bit.
+
 The implementation of :meth:`ordercube.pipeline.cube.owner.Cube.writer`; other modules go through the Cube.
 """
 
 from __future__ import annotations
 
+import json
+import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import zarr
 
 from ordercube.pipeline.cube import assignments as stored_assignments
-from ordercube.pipeline.cube.layout import array
-from ordercube.pipeline.cube.grid import Chunk
-from ordercube.pipeline.cube.integrity import MANIFEST, record_chunks
-from ordercube.tasks.cell import BlockResult
+from ordercube.pipeline.cube.layout import array, stored_coords
+from ordercube.pipeline.cube.grid import Chunk, planned_mask
+from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chunks
+from ordercube.tasks.cell import BlockResult, Status
+
+#: The longest a computed block of a sharded cube waits in memory before it is written (a kill -9 loses at most
+#: this much work, which the next run computes again).
+FLUSH_SECONDS = 10.0
+_OPEN: weakref.WeakSet[BlockWriter] = weakref.WeakSet()
+
+
+def flush_open_writers() -> None:
+    """Write every block the open writers of this process hold (called when a cube's lock is let go)."""
+    for writer in list(_OPEN):
+        writer.flush()
+
+
+Position = tuple[int, ...]
 
 
 class BlockWriter:
     """The arrays of a cube open for writing, opened once per run (opening one reads its metadata file), and the
-    region writes of computed blocks into them (:func:`write_block`). ``writer[name]`` is the array ``name``."""
+    region writes of computed blocks into them (:func:`write_block`). ``writer[name]`` is the array ``name``,
+    once every block held has been written. A sharded cube's blocks are held and written by shard (see the
+    module docstring); an unsharded cube's are written as they come."""
 
     def __init__(self, group: zarr.Group) -> None:
         self.arrays = writable_arrays(group)
+        self.group = group
+        status = self.arrays["status"]
+        self.shard = object_shape(status) if status.shards is not None else None
+        self.held: dict[Position, list[tuple[Chunk, BlockResult]]] = {}
+        self.remaining: dict[Position, int] | None = None
+        self.flushed_at = time.monotonic()
+        self.objects_written = 0  # shard writes of all variables (for the benchmarks' request counts)
+        if self.shard is not None:
+            _OPEN.add(self)
 
     def __getitem__(self, name: str) -> zarr.Array:
+        flush_open_writers()  # whichever writer of the run holds them (the executor's, the adaptive rounds')
         return self.arrays[name]
 
     def write(self, chunk: Chunk, result: BlockResult) -> None:
-        """Store one computed block (see :func:`write_block`)."""
-        write_block(self.arrays, chunk, result)
+        """Store one block now (see :func:`write_block`), after every block the run's writers hold, so that the
+        writes land in the order they were made (the adaptive rounds rewrite cells as skipped this way)."""
+        if self.shard is None:
+            write_block(self.arrays, chunk, result)
+            return
+        flush_open_writers()
+        for piece in _by_shard(chunk, result, self.shard):
+            write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
+
+    def hold(self, chunk: Chunk, result: BlockResult) -> None:
+        """Store one computed block (see :func:`write_block`); in a sharded cube, hold it until its shard is written."""
+        if self.shard is None:
+            write_block(self.arrays, chunk, result)
+            return
+        for piece in _by_shard(chunk, result, self.shard):
+            position = _shard_of(piece[0], self.shard)
+            self.held.setdefault(position, []).append(piece)
+            remaining = self._remaining()
+            remaining[position] = remaining.get(position, 0) - piece[0].cells
+            if remaining[position] <= 0:
+                self._flush_shard(position)
+        if time.monotonic() - self.flushed_at > FLUSH_SECONDS:
+            self.flush()
 
     def write_merged(self, blocks: Iterable[tuple[Chunk, BlockResult]]) -> Iterator[tuple[Chunk, BlockResult]]:
         """Store ``blocks``, pieces of the same storage chunk joined first (:func:`merge_blocks`: at small n the
-        writes set the pace); yields each block once it is stored."""
+        writes set the pace); yields each block once it is stored (in a sharded cube: held for its shard)."""
         for chunk, result in merge_blocks(list(blocks)):
-            write_block(self.arrays, chunk, result)
+            self.hold(chunk, result)
             yield chunk, result
+
+    def flush(self) -> None:
+        """Write every shard holding blocks."""
+        for position in list(self.held):
+            self._flush_shard(position)
+        self.flushed_at = time.monotonic()
+
+    def _remaining(self) -> dict[Position, int]:
+        """Per shard, its planned cells still pending when the writer was opened (counted down as blocks come)."""
+        if self.remaining is None:
+            coords = stored_coords(self.group)
+            shape = coords.shape
+            status = np.asarray(self.arrays["status"][tuple(slice(0, size) for size in shape)])
+            todo = planned_mask(json.loads(str(self.group.attrs["ordercube_plan"])), coords) & (status == Status.PENDING)
+            assert self.shard is not None
+            counts = _per_object(todo, self.shard)
+            self.remaining = {tuple(int(i) for i in at): int(counts[at]) for at in zip(*np.nonzero(counts))}
+        return self.remaining
+
+    def _flush_shard(self, position: Position) -> None:
+        pieces = self.held.pop(position, [])
+        if pieces:
+            write_shard(self.arrays, position, pieces, self.shard)  # type: ignore[arg-type]
+            self.objects_written += 1
+
+
+def _per_object(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """How many True cells of ``mask`` each stored object of ``shape`` holds (its grid's shape)."""
+    grid = tuple(-(-size // part) for size, part in zip(mask.shape, shape))
+    padded = np.zeros(tuple(g * c for g, c in zip(grid, shape)), dtype=bool)
+    padded[tuple(slice(0, size) for size in mask.shape)] = mask
+    return padded.reshape([x for g, c in zip(grid, shape) for x in (g, c)]).sum(axis=tuple(range(1, 2 * len(grid), 2)))
+
+
+def _shard_of(chunk: Chunk, shard: tuple[int, ...]) -> Position:
+    return (chunk.dataset // shard[0], chunk.n // shard[1], chunk.model // shard[2], chunk.k[0] // shard[3],
+            chunk.trial[0] // shard[4])
+
+
+def _by_shard(chunk: Chunk, result: BlockResult, shard: tuple[int, ...]) -> list[tuple[Chunk, BlockResult]]:
+    """``chunk`` and its ``result`` cut along its trials where they cross from one shard into the next (a block
+    lies in one storage chunk's k, and merged blocks may join several chunks' trials)."""
+    owner = [t // shard[4] for t in chunk.trial]
+    if len(set(owner)) == 1:
+        return [(chunk, result)]
+    pieces = []
+    for part in sorted(set(owner)):
+        at = [j for j, o in enumerate(owner) if o == part]
+        pieces.append((Chunk(chunk.dataset, chunk.n, chunk.model, chunk.k, tuple(chunk.trial[j] for j in at)),
+                       BlockResult(values={name: v[:, at] for name, v in result.values.items()},
+                                   status=result.status[:, at], reason=result.reason[:, at],
+                                   seconds=result.seconds[:, at],
+                                   assignments=None if result.assignments is None else result.assignments[:, at])))
+    return pieces
+
+
+def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Sequence[tuple[Chunk, BlockResult]],
+                shard: tuple[int, ...]) -> None:
+    """Store the blocks ``pieces`` of the shard at grid ``position`` of a sharded cube: each variable they write as
+    one write of the shard's whole region (cells not in ``pieces`` read first and written back as they were),
+    values first, then the assignments of the pieces that have them, then status, the shard's manifest entries
+    forgotten before and recorded after (as :func:`write_block` does for a chunk)."""
+    status = arrays["status"]
+    origin = [p * s for p, s in zip(position, shard)]
+    region = tuple(slice(o, min(o + s, size)) for o, s, size in zip(origin, shard, status.shape))
+    names = [*dict.fromkeys(name for _, result in pieces for name in result.values), "reason", "seconds", "status"]
+    rows = list(arrays[MANIFEST].attrs["variables"]) if MANIFEST in arrays else []  # type: ignore[arg-type]
+    recorded = [name for name in names if name in rows]
+    if recorded:
+        record_chunks(arrays, recorded, position, forget=True)
+    assigned = [(chunk, result) for chunk, result in pieces
+                if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
+    checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
+    for name in names:
+        if name == "status":  # the assignments too are stored before the status marks them done
+            for chunk, result in assigned:
+                if checked:
+                    stored_assignments.forget(arrays, chunk)
+                stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
+                if checked:
+                    stored_assignments.record(arrays, chunk)
+        given = [(chunk, _field(result, name)) for chunk, result in pieces if _field(result, name) is not None]
+        if not given:
+            continue
+        # The smallest box of the shard holding the pieces: zarr decodes and encodes only its chunks (and reads
+        # none when the box is the whole shard).
+        low = [min(min(axis) for axis in (_local(chunk, origin)[a] for chunk, _ in given)) for a in range(5)]
+        high = [max(max(axis) for axis in (_local(chunk, origin)[a] for chunk, _ in given)) + 1 for a in range(5)]
+        box = tuple(slice(r.start + lo, r.start + hi) for r, lo, hi in zip(region, low, high))
+        covered = np.zeros(tuple(hi - lo for lo, hi in zip(low, high)), dtype=bool)
+        for chunk, _ in given:
+            covered[np.ix_(*_local(chunk, [o + lo for o, lo in zip(origin, low)]))] = True
+        stored = arrays[name]
+        values = (np.full(covered.shape, stored.fill_value, dtype=object if name == "reason" else stored.dtype)
+                  if covered.all() else np.asarray(stored[box]))
+        for chunk, block in given:
+            at = np.ix_(*_local(chunk, [o + lo for o, lo in zip(origin, low)]))
+            values[at] = np.asarray(block).reshape(values[at].shape)
+        stored.with_config({"write_empty_chunks": True})[box] = values
+    if recorded:
+        record_chunks(arrays, recorded, position)
+
+
+def _field(result: BlockResult, name: str) -> np.ndarray | None:
+    return {"status": result.status, "reason": result.reason, "seconds": result.seconds}.get(name, result.values.get(name))
+
+
+def _local(chunk: Chunk, origin: Sequence[int]) -> list[list[int]]:
+    """The indices of ``chunk``'s cells within the region of a shard starting at ``origin``."""
+    return [[chunk.dataset - origin[0]], [chunk.n - origin[1]], [chunk.model - origin[2]],
+            [k - origin[3] for k in chunk.k], [t - origin[4] for t in chunk.trial]]
 
 
 def merge_blocks(blocks: Sequence[tuple[Chunk, BlockResult]]) -> list[tuple[Chunk, BlockResult]]:
@@ -94,7 +267,7 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     selection = (chunk.dataset, chunk.n, chunk.model, list(chunk.k), list(chunk.trial))
     written = [*result.values.items(), ("reason", result.reason), ("seconds", result.seconds), ("status", result.status)]
     recorded = [name for name, _ in written if arrays[name].chunks == arrays["status"].chunks]  # format 1 may differ
-    positions = _grid_positions(chunk, arrays["status"].chunks) if MANIFEST in arrays else []
+    positions = _grid_positions(chunk, object_shape(arrays["status"])) if MANIFEST in arrays else []
     assigned = result.assignments is not None and stored_assignments.ASSIGNMENT in arrays
     checked = assigned and stored_assignments.ASSIGNMENT_MANIFEST in arrays
     for position in positions:
@@ -104,15 +277,25 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     for name, values in written:
         if name == "status" and assigned:  # the assignments too are stored before the status marks them done
             stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
-        arrays[name].with_config({"write_empty_chunks": True}).set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
+        stored = arrays[name].with_config({"write_empty_chunks": True})
+        if stored.shards is not None and _contiguous(chunk.k) and _contiguous(chunk.trial):
+            # zarr's partial update of a shard takes a region (an orthogonal selection of lists fails there)
+            stored[(*selection[:3], slice(chunk.k[0], chunk.k[-1] + 1), slice(chunk.trial[0], chunk.trial[-1] + 1))] = values
+        else:
+            stored.set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
     for position in positions:
         record_chunks(arrays, recorded, position)
     if checked:
         stored_assignments.record(arrays, chunk)
 
 
+def _contiguous(indices: Sequence[int]) -> bool:
+    return list(indices) == list(range(indices[0], indices[0] + len(indices)))
+
+
 def _grid_positions(chunk: Chunk, chunks: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """The chunk-grid positions a block touches (a merged block, see merge_blocks, may span several)."""
+    """The positions in the grid of stored objects (``chunks``: the chunk, or shard, shape) a block touches (a
+    merged block, see merge_blocks, may span several)."""
     d, n, m, k, t = chunks
     return [(chunk.dataset // d, chunk.n // n, chunk.model // m, k_chunk, t_chunk)
             for k_chunk in sorted({index // k for index in chunk.k}) for t_chunk in sorted({index // t for index in chunk.trial})]

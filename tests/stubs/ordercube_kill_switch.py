@@ -4,7 +4,8 @@ creation or growth (``ORDERCUBE_KILL_AT=N``), or count those changes (``ORDERCUB
 A change is a call of ``os.replace``, ``os.rename``, ``os.unlink`` or ``os.rmdir`` (zarr's
 LocalStore writes every file as a temp file then ``os.replace``; deletions and shrinking go through
 unlink/rmdir), or for a cube on object storage of ``FsspecStore.set``, ``delete`` or ``delete_dir``,
-made while ``Cube.create`` or ``Cube.grow`` (:mod:`ordercube.pipeline.cube.owner`) runs. The kill
+made while ``Cube.create`` or ``Cube.grow`` (:mod:`ordercube.pipeline.cube.owner`) runs, or while the driver stores
+computed blocks (phase ``write``: :mod:`ordercube.pipeline.cube.writes`). The kill
 comes *before* the Nth change, as a power cut would: its temp file may be on disk, the change not.
 Only the driver counts (Dask's worker processes load plugins too; they inherit ``ORDERCUBE_KILL_PID``).
 """
@@ -74,3 +75,7 @@ if DRIVER and (KILL_AT or COUNT_FILE):
         setattr(FsspecStore, name, _counted_async(getattr(FsspecStore, name)))
     Cube.create = _phase("create", Cube.create)
     Cube.grow = _phase("grow", Cube.grow)
+    from ordercube.pipeline.cube import writes  # the stored blocks: a chunk's, or a held shard's, writes
+
+    writes.write_block = _phase("write", writes.write_block)
+    writes.write_shard = _phase("write", writes.write_shard)
