@@ -49,6 +49,9 @@ REPLICATES = 100
 MAX_REPLICATES = 100_000
 #: The key of the bootstrap's stream among a group's reduction streams (a criterion's own draws use others).
 BOOTSTRAP_KEY = (0, 0)
+#: The weightings of a group's first batch (the curve and the first replicates): the bytes of its consensus
+#: summaries size the later batches.
+FIRST_BATCH = 8
 
 
 def part_roles(cube: xr.Dataset) -> dict[str, list[str]]:
@@ -205,20 +208,38 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
                     ) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
     """Output → (its curve over ``clusterings.ks``, the bootstrap replicates' curves (replicates, len(ks))) of
     every criterion in ``criteria`` (name → options); the replicates weight every row by the times its trial was
-    drawn, the same draws for every criterion (paired)."""
-    weights = None
+    drawn, the same draws for every criterion (paired).
+
+    The curve and the replicates go by batches (:func:`ordercube.tasks.criteria.consensus.batched`): the consensus
+    summaries of a batch's weightings are computed at once, the same values as one by one; a batch holds at most
+    :data:`~ordercube.tasks.criteria.consensus.BATCH_SUMMARY_BYTES` of them (its size set by the first's)."""
+    from ordercube.tasks.criteria.consensus import BATCH_SUMMARY_BYTES, batch_size, batched
+
+    weightings: list[NDArray[np.float64] | None] = [None]  # the curve: every resample once
     if replicates:
         from ordercube.tasks.consensus import bootstrap_weights
 
         weights = bootstrap_weights(clusterings.trials, clusterings.rng(BOOTSTRAP_KEY), replicates)
-    point = {output: curve for name, options in criteria.items()
-             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
-    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
-    for b in range(replicates):  # every criterion on one replicate in turn: they share its consensus matrices
-        replicate = replace(clusterings, weights=weights[b])  # type: ignore[index]
-        for name, options in criteria.items():
-            for output, curve in _curves(CRITERIA[name], replicate, options).items():
-                boot[output][b] = curve
+        weightings += list(weights)  # these very rows: a batch's summaries are found by their identity
+    point: dict[str, NDArray[np.float64]] = {}
+    boot: dict[str, NDArray[np.float64]] = {}
+    largest = batch_size(clusterings)
+    start, size = 0, min(largest, FIRST_BATCH)
+    while start < len(weightings):
+        batch = weightings[start:start + size]
+        with batched(clusterings, batch, criteria) as held:
+            for row, weights in enumerate(batch, start):
+                if row == 0:
+                    point = {output: curve for name, options in criteria.items()
+                             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
+                    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
+                    continue
+                replicate = replace(clusterings, weights=weights)  # every criterion on it: they share its summaries
+                for name, options in criteria.items():
+                    for output, curve in _curves(CRITERIA[name], replicate, options).items():
+                        boot[output][row - 1] = curve
+        start += len(batch)
+        size = largest if not held else max(1, min(largest, int(BATCH_SUMMARY_BYTES * len(batch) // held)))
     return {output: (point[output], boot[output]) for output in point}
 
 
