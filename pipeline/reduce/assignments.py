@@ -49,9 +49,6 @@ REPLICATES = 100
 MAX_REPLICATES = 100_000
 #: The key of the bootstrap's stream among a group's reduction streams (a criterion's own draws use others).
 BOOTSTRAP_KEY = (0, 0)
-#: The weightings of a group's first batch (the curve and the first replicates): the bytes of its consensus
-#: summaries size the later batches.
-FIRST_BATCH = 8
 
 
 def part_roles(cube: xr.Dataset) -> dict[str, list[str]]:
@@ -210,10 +207,10 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
     every criterion in ``criteria`` (name → options); the replicates weight every row by the times its trial was
     drawn, the same draws for every criterion (paired).
 
-    The curve and the replicates go by batches (:func:`ordercube.tasks.criteria.consensus.batched`): the consensus
-    summaries of a batch's weightings are computed at once, the same values as one by one; a batch holds at most
-    :data:`~ordercube.tasks.criteria.consensus.BATCH_SUMMARY_BYTES` of them (its size set by the first's)."""
-    from ordercube.tasks.criteria.consensus import BATCH_SUMMARY_BYTES, batch_size, batched
+    The curve and the replicates go by batches (:func:`ordercube.tasks.criteria.consensus.batched`, as many
+    weightings as :func:`~ordercube.tasks.criteria.consensus.batch_size` allows): the consensus summaries of a
+    batch's weightings are computed at once, the same values as one by one."""
+    from ordercube.tasks.criteria.consensus import batch_size, batched
 
     weightings: list[NDArray[np.float64] | None] = [None]  # the curve: every resample once
     if replicates:
@@ -223,11 +220,10 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
         weightings += list(weights)  # these very rows: a batch's summaries are found by their identity
     point: dict[str, NDArray[np.float64]] = {}
     boot: dict[str, NDArray[np.float64]] = {}
-    largest = batch_size(clusterings)
-    start, size = 0, min(largest, FIRST_BATCH)
-    while start < len(weightings):
+    size = batch_size(clusterings)
+    for start in range(0, len(weightings), size):
         batch = weightings[start:start + size]
-        with batched(clusterings, batch, criteria) as held:
+        with batched(clusterings, batch, criteria):
             for row, weights in enumerate(batch, start):
                 if row == 0:
                     point = {output: curve for name, options in criteria.items()
@@ -238,8 +234,6 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
                 for name, options in criteria.items():
                     for output, curve in _curves(CRITERIA[name], replicate, options).items():
                         boot[output][row - 1] = curve
-        start += len(batch)
-        size = largest if not held else max(1, min(largest, int(BATCH_SUMMARY_BYTES * len(batch) // held)))
     return {output: (point[output], boot[output]) for output in point}
 
 

@@ -390,7 +390,7 @@ def values_from_counts(together: ArrayLike, drawn: ArrayLike) -> tuple[NDArray[n
     if bottom.size == 0:
         return np.empty(0), np.empty(0, dtype=np.int64)
     base = int(bottom.max()) + 1
-    if base * base <= max(4 * bottom.size, 2**20):  # few distinct fractions possible: count them, sort only those
+    if base * base <= 4 * bottom.size:  # few fractions possible: count them, sort only the distinct ones
         tally = np.bincount(top * base + bottom)
         codes = np.flatnonzero(tally)
         quotients = (codes // base).astype(np.float64) / (codes % base).astype(np.float64)

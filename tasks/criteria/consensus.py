@@ -63,8 +63,6 @@ AGREEMENT_STREAM = 1
 MAX_PAIRS = 1_000_000
 # Bytes of one batch's pair counts (weightings x pairs, float32: a k's numerators and the shared denominators).
 BATCH_BYTES = 128 * 2**20
-# Bytes of the summaries one batch holds until its weightings are reduced (per weighting: one per k).
-BATCH_SUMMARY_BYTES = 256 * 2**20
 # The criteria whose reduction reads consensus summaries (a batch computes them), and what else each asks.
 BATCH_READERS = ("consensus_area", "pac", "cluster_consensus", "clusterwise_jaccard", "m3c")
 
@@ -73,19 +71,21 @@ BATCH_READERS = ("consensus_area", "pac", "cluster_consensus", "clusterwise_jacc
 class Summary:
     """What the consensus criteria read of one consensus matrix: its distribution and what else was asked of it
     (``extras``: the ``consensusclustering`` area; per linkage, the consensus partition and its clusters'
-    consensus)."""
+    consensus; the readings of the distribution, keyed by a tuple: ``("area", method)``, ``("pac", u1, u2)``,
+    ``("m3c", objective, u1, u2)``). A batch's summaries (:func:`batched`) keep the readings alone (``values`` and
+    ``counts`` None)."""
 
     labels: NDArray[np.int16]
     weights: NDArray[np.float64] | None
-    values: NDArray[np.float64]
-    counts: NDArray[np.int64]
-    extras: dict[str, Any] = field(default_factory=dict)
+    values: NDArray[np.float64] | None
+    counts: NDArray[np.int64] | None
+    extras: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
         extra = sum(getattr(part, "nbytes", 0) for value in self.extras.values()
                     for part in (value if isinstance(value, tuple) else (value,)))
-        return self.values.nbytes + self.counts.nbytes + extra
+        return sum(getattr(part, "nbytes", 0) for part in (self.values, self.counts)) + extra
 
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
@@ -94,26 +94,35 @@ _HELD = [0]  # the bytes of the summaries in _CACHE, kept as they change (summin
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
-            needs: tuple[str, ...] = ()) -> Summary:
+            needs: tuple[Any, ...] = ()) -> Summary:
     """The consensus summary of ``labels`` (R, N) at ``k`` with ``weights``, with the ``needs`` filled
-    (``"consensusclustering"``, ``"partition:average"``, ...): from the cache when these very arrays were
-    summarised before (the cache holds them, so an identity is never mistaken). The consensus matrix is computed
-    only when something asked is missing; its partition only when asked for (a bootstrap of PAC needs none)."""
+    (``"consensusclustering"``, ``"partition:average"``, a reading such as ``("pac", 0.1, 0.9)``, ...): from the
+    batch being reduced (:func:`batched`) or the cache when these very arrays were summarised before (both hold
+    them, so an identity is never mistaken). The consensus matrix is computed only when something asked is
+    missing; its partition only when asked for (a bootstrap of PAC needs none)."""
     key = (id(labels), id(weights), k)
     with _LOCK:
         entry = _BATCH.get(key) or _CACHE.get(key)
     if entry is not None and (entry.labels is not labels or entry.weights is not weights):
         entry = None
-    if entry is not None and all(need in entry.extras for need in needs):
+    missing = [need for need in needs if entry is None or need not in entry.extras]
+    if entry is not None and not missing:
         with _LOCK:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return entry
-    M = consensus_matrix(labels, weights=weights)
-    if entry is None:
-        entry = Summary(labels, weights, *consensus_values(M))
-    extras = {need: entry.extras[need] if need in entry.extras else _extra(M, k, need) for need in needs}
-    entry = Summary(labels, weights, entry.values, entry.counts, {**entry.extras, **extras})
+    known = entry is not None and entry.values is not None
+    M = None
+    if not known or not all(isinstance(need, tuple) for need in missing):
+        M = consensus_matrix(labels, weights=weights)
+    if entry is not None and entry.values is not None:
+        values, counts = entry.values, entry.counts
+    else:
+        values, counts = consensus_values(M)
+    extras = dict(entry.extras) if entry is not None else {}
+    for need in missing:
+        extras[need] = _reading(values, counts, need) if isinstance(need, tuple) else _extra(M, k, need)
+    entry = Summary(labels, weights, values, counts, extras)
     with _LOCK:
         held = _CACHE[key].nbytes if key in _CACHE else 0
         _CACHE[key] = entry
@@ -124,24 +133,42 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
     return entry
 
 
+def _reading(values: NDArray[np.float64], counts: NDArray[np.int64], need: tuple[Any, ...]) -> float:
+    """One reading of a consensus distribution: ``("area", method)`` its CDF's area, ``("pac", u1, u2)`` its PAC,
+    ``("m3c", objective, u1, u2)`` M3C's objective."""
+    if need[0] == "area":
+        return area_from_values(values, counts, method=need[1])
+    if need[0] == "pac":
+        return pac_from_values(values, counts, (need[1], need[2]))
+    return reference_statistic(values, counts, need[1], need[2:])
+
+
 _BATCH: dict[tuple[int, int, int], Summary] = {}  # the summaries of the batches being reduced (:func:`batched`)
 # (id(references), id(weights), k, objective, window) → (references, weights, each reference's statistic)
 _BATCH_REFERENCES: dict[tuple[Any, ...], tuple[Any, Any, NDArray[np.float64]]] = {}
 
 
-def batch_needs(criteria: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...] | None:
-    """What :func:`batched` must compute for these criteria (name → options): the summaries' extras
-    (``"partition:average"``, ``"consensusclustering"``) and ``"references"`` for ``m3c``; None when none of them
-    reads a consensus summary."""
+def batch_needs(criteria: Mapping[str, Mapping[str, Any]]) -> tuple[Any, ...] | None:
+    """What :func:`batched` must compute for these criteria (name → options): the summaries' readings and extras
+    (:class:`Summary`); None when none of them reads a consensus summary."""
     if not any(name in BATCH_READERS for name in criteria):
         return None
-    needs = []
+    needs: list[Any] = []
     for name, options in criteria.items():
-        if name == "consensus_area" and options.get("method") == "consensusclustering":
-            needs.append("consensusclustering")
+        if name == "consensus_area":
+            method = str(options.get("method", "monti"))
+            needs.append(method if method == "consensusclustering" else ("area", method))
+        if name == "pac":
+            needs.append(("pac", *_window(options.get("window", (0.1, 0.9)))))
+        if name == "m3c":
+            needs.append(("m3c", str(options.get("objective", "pac")), *_window(options.get("window", (0.1, 0.9)))))
         if name in ("cluster_consensus", "clusterwise_jaccard"):
             needs.append(f"partition:{options.get('linkage', 'average')}")
     return tuple(dict.fromkeys(needs))
+
+
+def _window(window: Sequence[float]) -> tuple[float, float]:
+    return float(window[0]), float(window[1])
 
 
 def batch_size(clusterings: Clusterings) -> int:
@@ -200,7 +227,7 @@ def batched(clusterings: Clusterings, weightings: Sequence[NDArray[np.float64] |
 
 
 def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: NDArray[np.float64],
-          needs: tuple[str, ...], m3c: Mapping[str, Any] | None, entries: dict[tuple[int, int, int], Summary],
+          needs: tuple[Any, ...], m3c: Mapping[str, Any] | None, entries: dict[tuple[int, int, int], Summary],
           references: dict[tuple[Any, ...], tuple[Any, Any, NDArray[np.float64]]]) -> None:
     drawn: list[tuple[NDArray[np.bool_], NDArray[np.float32], NDArray[np.float64]]] = []
 
@@ -219,18 +246,19 @@ def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: N
             continue
         bottom, items = denominators(labels)
         top = pair_counts(labels, W)
+        matrix_needs = [need for need in needs if not isinstance(need, tuple)]
         for r, w in enumerate(rows):
             values, counts = values_from_counts(top[r], bottom[r])
-            extras = {}
-            if needs:
+            extras = {need: _reading(values, counts, need) for need in needs if isinstance(need, tuple)}
+            if matrix_needs:
                 M = matrix_from_counts(top[r], bottom[r], items[r])
-                extras = {need: _extra(M, k, need) for need in needs}
-            entries[(id(labels), id(w), k)] = Summary(labels, w, values, counts, extras)
+                extras.update({need: _extra(M, k, need) for need in matrix_needs})
+            entries[(id(labels), id(w), k)] = Summary(labels, w, None, None, extras)
         stack = clusterings.references.get(k) if m3c is not None else None
         if stack is None or not len(stack):
             continue
         objective = str(m3c.get("objective", "pac"))
-        window = tuple(float(edge) for edge in m3c.get("window", (0.1, 0.9)))
+        window = _window(m3c.get("window", (0.1, 0.9)))
         table = np.full((len(rows), len(stack)), np.nan)
         for b, reference in enumerate(stack):
             bottom, _ = denominators(reference)
@@ -291,8 +319,8 @@ def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max:
     def area(k: int, labels: NDArray[np.int16]) -> float:
         if method == "consensusclustering":
             return float(summary(labels, clusterings.weights, k, (method,)).extras[method])
-        entry = summary(labels, clusterings.weights, k)
-        return area_from_values(entry.values, entry.counts, method=method)  # type: ignore[arg-type]
+        need = ("area", method)
+        return float(summary(labels, clusterings.weights, k, (need,)).extras[need])
 
     areas = _per_k(clusterings, area)
     return {"consensus_area": areas,
@@ -306,8 +334,8 @@ def reduce_pac(clusterings: Clusterings, *, window: tuple[float, float] = (0.1, 
     window = (float(window[0]), float(window[1]))
 
     def value(k: int, labels: NDArray[np.int16]) -> float:
-        entry = summary(labels, clusterings.weights, k)
-        return pac_from_values(entry.values, entry.counts, window)
+        need = ("pac", *window)
+        return float(summary(labels, clusterings.weights, k, (need,)).extras[need])
 
     return {"pac": _per_k(clusterings, value)}
 

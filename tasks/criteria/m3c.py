@@ -70,8 +70,8 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
     count = max((len(clusterings.references[k]) for k in ks if k in clusterings.references), default=0)
     references = np.full((count, len(ks)), np.nan)
     for column, k in enumerate(ks):
-        entry = summary(clusterings.data[k], clusterings.weights, k)
-        data[column] = statistic(entry.values, entry.counts)
+        need = ("m3c", objective, *window)
+        data[column] = summary(clusterings.data[k], clusterings.weights, k, (need,)).extras[need]
         stack = clusterings.references.get(k, ())
         ready = batched_references(stack, clusterings.weights, k, objective, window) if len(stack) else None
         if ready is not None:  # computed with the rest of a bootstrap's batch (the same values)
