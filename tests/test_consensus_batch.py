@@ -146,7 +146,7 @@ def test_batched_reduction_is_the_one_by_one_reduction(monkeypatch, objective):
     expected = one_by_one(clusterings, criteria, 7)
     assert np.isfinite(expected["pac"][1]).all() and np.nanstd(expected["pac"][1]) > 0  # the replicates differ
     for size in (3, 100):
-        monkeypatch.setattr(criteria_module, "batch_size", lambda clusterings, size=size: size)
+        monkeypatch.setattr(criteria_module, "batch_size", lambda clusterings, rows, size=size: size)
         criteria_module._CACHE.clear()
         got = group_reduction(clusterings, criteria, 7)
         assert got.keys() == expected.keys()
@@ -154,6 +154,14 @@ def test_batched_reduction_is_the_one_by_one_reduction(monkeypatch, objective):
             assert np.array_equal(got[output][0], curve, equal_nan=True), output
             assert np.array_equal(got[output][1], replicated, equal_nan=True), output
     assert not criteria_module._BATCH and not criteria_module._BATCH_REFERENCES  # nothing left behind
+
+
+def test_batch_size_keeps_batches_even(monkeypatch):
+    clusterings = planted_clusterings(1, references=0)  # 40 items: 780 pairs
+    monkeypatch.setattr(criteria_module, "BATCH_BYTES", 8 * 780 * 50)  # 50 weightings at most
+    assert criteria_module.batch_size(clusterings, 101) == 34  # 34 + 34 + 33, not 50 + 50 + 1
+    assert criteria_module.batch_size(clusterings, 50) == 50
+    assert criteria_module.batch_size(clusterings, 7) == 7
 
 
 def test_batch_reads_no_matrix_it_need_not(monkeypatch):

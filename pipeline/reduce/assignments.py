@@ -220,7 +220,7 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
         weightings += list(weights)  # these very rows: a batch's summaries are found by their identity
     point: dict[str, NDArray[np.float64]] = {}
     boot: dict[str, NDArray[np.float64]] = {}
-    size = batch_size(clusterings)
+    size = batch_size(clusterings, len(weightings))
     for start in range(0, len(weightings), size):
         batch = weightings[start:start + size]
         with batched(clusterings, batch, criteria):
