@@ -42,9 +42,10 @@ ITEMS = "items"
 PART_ROLES = "ordercube_part_roles"
 GROUP_DIMS = ("dataset", "n", "model")
 #: The bootstrap's replicates unless told otherwise (``ordercube report --replicates``). Measured on this project's
-#: 2-core machine (shared): PAC and the consensus CDF's area of 1,000 resamples at k = 2..10 cost 0.12 s per
-#: replicate for 62 items (Alon's colon tissues: 100 replicates, 12 s per group), 5.3 s for 200 items; 100 is
-#: the fewest for the 2.5% and 97.5% percentiles to rest on more than two replicates each.
+#: 2-core machine (shared, load 50-70): the consensus criteria of 1,000 resamples at k = 2..10 (CDF area, PAC,
+#: cluster consensus; batched) cost 1.6 s of CPU for 100 replicates of 62 items (Alon's colon tissues) and
+#: about 0.6 s per replicate for 796 items (Spellman's yeast genes); 100 is the fewest for the 2.5% and 97.5%
+#: percentiles to rest on more than two replicates each.
 REPLICATES = 100
 MAX_REPLICATES = 100_000
 #: The key of the bootstrap's stream among a group's reduction streams (a criterion's own draws use others).
