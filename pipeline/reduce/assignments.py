@@ -42,9 +42,10 @@ ITEMS = "items"
 PART_ROLES = "ordercube_part_roles"
 GROUP_DIMS = ("dataset", "n", "model")
 #: The bootstrap's replicates unless told otherwise (``ordercube report --replicates``). Measured on this project's
-#: 2-core machine (shared): PAC and the consensus CDF's area of 1,000 resamples at k = 2..10 cost 0.12 s per
-#: replicate for 62 items (Alon's colon tissues: 100 replicates, 12 s per group), 5.3 s for 200 items; 100 is
-#: the fewest for the 2.5% and 97.5% percentiles to rest on more than two replicates each.
+#: 2-core machine (shared, load 50-70): the consensus criteria of 1,000 resamples at k = 2..10 (CDF area, PAC,
+#: cluster consensus; batched) cost 1.6 s of CPU for 100 replicates of 62 items (Alon's colon tissues) and
+#: about 0.6 s per replicate for 796 items (Spellman's yeast genes); 100 is the fewest for the 2.5% and 97.5%
+#: percentiles to rest on more than two replicates each.
 REPLICATES = 100
 MAX_REPLICATES = 100_000
 #: The key of the bootstrap's stream among a group's reduction streams (a criterion's own draws use others).
@@ -205,20 +206,35 @@ def group_reduction(clusterings: Clusterings, criteria: Mapping[str, Mapping[str
                     ) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
     """Output → (its curve over ``clusterings.ks``, the bootstrap replicates' curves (replicates, len(ks))) of
     every criterion in ``criteria`` (name → options); the replicates weight every row by the times its trial was
-    drawn, the same draws for every criterion (paired)."""
-    weights = None
+    drawn, the same draws for every criterion (paired).
+
+    The curve and the replicates go by batches (:func:`ordercube.tasks.criteria.consensus.batched`, as many
+    weightings as :func:`~ordercube.tasks.criteria.consensus.batch_size` allows): the consensus summaries of a
+    batch's weightings are computed at once, the same values as one by one."""
+    from ordercube.tasks.criteria.consensus import batch_size, batched
+
+    weightings: list[NDArray[np.float64] | None] = [None]  # the curve: every resample once
     if replicates:
         from ordercube.tasks.consensus import bootstrap_weights
 
         weights = bootstrap_weights(clusterings.trials, clusterings.rng(BOOTSTRAP_KEY), replicates)
-    point = {output: curve for name, options in criteria.items()
-             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
-    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
-    for b in range(replicates):  # every criterion on one replicate in turn: they share its consensus matrices
-        replicate = replace(clusterings, weights=weights[b])  # type: ignore[index]
-        for name, options in criteria.items():
-            for output, curve in _curves(CRITERIA[name], replicate, options).items():
-                boot[output][b] = curve
+        weightings += list(weights)  # these very rows: a batch's summaries are found by their identity
+    point: dict[str, NDArray[np.float64]] = {}
+    boot: dict[str, NDArray[np.float64]] = {}
+    size = batch_size(clusterings, len(weightings))
+    for start in range(0, len(weightings), size):
+        batch = weightings[start:start + size]
+        with batched(clusterings, batch, criteria):
+            for row, weights in enumerate(batch, start):
+                if row == 0:
+                    point = {output: curve for name, options in criteria.items()
+                             for output, curve in _curves(CRITERIA[name], clusterings, options).items()}
+                    boot = {output: np.full((replicates, len(clusterings.ks)), np.nan) for output in point}
+                    continue
+                replicate = replace(clusterings, weights=weights)  # every criterion on it: they share its summaries
+                for name, options in criteria.items():
+                    for output, curve in _curves(CRITERIA[name], replicate, options).items():
+                        boot[output][row - 1] = curve
     return {output: (point[output], boot[output]) for output in point}
 
 

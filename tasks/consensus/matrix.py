@@ -317,3 +317,102 @@ def pac_from_values(values: NDArray[np.float64], counts: NDArray[np.int64],
     """:func:`pac` from the compact distribution of :func:`consensus_values`."""
     low, high = _cdf_at(values, counts, [float(window[0]), float(window[1])])
     return float(high - low)
+
+
+def exact_in_single(weights: ArrayLike) -> bool:
+    """Whether every row of ``weights`` (B, R) holds non-negative integers summing below 2**24: then every sum of
+    :func:`pair_counts` is an integer that float32 holds exactly, in any order of summation."""
+    w = np.asarray(weights, dtype=np.float64)
+    return bool(w.size == 0 or (np.all(w >= 0) and np.all(w == np.round(w)) and float(w.sum(axis=-1).max()) < FLOAT32_EXACT))
+
+
+def pair_counts(labels: ArrayLike, weights: ArrayLike) -> NDArray[np.float32]:
+    """The weighted co-clustering counts of every pair i < j under each of B weightings of the resamples, at once.
+
+    Parameters
+    ----------
+    labels : int array of shape (R, N)
+        ``labels[h, i]``: item i's cluster in resample h, -1 where it was not drawn.
+    weights : array of shape (B, R)
+        Non-negative integers, each row summing below 2**24 (:func:`exact_in_single`).
+
+    Returns
+    -------
+    ndarray of shape (B, N (N - 1) / 2), float32
+        Column p of the pair (i, j) = ``numpy.triu_indices(N, 1)[.][p]``: sum_h w_bh [l_hi = l_hj >= 0], an exact
+        integer (the numerator of :func:`consensus_matrix`; with every label 0 where drawn, its denominator).
+
+    Notes
+    -----
+    The counts of all B weightings are one matrix product, W C, with C the (R, pairs) indicator of each resample's
+    co-clustered pairs (built block by block of pairs, below 64 MiB each), so a bootstrap's B replicates cost about
+    B R N^2 / 2 multiply-adds instead of B R k N^2 / 2 for B separate consensus matrices of k clusters.
+    """
+    labels = np.asarray(labels)
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float32))
+    used = np.flatnonzero(w.any(axis=0))  # a resample no weighting draws adds nothing
+    labels, w = labels[used], np.ascontiguousarray(w[:, used])
+    n_resamples, n_items = labels.shape
+    # an item not drawn gets a label of its own, so equality alone says "both drawn, one cluster"
+    coded = np.where(labels >= 0, labels.astype(np.int32), -1 - np.arange(n_items, dtype=np.int32))
+    out = np.empty((w.shape[0], n_items * (n_items - 1) // 2), dtype=np.float32)
+    if out.shape[1] == 0 or n_resamples == 0:
+        out[:] = 0.0
+        return out
+    per_block = max(n_items, BLOCK_BYTES // (4 * n_resamples))  # pair columns per block (at least one row's)
+    block = np.empty((n_resamples, per_block), dtype=np.float32)
+    start, i = 0, 0
+    while i < n_items - 1:
+        width = 0
+        while i < n_items - 1 and width + n_items - 1 - i <= per_block:
+            np.equal(coded[:, i:i + 1], coded[:, i + 1:], out=block[:, width:width + n_items - 1 - i])
+            width += n_items - 1 - i
+            i += 1
+        np.matmul(w, block[:, :width], out=out[:, start:start + width])
+        start += width
+    return out
+
+
+def drawn_labels(labels: ArrayLike) -> NDArray[np.int8]:
+    """``labels`` with every drawn item in cluster 0 (-1 where not drawn): its :func:`pair_counts` are the counts of
+    the pairs drawn together, the consensus matrix's denominator."""
+    return np.where(np.asarray(labels) >= 0, 0, -1).astype(np.int8)
+
+
+def values_from_counts(together: ArrayLike, drawn: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`consensus_values` of the consensus matrix whose pairs i < j have these counts (:func:`pair_counts`),
+    without the matrix: the same values and counts, bit for bit (each value is the same quotient of the same
+    integers)."""
+    together, drawn = np.asarray(together), np.asarray(drawn)
+    defined = drawn > 0
+    top = together[defined].astype(np.int64)
+    bottom = drawn[defined].astype(np.int64)
+    if bottom.size == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    base = int(bottom.max()) + 1
+    if base * base <= 4 * bottom.size:  # few fractions possible: count them, sort only the distinct ones
+        tally = np.bincount(top * base + bottom)
+        codes = np.flatnonzero(tally)
+        quotients = (codes // base).astype(np.float64) / (codes % base).astype(np.float64)
+        values, inverse = np.unique(quotients, return_inverse=True)
+        return values, np.bincount(inverse, weights=tally[codes], minlength=values.size).astype(np.int64)
+    values, counts = np.unique(top.astype(np.float64) / bottom.astype(np.float64), return_counts=True)
+    return values, counts.astype(np.int64)
+
+
+def matrix_from_counts(together: ArrayLike, drawn: ArrayLike, drawn_items: ArrayLike, *,
+                       fill: float = math.nan) -> NDArray[np.float64]:
+    """The (N, N) :func:`consensus_matrix` from the counts of its pairs i < j (:func:`pair_counts`) and the weighted
+    count of each item's draws (``drawn_items``, shape (N,)): the same matrix, bit for bit."""
+    drawn_items = np.asarray(drawn_items)
+    n_items = drawn_items.shape[0]
+    upper = np.triu_indices(n_items, 1)
+    drawn = np.asarray(drawn, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        quotient = np.asarray(together, dtype=np.float64) / drawn
+    quotient[drawn == 0] = fill
+    M = np.empty((n_items, n_items))
+    M[upper] = quotient
+    M[upper[1], upper[0]] = quotient
+    M[np.diag_indices(n_items)] = np.where(drawn_items > 0, 1.0, fill)
+    return M

@@ -82,8 +82,6 @@ def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> N
     tied heights may be ordered differently by SciPy and R's ``hclust``, which can change the cut when ties
     straddle it.
     """
-    from scipy.cluster.hierarchy import cut_tree
-
     M = np.asarray(M, dtype=np.float64)
     partition = np.full(M.shape[0], -1, dtype=np.int64)
     items, tree = consensus_tree(M, linkage)
@@ -92,11 +90,59 @@ def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> N
     if k == 1 or tree is None:
         partition[items] = 0
         return partition
-    cut = cut_tree(tree, n_clusters=k).ravel()
+    cut = cut_clusters(tree, k)
     _, first, inverse = np.unique(cut, return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first))  # cluster numbers by the first item in each
     partition[items] = order[inverse]
     return partition
+
+
+def cut_clusters(tree: ArrayLike, k: int) -> NDArray[np.int64]:
+    """The clusters of SciPy's ``cut_tree(tree, n_clusters=k)``, each leaf labelled by the largest node above it
+    that the cut keeps merged (the same partition; its cluster numbers differ).
+
+    Parameters
+    ----------
+    tree : ndarray of shape (n - 1, 4)
+        A monotone linkage matrix (average, complete, single or weighted linkage).
+    k : int
+        1 <= k <= n.
+
+    Returns
+    -------
+    int ndarray of shape (n,)
+
+    Notes
+    -----
+    ``cut_tree`` merges the tree's nodes in the order of their heights, equal heights in the reverse of the
+    breadth-first order from the root (right child first) in which it inserts them, and keeps the first n - k
+    merges; this does the same with one sort and a union of the kept nodes' children, in O(n log n) instead of
+    its O(n^2) Python loop.
+    """
+    tree = np.asarray(tree, dtype=np.float64)
+    n = tree.shape[0] + 1
+    merges = n - int(k)
+    if merges <= 0:
+        return np.arange(n, dtype=np.int64)
+    children = tree[:, :2].astype(np.int64)
+    visited = np.empty(n - 1, dtype=np.int64)  # breadth-first position of each internal node
+    queue, position = [2 * n - 2], 0
+    while position < len(queue):
+        node = queue[position]
+        visited[node - n] = position
+        position += 1
+        for child in (children[node - n, 1], children[node - n, 0]):
+            if child >= n:
+                queue.append(int(child))
+    kept = np.lexsort((-visited, tree[:, 2]))[:merges]
+    parent = np.arange(2 * n - 1, dtype=np.int64)
+    parent[children[kept, 0]] = kept + n
+    parent[children[kept, 1]] = kept + n
+    while True:  # every leaf up to the last kept node above it
+        above = parent[parent]
+        if np.array_equal(above, parent):
+            return parent[:n]
+        parent = above
 
 
 def _member_sums(M: NDArray[np.float64], partition: NDArray[np.int64],

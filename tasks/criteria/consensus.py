@@ -25,6 +25,11 @@ The consensus partition is the average-linkage clustering of 1 - M cut into k cl
 k is computed once for the criteria that read its distribution (``consensus_area``, ``pac``) and once more for
 the first that needs its partition: a small cache keyed by the arrays' identity keeps what they read of it,
 never the (N, N) matrix itself.
+
+A bootstrap over resamples reduces the same clusterings under many weightings: :func:`batched` computes the
+consensus summaries of all of them at once (one matrix product per k for the whole batch:
+:func:`ordercube.tasks.consensus.matrix.pair_counts`), the same values bit for bit, and the criteria read them
+as they would read their own.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +49,9 @@ from ordercube.tasks.consensus import (
     AREA_METHODS, LINKAGES, area_from_values, cdf_area, cluster_consensus, clusterwise_jaccard, consensus_matrix,
     consensus_partition, consensus_values, delta_area, pac_from_values, resample_agreement,
 )
+from ordercube.tasks.consensus.matrix import (
+    drawn_labels, exact_in_single, matrix_from_counts, pair_counts, values_from_counts,
+)
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.params import choice, integer, pair
 
@@ -52,25 +61,33 @@ CACHE_BYTES = 256 * 2**20
 # The key of resample_agreement's stream of pairs: (this, k).
 AGREEMENT_STREAM = 1
 MAX_PAIRS = 1_000_000
+# Bytes of one batch's pair counts (weightings x pairs, float32: a k's numerators and the shared denominators): the
+# 796 yeast genes' curve and 100 replicates go in two batches (each batch builds every resample's co-clustering
+# indicator again, 0.5-1 s per k for them).
+BATCH_BYTES = 192 * 2**20
+# The criteria whose reduction reads consensus summaries (a batch computes them), and what else each asks.
+BATCH_READERS = ("consensus_area", "pac", "cluster_consensus", "clusterwise_jaccard", "m3c")
 
 
 @dataclass
 class Summary:
     """What the consensus criteria read of one consensus matrix: its distribution and what else was asked of it
     (``extras``: the ``consensusclustering`` area; per linkage, the consensus partition and its clusters'
-    consensus)."""
+    consensus; the readings of the distribution, keyed by a tuple: ``("area", method)``, ``("pac", u1, u2)``,
+    ``("m3c", objective, u1, u2)``). A batch's summaries (:func:`batched`) keep the readings alone (``values`` and
+    ``counts`` None)."""
 
     labels: NDArray[np.int16]
     weights: NDArray[np.float64] | None
-    values: NDArray[np.float64]
-    counts: NDArray[np.int64]
-    extras: dict[str, Any] = field(default_factory=dict)
+    values: NDArray[np.float64] | None
+    counts: NDArray[np.int64] | None
+    extras: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
         extra = sum(getattr(part, "nbytes", 0) for value in self.extras.values()
                     for part in (value if isinstance(value, tuple) else (value,)))
-        return self.values.nbytes + self.counts.nbytes + extra
+        return sum(getattr(part, "nbytes", 0) for part in (self.values, self.counts)) + extra
 
 
 _CACHE: OrderedDict[tuple[int, int, int], Summary] = OrderedDict()
@@ -79,26 +96,35 @@ _HELD = [0]  # the bytes of the summaries in _CACHE, kept as they change (summin
 
 
 def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: int,
-            needs: tuple[str, ...] = ()) -> Summary:
+            needs: tuple[Any, ...] = ()) -> Summary:
     """The consensus summary of ``labels`` (R, N) at ``k`` with ``weights``, with the ``needs`` filled
-    (``"consensusclustering"``, ``"partition:average"``, ...): from the cache when these very arrays were
-    summarised before (the cache holds them, so an identity is never mistaken). The consensus matrix is computed
-    only when something asked is missing; its partition only when asked for (a bootstrap of PAC needs none)."""
+    (``"consensusclustering"``, ``"partition:average"``, a reading such as ``("pac", 0.1, 0.9)``, ...): from the
+    batch being reduced (:func:`batched`) or the cache when these very arrays were summarised before (both hold
+    them, so an identity is never mistaken). The consensus matrix is computed only when something asked is
+    missing; its partition only when asked for (a bootstrap of PAC needs none)."""
     key = (id(labels), id(weights), k)
     with _LOCK:
-        entry = _CACHE.get(key)
+        entry = _BATCH.get(key) or _CACHE.get(key)
     if entry is not None and (entry.labels is not labels or entry.weights is not weights):
         entry = None
-    if entry is not None and all(need in entry.extras for need in needs):
+    missing = [need for need in needs if entry is None or need not in entry.extras]
+    if entry is not None and not missing:
         with _LOCK:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return entry
-    M = consensus_matrix(labels, weights=weights)
-    if entry is None:
-        entry = Summary(labels, weights, *consensus_values(M))
-    extras = {need: entry.extras[need] if need in entry.extras else _extra(M, k, need) for need in needs}
-    entry = Summary(labels, weights, entry.values, entry.counts, {**entry.extras, **extras})
+    known = entry is not None and entry.values is not None
+    M = None
+    if not known or not all(isinstance(need, tuple) for need in missing):
+        M = consensus_matrix(labels, weights=weights)
+    if entry is not None and entry.values is not None:
+        values, counts = entry.values, entry.counts
+    else:
+        values, counts = consensus_values(M)
+    extras = dict(entry.extras) if entry is not None else {}
+    for need in missing:
+        extras[need] = _reading(values, counts, need) if isinstance(need, tuple) else _extra(M, k, need)
+    entry = Summary(labels, weights, values, counts, extras)
     with _LOCK:
         held = _CACHE[key].nbytes if key in _CACHE else 0
         _CACHE[key] = entry
@@ -107,6 +133,165 @@ def summary(labels: NDArray[np.int16], weights: NDArray[np.float64] | None, k: i
         while len(_CACHE) > 1 and _HELD[0] > CACHE_BYTES:
             _HELD[0] -= _CACHE.popitem(last=False)[1].nbytes
     return entry
+
+
+def _reading(values: NDArray[np.float64], counts: NDArray[np.int64], need: tuple[Any, ...]) -> float:
+    """One reading of a consensus distribution: ``("area", method)`` its CDF's area, ``("pac", u1, u2)`` its PAC,
+    ``("m3c", objective, u1, u2)`` M3C's objective."""
+    if need[0] == "area":
+        return area_from_values(values, counts, method=need[1])
+    if need[0] == "pac":
+        return pac_from_values(values, counts, (need[1], need[2]))
+    return reference_statistic(values, counts, need[1], need[2:])
+
+
+_BATCH: dict[tuple[int, int, int], Summary] = {}  # the summaries of the batches being reduced (:func:`batched`)
+# (id(references), id(weights), k, objective, window) → (references, weights, each reference's statistic)
+_BATCH_REFERENCES: dict[tuple[Any, ...], tuple[Any, Any, NDArray[np.float64]]] = {}
+
+
+def batch_needs(criteria: Mapping[str, Mapping[str, Any]]) -> tuple[Any, ...] | None:
+    """What :func:`batched` must compute for these criteria (name → options): the summaries' readings and extras
+    (:class:`Summary`); None when none of them reads a consensus summary."""
+    if not any(name in BATCH_READERS for name in criteria):
+        return None
+    needs: list[Any] = []
+    for name, options in criteria.items():
+        if name == "consensus_area":
+            method = str(options.get("method", "monti"))
+            needs.append(method if method == "consensusclustering" else ("area", method))
+        if name == "pac":
+            needs.append(("pac", *_window(options.get("window", (0.1, 0.9)))))
+        if name == "m3c":
+            needs.append(("m3c", str(options.get("objective", "pac")), *_window(options.get("window", (0.1, 0.9)))))
+        if name in ("cluster_consensus", "clusterwise_jaccard"):
+            needs.append(f"partition:{options.get('linkage', 'average')}")
+    return tuple(dict.fromkeys(needs))
+
+
+def _window(window: Sequence[float]) -> tuple[float, float]:
+    return float(window[0]), float(window[1])
+
+
+def batch_size(clusterings: Clusterings, weightings: int) -> int:
+    """The weightings of one batch for these clusterings, of ``weightings`` in all: their pair counts below
+    :data:`BATCH_BYTES`, the batches as even as can be (a last batch of one would build as much as a full one)."""
+    pairs = max(1, clusterings.items * (clusterings.items - 1) // 2)
+    largest = max(1, BATCH_BYTES // (8 * pairs))
+    return -(-weightings // -(-weightings // largest))
+
+
+@contextmanager
+def batched(clusterings: Clusterings, weightings: Sequence[NDArray[np.float64] | None],
+            criteria: Mapping[str, Mapping[str, Any]]) -> Iterator[int]:
+    """Within it, the consensus summaries of ``clusterings.data`` under each of ``weightings`` (None: one each), at
+    every k, are at hand to :func:`summary` (and each reference's PAC or entropy to ``m3c``), all computed at once.
+
+    Parameters
+    ----------
+    clusterings : Clusterings
+    weightings : sequence of (R,) arrays or None
+        The weights of each reduction to come (``dataclasses.replace(clusterings, weights=w)`` with these very
+        objects: the summaries are found by identity).
+    criteria : mapping
+        Name → options of the criteria to be reduced (:func:`batch_needs`).
+
+    Yields
+    ------
+    int
+        The bytes of the summaries held.
+
+    Notes
+    -----
+    Each summary holds the same values as :func:`summary` computes alone, bit for bit: the counts are exact
+    integers however summed (integer weights below 2**24; other weights are left to :func:`summary`), and each
+    consensus value is the same quotient of them. Nothing is batched when no criterion reads a summary.
+    """
+    needs = batch_needs(criteria)
+    rows = list(weightings)
+    entries: dict[tuple[int, int, int], Summary] = {}
+    references: dict[tuple[Any, ...], tuple[Any, Any, NDArray[np.float64]]] = {}
+    n_rows = next((labels.shape[0] for labels in clusterings.data.values()), 0)
+    if needs is not None and rows and n_rows:
+        W = np.stack([np.ones(n_rows) if w is None else np.asarray(w, dtype=np.float64) for w in rows])
+        if exact_in_single(W):
+            _fill(clusterings, rows, W, needs, criteria.get("m3c"), entries, references)
+    held = sum(entry.nbytes for entry in entries.values())
+    with _LOCK:
+        _BATCH.update(entries)
+        _BATCH_REFERENCES.update(references)
+    try:
+        yield held
+    finally:
+        with _LOCK:
+            for key in entries:
+                _BATCH.pop(key, None)
+            for key in references:
+                _BATCH_REFERENCES.pop(key, None)
+
+
+def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: NDArray[np.float64],
+          needs: tuple[Any, ...], m3c: Mapping[str, Any] | None, entries: dict[tuple[int, int, int], Summary],
+          references: dict[tuple[Any, ...], tuple[Any, Any, NDArray[np.float64]]]) -> None:
+    drawn: list[tuple[NDArray[np.bool_], NDArray[np.float32], NDArray[np.float64]]] = []
+
+    def denominators(labels: NDArray[np.int16]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        mask = labels >= 0
+        for known, counts, items in drawn:  # every k (and reference) of a scheme draws the same items
+            if known.shape == mask.shape and np.array_equal(known, mask):
+                return counts, items
+        counts, items = pair_counts(drawn_labels(labels), W), W @ mask
+        drawn.append((mask, counts, items))
+        return counts, items
+
+    for k in clusterings.ks:
+        labels = clusterings.data.get(k)
+        if k < 2 or labels is None or labels.shape[0] == 0:
+            continue
+        bottom, items = denominators(labels)
+        top = pair_counts(labels, W)
+        matrix_needs = [need for need in needs if not isinstance(need, tuple)]
+        for r, w in enumerate(rows):
+            values, counts = values_from_counts(top[r], bottom[r])
+            extras = {need: _reading(values, counts, need) for need in needs if isinstance(need, tuple)}
+            if matrix_needs:
+                M = matrix_from_counts(top[r], bottom[r], items[r])
+                extras.update({need: _extra(M, k, need) for need in matrix_needs})
+            entries[(id(labels), id(w), k)] = Summary(labels, w, None, None, extras)
+        stack = clusterings.references.get(k) if m3c is not None else None
+        if stack is None or not len(stack):
+            continue
+        objective = str(m3c.get("objective", "pac"))
+        window = _window(m3c.get("window", (0.1, 0.9)))
+        table = np.full((len(rows), len(stack)), np.nan)
+        for b, reference in enumerate(stack):
+            bottom, _ = denominators(reference)
+            top = pair_counts(reference, W)
+            for r in range(len(rows)):
+                table[r, b] = reference_statistic(*values_from_counts(top[r], bottom[r]), objective, window)
+        for r, w in enumerate(rows):
+            references[(id(stack), id(w), k, objective, window)] = (stack, w, table[r])
+
+
+def reference_statistic(values: NDArray[np.float64], counts: NDArray[np.int64], objective: str,
+                        window: tuple[float, ...]) -> float:
+    """M3C's objective of one consensus distribution: PAC in ``window`` or the consensus entropy."""
+    from ordercube.tasks.consensus.reference import entropy_from_values
+
+    if objective == "pac":
+        return pac_from_values(values, counts, (window[0], window[1]))
+    return entropy_from_values(values, counts)
+
+
+def batched_references(stack: Any, weights: NDArray[np.float64] | None, k: int, objective: str,
+                       window: tuple[float, ...]) -> NDArray[np.float64] | None:
+    """Each reference's statistic at ``k`` under ``weights`` from the batch being reduced, or None."""
+    key = (id(stack), id(weights), k, objective, tuple(float(edge) for edge in window))
+    with _LOCK:
+        found = _BATCH_REFERENCES.get(key)
+    if found is None or found[0] is not stack or found[1] is not weights:
+        return None
+    return found[2]
 
 
 def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
@@ -138,8 +323,8 @@ def reduce_area(clusterings: Clusterings, *, method: str = "monti", running_max:
     def area(k: int, labels: NDArray[np.int16]) -> float:
         if method == "consensusclustering":
             return float(summary(labels, clusterings.weights, k, (method,)).extras[method])
-        entry = summary(labels, clusterings.weights, k)
-        return area_from_values(entry.values, entry.counts, method=method)  # type: ignore[arg-type]
+        need = ("area", method)
+        return float(summary(labels, clusterings.weights, k, (need,)).extras[need])
 
     areas = _per_k(clusterings, area)
     return {"consensus_area": areas,
@@ -153,8 +338,8 @@ def reduce_pac(clusterings: Clusterings, *, window: tuple[float, float] = (0.1, 
     window = (float(window[0]), float(window[1]))
 
     def value(k: int, labels: NDArray[np.int16]) -> float:
-        entry = summary(labels, clusterings.weights, k)
-        return pac_from_values(entry.values, entry.counts, window)
+        need = ("pac", *window)
+        return float(summary(labels, clusterings.weights, k, (need,)).extras[need])
 
     return {"pac": _per_k(clusterings, value)}
 

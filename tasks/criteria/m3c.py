@@ -36,7 +36,7 @@ from ordercube.tasks.consensus.reference import (
     ALPHA, beta_p, entropy_from_values, monte_carlo_p, normal_p, rcsi, rcsi_se,
 )
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
-from ordercube.tasks.criteria.consensus import summary
+from ordercube.tasks.criteria.consensus import batched_references, summary
 from ordercube.tasks.params import choice, number, pair
 
 OUTPUTS = ("m3c", "rcsi", "rcsi_se", "rcsi_p", "rcsi_fit_p", "m3c_data", "m3c_reference")
@@ -50,7 +50,8 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
     matrix at every k (resamples weighted by ``clusterings.weights``).
 
     The data's consensus distribution comes from the consensus criteria's summaries (computed once for ``pac``,
-    ``consensus_area`` and this criterion when they reduce the same arrays); each reference's is computed here.
+    ``consensus_area`` and this criterion when they reduce the same arrays); each reference's is computed here, or
+    taken from the batch of a bootstrap's replicates (:func:`ordercube.tasks.criteria.consensus.batched`).
 
     Returns
     -------
@@ -69,9 +70,14 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
     count = max((len(clusterings.references[k]) for k in ks if k in clusterings.references), default=0)
     references = np.full((count, len(ks)), np.nan)
     for column, k in enumerate(ks):
-        entry = summary(clusterings.data[k], clusterings.weights, k)
-        data[column] = statistic(entry.values, entry.counts)
-        for b, labels in enumerate(clusterings.references.get(k, ())):
+        need = ("m3c", objective, *window)
+        data[column] = summary(clusterings.data[k], clusterings.weights, k, (need,)).extras[need]
+        stack = clusterings.references.get(k, ())
+        ready = batched_references(stack, clusterings.weights, k, objective, window) if len(stack) else None
+        if ready is not None:  # computed with the rest of a bootstrap's batch (the same values)
+            references[:len(ready), column] = ready
+            continue
+        for b, labels in enumerate(stack):
             references[b, column] = statistic(*consensus_values(consensus_matrix(labels, weights=clusterings.weights)))
     return data, references
 
