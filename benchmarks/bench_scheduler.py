@@ -32,6 +32,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, help="tasks of the larger grid (default 2400; --quick 600)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)  # so that the scheduler and workers are stopped on the way out
     counts = [int(n) for n in (args.workers or ("2,8,16" if args.quick else "2,8,16,32")).split(",")]
     tasks = args.tasks or (600 if args.quick else 2400)
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; N worker processes oversubscribe them on purpose)")
@@ -275,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"task_bytes": task_bytes, "result_bytes": result_bytes,
                                                "cells_per_task": cells, "runs": rows}, indent=1))
     return 0
+
+
+def _stop(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def figures(n: int, small: dict, large: dict, startup: float) -> dict:
