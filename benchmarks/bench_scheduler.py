@@ -181,13 +181,14 @@ class WriterClock:
 
 
 class StorePuts:
-    """Counts the objects put into zarr's LocalStore in this process (each is one PUT on object storage)."""
+    """Counts the objects put into zarr's LocalStore in this process (each is one PUT on object storage), and the
+    reads of chunk data (each one GET, whole or ranged)."""
 
     def __init__(self) -> None:
         from zarr.storage import LocalStore
 
-        self.store, self.original = LocalStore, LocalStore.set
-        self.data = self.metadata = 0
+        self.store, self.original, self.original_get = LocalStore, LocalStore.set, LocalStore.get
+        self.data = self.metadata = self.reads = 0
 
     def __enter__(self) -> StorePuts:
         original, counter = self.original, self
@@ -199,11 +200,18 @@ class StorePuts:
                 counter.data += 1
             return await original(store, key, value, *args, **kwargs)
 
-        self.store.set = counted
+        original_get = self.original_get
+
+        async def counted_get(store, key, *args, **kwargs):
+            if not key.endswith("zarr.json"):
+                counter.reads += 1
+            return await original_get(store, key, *args, **kwargs)
+
+        self.store.set, self.store.get = counted, counted_get
         return self
 
     def __exit__(self, *exc) -> None:
-        self.store.set = self.original
+        self.store.set, self.store.get = self.original, self.original_get
 
 
 def one_sweep(scheduler_file: Path, tasks: int, folder: Path) -> dict:
@@ -227,7 +235,7 @@ def one_sweep(scheduler_file: Path, tasks: int, folder: Path) -> dict:
         seen = client.sync(client.scheduler.ordercube_bench_stats)
     shutil.rmtree(out, ignore_errors=True)
     return {"driver_cpu": cpu, "wall": wall, "writer_wall": writer.wall, "writer_cpu": writer.cpu,
-            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "puts": puts.data, "metadata_puts": puts.metadata,
+            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "puts": puts.data, "reads": puts.reads, "metadata_puts": puts.metadata,
             "scheduler_idle_cpu_per_s": idle, **seen}
 
 
@@ -300,6 +308,7 @@ def figures(n: int, small: dict, large: dict, startup: float) -> dict:
         "compute_ms_per_task": 1e3 * large["compute"] / large["tasks"],
         "result_bytes_per_task": large["result_bytes"] / large["tasks"],
         "puts_per_task": large["puts"] / large["tasks"],
+        "reads_per_task": large["reads"] / large["tasks"],
         "metadata_puts": large["metadata_puts"],
         "wall_s": large["wall"],
     }
@@ -315,7 +324,7 @@ def line(row: dict) -> str:
             f"of which writing {row['writer_cpu_ms_per_task']:.2f} ms CPU ({row['writer_wall_ms_per_task']:.2f} ms wall), "
             f"peak RSS {row['driver_peak_mib']:.0f} MiB; "
             f"compute {row['compute_ms_per_task']:.2f} ms/task; result {row['result_bytes_per_task']:.0f} B/task "
-            f"(scheduler's estimate); {row['puts_per_task']:.1f} store puts/task")
+            f"(scheduler's estimate); store: {row['puts_per_task']:.1f} puts/task, {row['reads_per_task']:.1f} reads/task")
 
 
 if __name__ == "__main__":
