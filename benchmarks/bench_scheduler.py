@@ -314,14 +314,22 @@ def figures(n: int, small: dict, large: dict, startup: float) -> dict:
     }
 
 
+def net_of_idle(row: dict) -> str:
+    """The scheduler's CPU per task less its idle rate over the run, or why not (on a loaded machine the idle
+    sample, two seconds, can exceed what the run shows)."""
+    net = row["scheduler_net_cpu_ms_per_task"]
+    if net <= 0:
+        return "net of idle: not measurable, the idle sample exceeds it"
+    return f"{net:.2f} net of idle: ceiling ~{1e3 / net:.0f} tasks/s"
+
+
 def line(row: dict) -> str:
     return (f"N={row['workers']:>2} window={row['window']:>3}: {row['tasks']} tasks, {row['tasks_per_s']:.0f} tasks/s "
             f"(wall {row['wall_s']:.1f} s); scheduler {row['scheduler_cpu_ms_per_task']:.2f} ms CPU/task "
-            f"({row['scheduler_net_cpu_ms_per_task']:.2f} net of idle: ceiling ~{1e3 / row['scheduler_net_cpu_ms_per_task']:.0f} "
-            f"tasks/s), idle "
+            f"({net_of_idle(row)}), idle "
             f"{row['scheduler_idle_cpu_per_worker_ms_per_s']:.2f} ms/s per worker; driver "
             f"{row['driver_cpu_ms_per_task']:.2f} ms CPU/task (slope; {row['driver_cpu_ms_per_task_whole']:.2f} whole), "
-            f"of which writing {row['writer_cpu_ms_per_task']:.2f} ms CPU ({row['writer_wall_ms_per_task']:.2f} ms wall), "
+            f"writing {row['writer_wall_ms_per_task']:.2f} ms wall ({row['writer_cpu_ms_per_task']:.2f} ms process CPU meanwhile), "
             f"peak RSS {row['driver_peak_mib']:.0f} MiB; "
             f"compute {row['compute_ms_per_task']:.2f} ms/task; result {row['result_bytes_per_task']:.0f} B/task "
             f"(scheduler's estimate); store: {row['puts_per_task']:.1f} puts/task, {row['reads_per_task']:.1f} reads/task")
