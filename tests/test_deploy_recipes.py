@@ -108,7 +108,8 @@ def slurm_cluster():
     launch = load(SLURM / "launch.py")
     import dask
 
-    with dask.config.set({}):  # the launcher's config changes end with the test
+    # setting 'jobqueue' to itself makes the context restore it on exit: the launcher's changes end with the test
+    with dask.config.set({"jobqueue": dask.config.get("jobqueue")}):
         cluster = launch.make_cluster(str(SLURM / "jobqueue.yaml"),
                                       scheduler_options={"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"})
         try:
