@@ -5,6 +5,7 @@ argument parser."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import py_compile
@@ -108,14 +109,14 @@ def slurm_cluster():
     launch = load(SLURM / "launch.py")
     import dask
 
-    # setting 'jobqueue' to itself makes the context restore it on exit: the launcher's changes end with the test
-    with dask.config.set({"jobqueue": dask.config.get("jobqueue")}):
-        cluster = launch.make_cluster(str(SLURM / "jobqueue.yaml"),
-                                      scheduler_options={"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"})
-        try:
-            yield cluster
-        finally:
-            cluster.close()
+    saved = copy.deepcopy(dask.config.config["jobqueue"])  # the launcher sets its section for the cluster's life
+    cluster = launch.make_cluster(str(SLURM / "jobqueue.yaml"),
+                                  scheduler_options={"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"})
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        dask.config.config["jobqueue"] = saved
 
 
 def test_dask_jobqueue_renders_the_slurm_job_with_the_recipes_settings(slurm_cluster):
