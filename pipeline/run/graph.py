@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import Chunk, Coords
 from ordercube.tasks.algorithms import get_algorithm
-from ordercube.tasks.cell import BlockResult, BlockSpec, run_block
+from ordercube.tasks.cell import BlockSpec, run_block
 from ordercube.tasks.datasets import ArraySource, SyntheticSource
 from ordercube.tasks.datasets.matrices import MatrixSource
 from ordercube.tasks.seeding import label_id
