@@ -3,8 +3,11 @@ in this process and on a real LocalCluster, checked against the cube it wrote.""
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -92,3 +95,29 @@ def test_run_command_prints_the_overhead_line(tmp_path):
     line = next(line for line in done.stdout.splitlines() if line.startswith("engine overhead:"))
     kernel = float(re.search(r"\((\d+\.\d) s in kernels", line).group(1))
     assert kernel == pytest.approx(_kernel_seconds(tmp_path / "c.zarr"), abs=0.051)
+
+
+ALLOCATE = """
+import resource, numpy as np
+from ordercube.pipeline.system.memory import keep_freed_memory
+
+def faults():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(200):
+        np.ones(131072).sum()  # 1 MiB, allocated and freed as a kernel's temporaries are
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+print(faults(), keep_freed_memory(), faults())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_a_worker_started_with_dasks_trim_threshold_reuses_freed_arrays():
+    # the environment `dask worker` gives its processes (distributed.nanny.pre-spawn-environ)
+    done = subprocess.run([sys.executable, "-c", ALLOCATE], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"})
+    assert done.returncode == 0, done.stderr
+    before, set_, after = done.stdout.split()
+    assert set_ == "True"
+    assert int(before) > 200 * 100  # each 1 MiB array mapped and faulted in afresh
+    assert int(after) < int(before) / 10, (before, after)

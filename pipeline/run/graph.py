@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import Chunk, Coords
+from ordercube.pipeline.system.memory import keep_freed_memory
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockSpec, run_block
 from ordercube.tasks.datasets import ArraySource, SyntheticSource
@@ -101,7 +102,9 @@ class Computed(list):
 def execute_task(task: Task, synthetic: SyntheticSource | MatrixSource | None, data: NDArray[np.float64] | None,
                  labels: NDArray[np.int64] | None = None) -> Computed:
     """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array with
-    its known classes, if any); timed as a whole (:class:`Computed`), twice per task, never per cell."""
+    its known classes, if any); timed as a whole (:class:`Computed`), twice per task, never per cell.
+    The first task of a process sets its allocator to reuse freed arrays (:mod:`ordercube.pipeline.system.memory`)."""
+    keep_freed_memory()
     started, cpu = time.perf_counter(), time.thread_time()
     if isinstance(synthetic, MatrixSource):  # a matrix dataset's recipe, with its clean matrix scattered as the array
         source: Any = replace(synthetic, clean=np.asarray(data))
