@@ -186,6 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"done: {summary.computed} cells in {summary.seconds:.2f} s "
               f"({summary.failed} failed, {summary.crashed} crashed, {summary.infeasible} infeasible) -> {out}; "
               f"driver peak memory {peak:.0f} MiB")
+        print(show.overhead_line(summary))
         if summary.isolated_tasks:
             print(f"{summary.isolated_tasks} task(s) failed as a whole (a worker died); their cells were run one by one")
     failed = counts["failed"] + counts["crashed"]

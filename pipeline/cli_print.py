@@ -28,6 +28,21 @@ def print_datasets(config: Config) -> None:
         print(line)
 
 
+def overhead_line(summary: Any) -> str:
+    """The engine's cost beyond the kernels of a run's ``summary`` (``ordercube.pipeline.run.execute.Summary``), per
+    cell and as a share of compute (the cells' kernel seconds), split into the workers' bookkeeping, the cube's
+    writes and the driver's own work."""
+    cells = max(summary.computed, 1)
+
+    def ms(seconds: float) -> str:
+        return f"{1000 * seconds / cells:.3g}"
+
+    share = "" if summary.kernel_seconds <= 0 else f", {100 * summary.overhead_share:.1f}% of compute"
+    return (f"engine overhead: {ms(summary.overhead_seconds)} ms per cell{share} ({summary.kernel_seconds:.1f} s in "
+            f"kernels, {summary.tasks} tasks): bookkeeping {ms(summary.bookkeeping_seconds)}, "
+            f"writes {ms(summary.write_seconds)}, driver {ms(summary.driver_seconds)} ms per cell")
+
+
 def print_status(counts: dict[str, int], *, as_json: bool) -> None:
     """The cell counts by status: one line, or a JSON object."""
     if as_json:

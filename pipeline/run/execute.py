@@ -14,14 +14,14 @@ import errno
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import BlockWriter, Cube
-from ordercube.pipeline.run.graph import Task, execute_task, isolate
+from ordercube.pipeline.run.graph import Computed, Task, execute_task, isolate
 from ordercube.pipeline.cube.grid import Chunk
 from ordercube.pipeline.data.matrixfiles import matrix_source
 from ordercube.pipeline.run.progress import SweepProgress
@@ -56,6 +56,14 @@ DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 @dataclass(frozen=True)
 class Summary:
+    """What a sweep did: its cells by outcome, its wall ``seconds``, and where the time of its ``tasks`` went.
+
+    ``kernel_seconds``: the cells' own seconds (the cube's ``seconds``: the kernels); ``bookkeeping_seconds``: the
+    tasks' wall on their workers beyond their kernels (the source built, run_block's gathering);
+    ``write_seconds``: the driver's stores of the results (values, status, CRCs, manifest); ``driver_seconds``:
+    the driver's other work while it was not waiting for a result (planning, the cube's creation, submitting).
+    """
+
     computed: int
     failed: int
     infeasible: int
@@ -63,10 +71,31 @@ class Summary:
     crashed: int = 0
     isolated_tasks: int = 0
     skipped: int = 0
+    tasks: int = 0
+    kernel_seconds: float = 0.0
+    bookkeeping_seconds: float = 0.0
+    write_seconds: float = 0.0
+    driver_seconds: float = 0.0
+
+    @property
+    def overhead_seconds(self) -> float:
+        """The engine's time beyond the kernels: bookkeeping, writes and driver."""
+        return self.bookkeeping_seconds + self.write_seconds + self.driver_seconds
+
+    @property
+    def overhead_share(self) -> float:
+        """The engine's overhead as a share of compute (the kernels' seconds); NaN without kernel time."""
+        return self.overhead_seconds / self.kernel_seconds if self.kernel_seconds > 0 else float("nan")
+
+    def with_driver(self, seconds: float) -> Summary:
+        """This summary with ``seconds`` more of the driver's own work (the planning before the executor)."""
+        return replace(self, driver_seconds=self.driver_seconds + seconds)
 
 
 class Tally:
-    """Writes merged blocks into the cube, counts their cells by status and advances the progress bar."""
+    """Writes merged blocks into the cube, counts their cells by status and advances the progress bar, and adds
+    up where the time went (:class:`Summary`): the tasks' kernel and worker seconds as they arrive
+    (:meth:`computed`), the writes' as they are made, the waits for results (:meth:`waiting`)."""
 
     def __init__(self, progress: SweepProgress) -> None:
         self.progress = progress
@@ -74,19 +103,36 @@ class Tally:
         self.skipped = 0
         self.isolated_tasks = 0
         self.started = time.perf_counter()
+        self.tasks = 0
+        self.kernel = 0.0
+        self.worker = 0.0
+        self.writes = 0.0
+        self.waited = 0.0
         self._lock = threading.Lock()  # compute threads count the tasks they cut up
 
     def count_isolated(self) -> None:
         with self._lock:
             self.isolated_tasks += 1
 
+    def computed(self, results: list[tuple[Chunk, BlockResult]]) -> None:
+        """Count one task's time: its cells' kernel seconds and its wall on the worker (a :class:`Computed`)."""
+        self.tasks += 1
+        self.kernel += float(sum(result.seconds.sum() for _, result in results))
+        self.worker += getattr(results, "wall", 0.0)
+
+    def waiting(self, seconds: float) -> None:
+        """The driver waited ``seconds`` for results: not its own work."""
+        self.waited += seconds
+
     def store(self, cube_arrays: BlockWriter, done: Iterable[tuple[Chunk, BlockResult]]) -> None:
         # Pieces of the same storage chunk are written together: at small n the writes set the pace.
+        started = time.perf_counter()
         for chunk, result in cube_arrays.write_merged(done):
             for code in self.counts:
                 self.counts[code] += int((result.status == code).sum())
             broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
             self.progress.advance(chunk.cells, failed=int(broken.sum()))
+        self.writes += time.perf_counter() - started
 
     def skip(self, cells: int) -> None:
         """Cells the adaptive rule stored as skipped (ordercube.pipeline.run.rounds): done, without computing."""
@@ -95,9 +141,13 @@ class Tally:
 
     def summary(self) -> Summary:
         counts = self.counts
+        seconds = time.perf_counter() - self.started
         return Summary(computed=sum(counts.values()), failed=counts[Status.FAILED],
-                       infeasible=counts[Status.INFEASIBLE], seconds=time.perf_counter() - self.started,
-                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks, skipped=self.skipped)
+                       infeasible=counts[Status.INFEASIBLE], seconds=seconds,
+                       crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks, skipped=self.skipped,
+                       tasks=self.tasks, kernel_seconds=self.kernel,
+                       bookkeeping_seconds=max(self.worker - self.kernel, 0.0), write_seconds=self.writes,
+                       driver_seconds=max(seconds - self.waited - self.writes, 0.0))
 
 
 def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
@@ -163,8 +213,14 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
             tally.skip(feed.stored([]))
             while running:
                 interrupts.check()
+                waiting = time.perf_counter()
                 finished, running = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-                done = [result for future in finished for result in future.result()]
+                tally.waiting(time.perf_counter() - waiting)
+                done = []
+                for future in finished:
+                    results = future.result()
+                    tally.computed(results)
+                    done.extend(results)
                 tally.store(cube_arrays, done)
                 tally.skip(feed.stored(done))
                 running |= {pool.submit(compute, task, tally) for task in feed.take(2 * threads - len(running))}
@@ -187,4 +243,7 @@ def _computed(task: Task, synthetic: SyntheticSource | None, data: np.ndarray | 
         if not whole:
             return failed_results(task, error)
     tally.count_isolated()
-    return [result for piece in isolate(task) for result in _computed(piece, synthetic, data, labels, tally, whole=False)]
+    pieces = [_computed(piece, synthetic, data, labels, tally, whole=False) for piece in isolate(task)]
+    computed = Computed(result for piece in pieces for result in piece)
+    computed.wall = sum(getattr(piece, "wall", 0.0) for piece in pieces)
+    return computed

@@ -6,6 +6,7 @@ a task is a list of whole chunks of one dataset, each described by coordinate va
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,8 +15,9 @@ from numpy.typing import NDArray
 
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import Chunk, Coords
+from ordercube.pipeline.system.memory import keep_freed_memory
 from ordercube.tasks.algorithms import get_algorithm
-from ordercube.tasks.cell import BlockResult, BlockSpec, run_block
+from ordercube.tasks.cell import BlockSpec, run_block
 from ordercube.tasks.datasets import ArraySource, SyntheticSource
 from ordercube.tasks.datasets.matrices import MatrixSource
 from ordercube.tasks.seeding import label_id
@@ -82,12 +84,32 @@ def isolate(task: Task) -> list[Task]:
     return pieces
 
 
+class Computed(list):
+    """The ``(chunk, result)`` pairs of one task as its worker computed them, with the task's own ``wall`` and
+    ``cpu`` seconds there (its thread's, from the call to the return: the cells' kernels and the worker's
+    bookkeeping around them: the source, run_block's gathering). A list, so callers that only want the
+    results use it as one; it pickles with its two floats."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    @property
+    def kernel(self) -> float:
+        """The cells' own seconds (``BlockResult.seconds``): the kernels' share of ``wall``."""
+        return float(sum(result.seconds.sum() for _, result in self))
+
+
 def execute_task(task: Task, synthetic: SyntheticSource | MatrixSource | None, data: NDArray[np.float64] | None,
-                 labels: NDArray[np.int64] | None = None) -> list[tuple[Chunk, BlockResult]]:
+                 labels: NDArray[np.int64] | None = None) -> Computed:
     """Run on a worker: every block of ``task`` on its dataset (a generator, or a scattered array with
-    its known classes, if any)."""
+    its known classes, if any); timed as a whole (:class:`Computed`), twice per task, never per cell.
+    The first task of a process sets its allocator to reuse freed arrays (:mod:`ordercube.pipeline.system.memory`)."""
+    keep_freed_memory()
+    started, cpu = time.perf_counter(), time.thread_time()
     if isinstance(synthetic, MatrixSource):  # a matrix dataset's recipe, with its clean matrix scattered as the array
         source: Any = replace(synthetic, clean=np.asarray(data))
     else:
         source = synthetic if synthetic is not None else ArraySource(np.asarray(data), labels, task.objects)
-    return [(chunk, run_block(spec, source)) for chunk, spec in task.blocks]
+    computed = Computed((chunk, run_block(spec, source)) for chunk, spec in task.blocks)
+    computed.wall, computed.cpu = time.perf_counter() - started, time.thread_time() - cpu
+    return computed

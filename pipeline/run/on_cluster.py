@@ -8,6 +8,7 @@ so that the cell that kills its worker every time is recorded as crashed and eve
 
 from __future__ import annotations
 
+import time
 from asyncio import CancelledError
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -29,9 +30,10 @@ from ordercube.pipeline.run.rounds import Feed
 from ordercube.tasks.cell import describe
 
 
-def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) -> Iterator[list]:
+def _batches(futures: as_completed, watch: WorkerWatch, tally: Tally, *, idle: float = 5.0) -> Iterator[list]:
     """``futures.batches()``, but after every ``idle`` seconds without a result ``watch`` checks that there
-    are workers to compute them (it tells the user, restarts lost local workers, or gives up)."""
+    are workers to compute them (it tells the user, restarts lost local workers, or gives up); the time spent
+    waiting for a result is told to ``tally`` (not the driver's own work)."""
     while True:
         interrupts.check()
         batch = futures.next_batch(block=False)
@@ -41,9 +43,11 @@ def _batches(futures: as_completed, watch: WorkerWatch, *, idle: float = 5.0) ->
             continue
         if futures.is_empty():
             return
+        waiting = time.perf_counter()
         with futures.thread_condition:  # a result that arrives after has_ready() notifies this condition
             if not futures.has_ready():
                 futures.thread_condition.wait(timeout=idle)
+        tally.waiting(time.perf_counter() - waiting)
         if not futures.has_ready():
             watch.check()
 
@@ -100,13 +104,15 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
             cube_arrays = open_cube_for_writing().writer()
             tally.skip(feed.stored([]))
             # Whatever has finished while the driver was writing arrives as one batch, written together.
-            for batch in _batches(futures, watch):
+            for batch in _batches(futures, watch, tally):
                 done = []
                 for future in batch:
                     task = in_flight.pop(future)
                     isolating.discard(future)
                     try:  # a 'finished' future can still fail here: its result died with a worker before it was sent
-                        done.extend(future.result())
+                        results = future.result()
+                        tally.computed(results)
+                        done.extend(results)
                         continue
                     except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError):
                         raise

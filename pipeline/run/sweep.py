@@ -7,6 +7,7 @@ Dask cluster (:mod:`ordercube.pipeline.run.on_cluster`: a LocalCluster started f
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -261,6 +262,7 @@ def _sweep_locked(
     ``before_cluster`` is called before a LocalCluster is started for the run (the API's check that a
     script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
     sweep too runs on a LocalCluster (the only place a dashboard is served)."""
+    planning = time.perf_counter()  # the driver's own work before its executor: counted in the summary's driver_seconds
     path = location(config.out)
     if Cube.exists(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
         check_looks(config, Cube.open_for(path, config).chunk_shape["trial"])
@@ -311,8 +313,10 @@ def _sweep_locked(
         echo(placement.reason)
         feed = feed_for(placement.threads)
         echo(_computing(plan, feed, path))
+        planning = time.perf_counter() - planning
         return compute_here(config, feed, open_cube_for_writing, show_progress=show_progress,
-                            threads=placement.threads)
+                            threads=placement.threads).with_driver(planning)
+    planning = time.perf_counter() - planning
     if placement.reason:
         echo(placement.reason)
     if client is None and before_cluster is not None:
@@ -324,12 +328,14 @@ def _sweep_locked(
                  connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
         watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
+        feed_started = time.perf_counter()
         feed = feed_for(threads)
         echo(_computing(plan, feed, path))
+        planning += time.perf_counter() - feed_started
         if line := dashboard_line(connected, dashboard_address):
             echo(line)
         return compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
-                                  show_progress=show_progress, watch=watch)
+                                  show_progress=show_progress, watch=watch).with_driver(planning)
 
 
 def _computing(plan: Plan, feed: Feed, path: Any) -> str:
