@@ -20,7 +20,7 @@ import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli_in_process, small_config, write_config
 from ordercube.pipeline.cube.layout import SHARD_ABOVE_CHUNKS, object_count, shard_shape
-from test_engine import assert_same_cells, cube_bytes
+from test_engine import assert_same_cells
 
 TIMEOUT = 240
 SHARD_CELLS = 60  # 20 trials of 3 k: 7 shards per (dataset, n, model) of 130 trials, the last one partly used
