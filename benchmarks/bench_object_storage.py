@@ -63,7 +63,10 @@ class CountingS3:
     def make_bucket(self, name: str = BUCKET) -> None:
         import s3fs
 
-        s3fs.S3FileSystem(endpoint_url=self.env["AWS_ENDPOINT_URL"], key="testing", secret="testing").mkdir(name)
+        try:
+            s3fs.S3FileSystem(endpoint_url=self.env["AWS_ENDPOINT_URL"], key="testing", secret="testing").mkdir(name)
+        except FileExistsError:  # moto keeps its buckets per process: another server of this process made it
+            pass
 
     def snapshot(self) -> collections.Counter[str]:
         with self._lock:

@@ -1,8 +1,10 @@
 """Region writes of computed blocks into an open cube: values, then status, then the chunks' CRCs.
 
 In a sharded cube (format 4) one stored object holds many chunks, and zarr updates a shard by reading it,
-replacing the chunks written and storing it whole again. So there :class:`BlockWriter` keeps the blocks of a
-shard in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the shard once its planned cells are
+replacing the chunks written and storing it whole again; in an unsharded one, a chunk that several tasks fill
+is read, decoded and stored again by each of them (three times per chunk on the quickstart at 200 resamples:
+writes were 8% of the compute). So :class:`BlockWriter` keeps the blocks of a stored object (a shard, or in a
+cube of format 3 a chunk) in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the shard once its planned cells are
 all in (the sweep's tasks come in the order shards are laid out: :func:`ordercube.pipeline.cube.layout.shard_shape`),
 every ``FLUSH_SECONDS`` whatever is held, before anything reads the cube back through a writer or the
 :class:`ordercube.pipeline.cube.owner.Cube` or writes a block at once (:meth:`BlockWriter.write`, the adaptive
@@ -49,14 +51,16 @@ Position = tuple[int, ...]
 class BlockWriter:
     """The arrays of a cube open for writing, opened once per run (opening one reads its metadata file), and the
     region writes of computed blocks into them (:func:`write_block`). ``writer[name]`` is the array ``name``,
-    once every block held has been written. A sharded cube's blocks are held and written by shard (see the
-    module docstring); an unsharded cube's are written as they come."""
+    once every block held has been written. Blocks are held and written by stored object (see the module
+    docstring); a cube of format 1 or 2 (no manifest) has its blocks written as they come."""
 
     def __init__(self, group: zarr.Group) -> None:
         self.arrays = writable_arrays(group)
         self.group = group
         status = self.arrays["status"]
-        self.shard = object_shape(status) if status.shards is not None else None
+        # Blocks are held by stored object (a shard, or a chunk of an unsharded cube with a manifest: format 3 on),
+        # so that each object is written once its planned cells are in, not once per task that touches it.
+        self.shard = object_shape(status) if status.shards is not None or MANIFEST in self.arrays else None
         self.held: dict[Position, list[tuple[Chunk, BlockResult]]] = {}
         self.remaining: dict[Position, int] | None = None
         self.flushed_at = time.monotonic()
@@ -79,7 +83,7 @@ class BlockWriter:
             write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
 
     def hold(self, chunk: Chunk, result: BlockResult) -> None:
-        """Store one computed block (see :func:`write_block`); in a sharded cube, hold it until its shard is written."""
+        """Store one computed block (see :func:`write_block`): hold it until its stored object is written."""
         if self.shard is None:
             write_block(self.arrays, chunk, result)
             return
@@ -157,10 +161,10 @@ def _by_shard(chunk: Chunk, result: BlockResult, shard: tuple[int, ...]) -> list
 
 def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Sequence[tuple[Chunk, BlockResult]],
                 shard: tuple[int, ...]) -> None:
-    """Store the blocks ``pieces`` of the shard at grid ``position`` of a sharded cube: each variable they write as
-    one write of the shard's whole region (cells not in ``pieces`` read first and written back as they were),
-    values first, then the assignments of the pieces that have them, then status, the shard's manifest entries
-    forgotten before and recorded after (as :func:`write_block` does for a chunk)."""
+    """Store the blocks ``pieces`` of the stored object at grid ``position`` (a shard, or an unsharded cube's
+    chunk): each variable they write as one write of the object's whole region (cells not in ``pieces`` read first and written back as they were),
+    values first, then the assignments of the pieces that have them, then status, the object's manifest entries
+    (and the assignments') forgotten before and recorded after, as :func:`write_block` does."""
     status = arrays["status"]
     origin = [p * s for p, s in zip(position, shard)]
     region = tuple(slice(o, min(o + s, size)) for o, s, size in zip(origin, shard, status.shape))
@@ -172,14 +176,13 @@ def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Se
     assigned = [(chunk, result) for chunk, result in pieces
                 if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
     checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
+    if checked:
+        for chunk, _ in assigned:
+            stored_assignments.forget(arrays, chunk)
     for name in names:
         if name == "status":  # the assignments too are stored before the status marks them done
             for chunk, result in assigned:
-                if checked:
-                    stored_assignments.forget(arrays, chunk)
                 stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
-                if checked:
-                    stored_assignments.record(arrays, chunk)
         given = [(chunk, _field(result, name)) for chunk, result in pieces if _field(result, name) is not None]
         if not given:
             continue
@@ -200,6 +203,9 @@ def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Se
         stored.with_config({"write_empty_chunks": True})[box] = values
     if recorded:
         record_chunks(arrays, recorded, position)
+    if checked:
+        for chunk, _ in assigned:
+            stored_assignments.record(arrays, chunk)
 
 
 def _field(result: BlockResult, name: str) -> np.ndarray | None:
