@@ -12,11 +12,16 @@ SIGINT after ``--interrupt-after`` seconds and resumed by the same command; then
   and count the tasks (``make_plan``, ``Plan.task_count``), wall and CPU;
 - report: ``ordercube report CUBE``, wall, CPU and peak RSS (``os.wait4`` of the process).
 
-Then the driver's memory as a rule: MiB = a + b x cells, fitted on the sizes run (b in bytes per cell).
+Then the driver's memory as a rule: MiB = a + b x cells, fitted on the sizes run (b in bytes per cell), and the
+same per task (the tasks each size is cut into, planned as a new cube's run plans them): what the driver keeps per
+task run (the LocalCluster's scheduler and client live in it). ``--trials-per-chunk 1 --task-seconds 0.0003`` cuts cells into many
+tiny tasks, to measure that figure on a few thousand tasks (as in the last command below).
 
     python benchmarks/bench_ten_million.py benchmarks/ten_million_cells.yaml            # 10^5, 10^6, 10^7 cells
     python benchmarks/bench_ten_million.py benchmarks/ten_million_cells.yaml --quick    # 10^4 and 10^5 cells
     python benchmarks/bench_ten_million.py CONFIG --resamples 250 2500 --interrupt-after 60 --keep DIR
+    python benchmarks/bench_ten_million.py benchmarks/ten_million_cells.yaml --resamples 20 60 120 \
+        --trials-per-chunk 1 --task-seconds 0.0003      # 1,000, 3,000 and 6,000 tasks of 8 cells: memory per task
 """
 
 from __future__ import annotations
@@ -74,6 +79,14 @@ def resume_scan(config_path: Path, cube: Path, workers: int) -> dict:
                 -(-size // chunk) for size, chunk in zip(opened.coords.shape, opened.chunk_shape.values())]))}
 
 
+def planned_tasks(config_path: Path, workers: int) -> int:
+    """The tasks a new cube's run of this config is cut into on ``workers`` workers."""
+    from ordercube.pipeline.config.study import load_config
+    from ordercube.pipeline.run.sweep import preview_plan
+
+    return preview_plan(load_config(config_path)).task_count(workers)
+
+
 def one_size(raw: dict, resamples: int, folder: Path, *, workers: int, interrupt_after: float | None,
              timeout: float) -> dict:
     config = folder / f"sweep_{resamples}.yaml"
@@ -86,7 +99,7 @@ def one_size(raw: dict, resamples: int, folder: Path, *, workers: int, interrupt
         if (cube / "zarr.json").exists():  # else interrupted before the cube was made: the next run starts afresh
             runs.append({**resume_scan(config, cube, workers), "scan": True})
     runs.append(timed(["timeout", str(timeout), *run]))
-    row: dict = {"resamples": resamples, "runs": runs}
+    row: dict = {"resamples": resamples, "runs": runs, "tasks": planned_tasks(config, workers)}
     row["status"] = timed([*ORDERCUBE, "status", str(cube)])
     row["scan"] = resume_scan(config, cube, workers)
     row["report"] = timed([*ORDERCUBE, "report", str(cube), "--out", str(folder / f"report_{resamples}")])
@@ -104,7 +117,7 @@ def _driver_mib(out: str) -> float:
 
 
 def print_row(row: dict, cells: int) -> float:
-    print(f"\n== {cells:,} cells ({row['resamples']:,} resamples)")
+    print(f"\n== {cells:,} cells ({row['resamples']:,} resamples, {row['tasks']:,} tasks)")
     peak = float("nan")
     for run in row["runs"]:
         if run.get("scan"):
@@ -138,8 +151,15 @@ def main() -> None:
     parser.add_argument("--interrupt-after", type=float, help="SIGINT each run once after this many seconds, then resume")
     parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds a run may take (default 6 h)")
     parser.add_argument("--keep", type=Path, help="keep the cubes and reports in this folder")
+    parser.add_argument("--task-seconds", type=float, help="the config's execution: task_seconds (e.g. 0.01: many "
+                                                           "tiny tasks, for the driver's memory per task)")
+    parser.add_argument("--trials-per-chunk", type=int, help="the config's execution: trials_per_chunk (1 with "
+                                                                 "--task-seconds 0.0003: a task per chunk of 8 cells)")
     args = parser.parse_args()
     raw = yaml.safe_load(Path(args.config).read_text())
+    for key in ("task_seconds", "trials_per_chunk"):
+        if getattr(args, key) is not None:
+            raw["execution"] = {**(raw.get("execution") or {}), key: getattr(args, key)}
     full = int(raw["resamples"])
     sizes = args.resamples or ([full // 1000, full // 100] if args.quick else [full // 100, full // 10, full])
     per_trial = int(np.prod([len(raw["datasets"]), len(raw["n"]), len(raw["methods"]),
@@ -149,12 +169,13 @@ def main() -> None:
     folder_context = tempfile.TemporaryDirectory() if args.keep is None else None
     folder = args.keep or Path(folder_context.name)  # type: ignore[union-attr]
     folder.mkdir(parents=True, exist_ok=True)
-    cells, peaks = [], []
+    cells, peaks, tasks = [], [], []
     try:
         for resamples in sizes:
             row = one_size(raw, resamples, folder, workers=args.workers, interrupt_after=args.interrupt_after,
                            timeout=args.timeout)
             cells.append(per_trial * resamples)
+            tasks.append(row["tasks"])
             peaks.append(print_row(row, cells[-1]))
     finally:
         if folder_context is not None:
@@ -163,6 +184,9 @@ def main() -> None:
         slope, intercept = np.polyfit(np.array(cells, dtype=float), np.array(peaks), 1)
         print(f"\ndriver peak memory: {intercept:.0f} MiB + {slope * 2**20:.2f} bytes per cell "
               f"(fitted on {', '.join(f'{c:,}' for c in cells)} cells; load now {os.getloadavg()[0]:.1f})")
+        slope, intercept = np.polyfit(np.array(tasks, dtype=float), np.array(peaks), 1)
+        print(f"driver peak memory per task: {intercept:.0f} MiB + {slope * 1024:.1f} KiB per task "
+              f"(fitted on {', '.join(f'{t:,}' for t in tasks)} tasks)")
 
 
 if __name__ == "__main__":

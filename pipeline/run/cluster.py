@@ -47,6 +47,9 @@ SCHEDULER_FILE_GRACE = 2.0  # a scheduler writes its file non-atomically: a half
 # names, and nothing of a run is to be served to the network unless the user asks (--dashboard-address 0.0.0.0:P).
 # This default, when taken (a second run at once), moves to a free port; an address the user gave must be free.
 DEFAULT_DASHBOARD = "127.0.0.1:8787"
+#: Messages, events and transitions a LocalCluster's scheduler and client keep for debugging (Dask's
+#: ``distributed.admin.low-level-log-length``, 1000 by default): what bounds the driver's growth per task.
+LOW_LEVEL_LOG_LENGTH = 50
 
 
 class NoWorkers(Exception):
@@ -166,6 +169,13 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     # died", "Couldn't gather keys" when a worker dies) are silenced: what happens to a cell is in the cube.
     if dask.config.get("distributed.deploy.lost-worker-timeout") == "15s":
         settings["distributed.deploy.lost-worker-timeout"] = "1h"
+    # Every batched stream (client to scheduler, scheduler to each worker and to the client) keeps its last
+    # low-level-log-length batches of messages for debugging, each with the pickled task it carried: with
+    # Dask's 1000, a LocalCluster's scheduler and client in the driver grew by ~36 KB per task over the first
+    # thousand tasks or so (~30 MiB), and the scheduler's event and transition logs are as long. Kept shorter
+    # (a value the user set is kept); the dashboard's task stream has its own length and is untouched.
+    if dask.config.get("distributed.admin.low-level-log-length") == 1000:
+        settings["distributed.admin.low-level-log-length"] = LOW_LEVEL_LOG_LENGTH
     if preload(load_plugins()):
         settings["distributed.worker.preload"] = preload(load_plugins())
     with dask.config.set(settings), ExitStack() as stack:
