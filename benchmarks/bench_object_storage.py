@@ -194,7 +194,8 @@ def sweep(s3: CountingS3, folder: Path, quick: bool, workers: str) -> None:
     rule = object_count(shape, (1, 1, 1, 10, raw["execution"]["trials_per_chunk"]), 1)
     print(f"\n2. a sweep onto S3: {cells:,} cells ({' x '.join(map(str, shape))}), {tasks} tasks, {wall:.1f} s wall "
           f"(--workers {workers})")
-    print(f"   objects stored: {len(stored)}; the rule: {sum(rule.values())} = " + " + ".join(f"{v} {k}" for k, v in rule.items()))
+    terms = " + ".join(f"{v} {k}" for k, v in rule.items())
+    print(f"   objects stored: {len(stored)}; the rule: {sum(rule.values())} = {terms}")
     total = sum(requests.values())
     print(f"   requests: {total} (" + ", ".join(f"{m} {n}" for m, n in requests.items()) + f"); "
           f"{total / max(tasks, 1):.2f} per task, {total / cells * 1e3:.3f} per 1,000 cells")

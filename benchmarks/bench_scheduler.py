@@ -235,7 +235,8 @@ def one_sweep(scheduler_file: Path, tasks: int, folder: Path) -> dict:
         seen = client.sync(client.scheduler.ordercube_bench_stats)
     shutil.rmtree(out, ignore_errors=True)
     return {"driver_cpu": cpu, "wall": wall, "writer_wall": writer.wall, "writer_cpu": writer.cpu,
-            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "puts": puts.data, "reads": puts.reads, "metadata_puts": puts.metadata,
+            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "puts": puts.data,
+            "reads": puts.reads, "metadata_puts": puts.metadata,
             "scheduler_idle_cpu_per_s": idle, **seen}
 
 
@@ -329,7 +330,8 @@ def line(row: dict) -> str:
             f"({net_of_idle(row)}), idle "
             f"{row['scheduler_idle_cpu_per_worker_ms_per_s']:.2f} ms/s per worker; driver "
             f"{row['driver_cpu_ms_per_task']:.2f} ms CPU/task (slope; {row['driver_cpu_ms_per_task_whole']:.2f} whole), "
-            f"writing {row['writer_wall_ms_per_task']:.2f} ms wall ({row['writer_cpu_ms_per_task']:.2f} ms process CPU meanwhile), "
+            f"writing {row['writer_wall_ms_per_task']:.2f} ms wall "
+            f"({row['writer_cpu_ms_per_task']:.2f} ms process CPU meanwhile), "
             f"peak RSS {row['driver_peak_mib']:.0f} MiB; "
             f"compute {row['compute_ms_per_task']:.2f} ms/task; result {row['result_bytes_per_task']:.0f} B/task "
             f"(scheduler's estimate); store: {row['puts_per_task']:.1f} puts/task, {row['reads_per_task']:.1f} reads/task")

@@ -174,7 +174,8 @@ class Cube:
         return np.asarray(array(self.group, name)[:])
 
     def write_baseline(self, values: np.ndarray) -> None:
-        """Store the random-labelling baseline (shape ``(n, k)``), estimated by :func:`ordercube.pipeline.run.sweep.fill_baseline`."""
+        """Store the random-labelling baseline (shape ``(n, k)``), estimated by
+        :func:`ordercube.pipeline.run.sweep.fill_baseline`."""
         array(self.group, BASELINE)[:] = values
 
     def writer(self) -> BlockWriter:

@@ -4,15 +4,16 @@ In a sharded cube (format 4) one stored object holds many chunks, and zarr updat
 replacing the chunks written and storing it whole again; in an unsharded one, a chunk that several tasks fill
 is read, decoded and stored again by each of them (three times per chunk on the quickstart at 200 resamples:
 writes were 8% of the compute). So :class:`BlockWriter` keeps the blocks of a stored object (a shard, or in a
-cube of format 3 a chunk) in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the shard once its planned cells are
-all in (the sweep's tasks come in the order shards are laid out: :func:`ordercube.pipeline.cube.layout.shard_shape`),
-every ``FLUSH_SECONDS`` whatever is held, before anything reads the cube back through a writer or the
-:class:`ordercube.pipeline.cube.owner.Cube` or writes a block at once (:meth:`BlockWriter.write`, the adaptive
-rounds' skipped cells: so writes land in the order they were made), and when the run lets go of the cube's lock
-(finished, interrupted or failed: :mod:`ordercube.pipeline.cube.lock`).
-A shard is written values first and status last, each variable as one write of the shard's whole region (its
-cells not held are read first and written back unchanged), so a crash at any point leaves every cell either
-done with its values or pending; what was held and not written is computed again by the next run, bit for bit.
+cube of format 3 a chunk) in memory (:meth:`BlockWriter.hold`, the executors' path) and writes the object once
+its planned cells are all in (the sweep's tasks come in the order shards are laid out:
+:func:`ordercube.pipeline.cube.layout.shard_shape`), every ``FLUSH_SECONDS`` whatever is held, before anything
+reads the cube back through a writer or the :class:`ordercube.pipeline.cube.owner.Cube` or writes a block at
+once (:meth:`BlockWriter.write`, the adaptive rounds' skipped cells: so writes land in the order they were
+made), and when the run lets go of the cube's lock (finished, interrupted or failed:
+:mod:`ordercube.pipeline.cube.lock`). An object is written values first and status last, each variable as one
+write of its whole region (its cells not held are read first and written back unchanged), so a crash at any
+point leaves every cell either done with its values or pending; what was held and not written is computed
+again by the next run, bit for bit.
 
 The implementation of :meth:`ordercube.pipeline.cube.owner.Cube.writer`; other modules go through the Cube.
 """
@@ -162,9 +163,10 @@ def _by_shard(chunk: Chunk, result: BlockResult, shard: tuple[int, ...]) -> list
 def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Sequence[tuple[Chunk, BlockResult]],
                 shard: tuple[int, ...]) -> None:
     """Store the blocks ``pieces`` of the stored object at grid ``position`` (a shard, or an unsharded cube's
-    chunk): each variable they write as one write of the object's whole region (cells not in ``pieces`` read first and written back as they were),
-    values first, then the assignments of the pieces that have them, then status, the object's manifest entries
-    (and the assignments') forgotten before and recorded after, as :func:`write_block` does."""
+    chunk): each variable they write as one write of the object's whole region (cells not in ``pieces`` read
+    first and written back as they were), values first, then the assignments of the pieces that have them, then
+    status, the object's manifest entries (and the assignments') forgotten before and recorded after, as
+    :func:`write_block` does."""
     status = arrays["status"]
     origin = [p * s for p, s in zip(position, shard)]
     region = tuple(slice(o, min(o + s, size)) for o, s, size in zip(origin, shard, status.shape))
