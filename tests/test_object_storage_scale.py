@@ -75,4 +75,7 @@ def test_a_sweep_onto_s3_stores_the_rules_objects_in_fewer_writes_than_chunks(s3
                    env={**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)])})
     for name, value in s3.env.items():
         monkeypatch.setenv(name, value)
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # one made by another module's test may point at its stopped server
     assert_same_cells(f"s3://{prefix}", local)

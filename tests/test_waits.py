@@ -348,7 +348,9 @@ def test_a_full_disk_while_writing_the_cube_exits_4_and_the_resume_equals_an_und
         resource.setrlimit(resource.RLIMIT_FSIZE, (24576, 24576))
 
     # The driver writes the cube wherever the cells are computed: the full disk is met in this process's place.
-    full = Run(str(path), "--out", str(cube), "--workers", "0", env=_env(**PLUGINS), preexec_fn=limited)
+    # Blocks written as they come (not held until the chunk is complete): the chunk grows across writes.
+    full = Run(str(path), "--out", str(cube), "--workers", "0", env=_env(**PLUGINS, ORDERCUBE_FLUSH_SECONDS="0"),
+               preexec_fn=limited)
     run_here(path, tmp_path / "u.zarr", env=PLUGINS)
     assert full.finish(timeout=120) == 4, (full.stdout, full.stderr)
     assert len(full.stderr) == 2, full.stderr

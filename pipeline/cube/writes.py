@@ -21,6 +21,7 @@ The implementation of :meth:`ordercube.pipeline.cube.owner.Cube.writer`; other m
 from __future__ import annotations
 
 import json
+import os
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,8 +35,9 @@ from ordercube.pipeline.cube.grid import Chunk, planned_mask
 from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chunks
 from ordercube.tasks.cell import BlockResult, Status
 
-#: The longest a computed block of a sharded cube waits in memory before it is written (a kill -9 loses at most
-#: this much work, which the next run computes again).
+#: The longest a computed block waits in memory before it is written (a kill -9 loses at most this much work, which
+#: the next run computes again); ``ORDERCUBE_FLUSH_SECONDS`` sets another for the runs of a process (0: every block
+#: written as it comes, the pieces of a chunk one by one, as its tests of partial writes need).
 FLUSH_SECONDS = 10.0
 _OPEN: weakref.WeakSet[BlockWriter] = weakref.WeakSet()
 
@@ -65,6 +67,7 @@ class BlockWriter:
         self.held: dict[Position, list[tuple[Chunk, BlockResult]]] = {}
         self.remaining: dict[Position, int] | None = None
         self.flushed_at = time.monotonic()
+        self.flush_seconds = float(os.environ.get("ORDERCUBE_FLUSH_SECONDS") or FLUSH_SECONDS)
         self.objects_written = 0  # shard writes of all variables (for the benchmarks' request counts)
         if self.shard is not None:
             _OPEN.add(self)
@@ -95,7 +98,7 @@ class BlockWriter:
             remaining[position] = remaining.get(position, 0) - piece[0].cells
             if remaining[position] <= 0:
                 self._flush_shard(position)
-        if time.monotonic() - self.flushed_at > FLUSH_SECONDS:
+        if time.monotonic() - self.flushed_at >= self.flush_seconds:
             self.flush()
 
     def write_merged(self, blocks: Iterable[tuple[Chunk, BlockResult]]) -> Iterator[tuple[Chunk, BlockResult]]:
