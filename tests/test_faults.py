@@ -25,17 +25,15 @@ import zarr
 from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
 from test_engine import assert_same_cells, run_here, run_ok
 
-# Long enough to be disturbed mid-way (about 4 s of kernels on two local workers), short enough for ~60 s tests.
+# Long enough to be disturbed mid-way (about 4 s of kernels on two local workers), short enough for ~60 s tests;
+# 160 chunks a variable, so the cube is not sharded and each chunk lands on disk when its task's result does.
 SWEEP = small_config(n=[200, 400], k=[2, 3, 4, 5, 6], resamples=160,
-                     execution={"trials_per_chunk": 2, "task_seconds": 0.01})
+                     execution={"trials_per_chunk": 4, "task_seconds": 0.01})
 TOTAL = 2 * 2 * 1 * 5 * 160
 
 
 def _env(**extra: str) -> dict[str, str]:
-    # SWEEP's 320 chunks a variable make a sharded cube, whose driver holds a shard until its cells are all in
-    # (or 10 s): one chunk a shard keeps the writes, and the progress these tests watch for, chunk by chunk.
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)]), "ORDERCUBE_SHARD_CELLS": "10",
-            **extra}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(STUBS), str(REPO)]), **extra}
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +161,7 @@ def test_kill_9_of_a_worker_mid_sweep_ends_with_the_undisturbed_cube(tmp_path, s
     scheduler shows a task on the worker: on a loaded machine short tasks leave a worker idle (waiting for
     the driver) so often that the kill could miss every task."""
     _, undisturbed = sweep
-    config = write_config(tmp_path / "sweep.yaml", **{**SWEEP, "execution": {"trials_per_chunk": 2, "task_seconds": 0.2}})
+    config = write_config(tmp_path / "sweep.yaml", **{**SWEEP, "execution": {"trials_per_chunk": 4, "task_seconds": 0.2}})
     cube = tmp_path / "cube.zarr"
     with _dask_processes(tmp_path / "cluster", DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=str(allowed_failures)) \
             as (_, _, scheduler_file):

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import zarr
 
+from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.cube import assignments as stored_assignments
 from ordercube.pipeline.cube.layout import array, stored_coords
 from ordercube.pipeline.cube.grid import Chunk, planned_mask
@@ -80,16 +81,19 @@ class BlockWriter:
         """Store one block now (see :func:`write_block`), after every block the run's writers hold, so that the
         writes land in the order they were made (the adaptive rounds rewrite cells as skipped this way)."""
         if self.shard is None:
-            write_block(self.arrays, chunk, result)
+            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+                write_block(self.arrays, chunk, result)
             return
         flush_open_writers()
         for piece in _by_shard(chunk, result, self.shard):
-            write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
+            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+                write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
 
     def hold(self, chunk: Chunk, result: BlockResult) -> None:
         """Store one computed block (see :func:`write_block`): hold it until its stored object is written."""
         if self.shard is None:
-            write_block(self.arrays, chunk, result)
+            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+                write_block(self.arrays, chunk, result)
             return
         for piece in _by_shard(chunk, result, self.shard):
             position = _shard_of(piece[0], self.shard)
@@ -129,7 +133,8 @@ class BlockWriter:
     def _flush_shard(self, position: Position) -> None:
         pieces = self.held.pop(position, [])
         if pieces:
-            write_shard(self.arrays, position, pieces, self.shard)  # type: ignore[arg-type]
+            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+                write_shard(self.arrays, position, pieces, self.shard)  # type: ignore[arg-type]
             self.objects_written += 1
 
 

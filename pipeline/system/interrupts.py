@@ -9,15 +9,32 @@ once in CI). The CLI's handler also records the request, and the executors look 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 REQUESTED = threading.Event()
+_deferring = 0  # writes under way that a signal must not cut (the handler runs in the main thread)
 
 
 def on_signal(signum: int, frame: FrameType | None) -> None:
-    """The CLI's handler for SIGINT and SIGTERM: record the request, then interrupt the running code."""
+    """The CLI's handler for SIGINT and SIGTERM: record the request, then interrupt the running code (inside
+    :func:`deferred`, only record it: the executors stop at their next :func:`check`)."""
     REQUESTED.set()
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A block of writes that a Ctrl-C or SIGTERM lets finish: a KeyboardInterrupt raised inside zarr's event-loop
+    bridge left coroutines never awaited (printed as warnings at exit) and a write half done."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
 
 
 def check() -> None:
