@@ -66,6 +66,12 @@ def test_import_ordercube_loads_no_heavy_library():
     assert result.stdout.strip() == "[]"
 
 
+def _spans_of_cells(dask_scheduler) -> list[str]:
+    """The names of the scheduler's spans that hold a sweep's tasks (their prefix is ``execute_task``)."""
+    return [" ".join(s.name) for s in dask_scheduler.extensions["spans"].spans.values()
+            if any(tg.prefix.name == "execute_task" for tg in s.traverse_groups())]
+
+
 def test_sweep_on_a_callers_local_cluster_equals_the_cli_and_leaves_the_cluster_open(tmp_path, cli_cube, client):
     out = tmp_path / "api.zarr"
     cube = ordercube.sweep(small_config(), client=client, out=out)
@@ -74,6 +80,8 @@ def test_sweep_on_a_callers_local_cluster_equals_the_cli_and_leaves_the_cluster_
                                    "skipped": 0}
     assert_same_cells(out, cli_cube)
     assert_still_usable(client)
+    assert client.run_on_scheduler(_spans_of_cells) == ["ordercube sweep"], \
+        "the sweep's tasks are not held by one span of their own on the caller's scheduler (the dashboard's name for it)"
     chosen = ordercube.select_k(cube)
     expected = reduce_select_k(criterion_scores(ordercube.open_cube(cli_cube)))
     xr.testing.assert_identical(chosen, expected)

@@ -13,7 +13,7 @@ from asyncio import CancelledError
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from distributed import Client, as_completed
+from distributed import Client, as_completed, span
 from distributed.client import FutureCancelledError
 from distributed.comm.core import CommClosedError
 
@@ -96,7 +96,10 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
     # Without retries on the scheduler (allowed-failures 0), a cell queued on a worker when another cell
     # killed it fails with it: then a cell gets a second run of its own before it is called crashed.
     second_chance = client.run_on_scheduler(_allowed_failures) == 0
-    with SweepProgress(feed.total, enabled=show_progress) as progress:
+    # One span holds the whole sweep: the scheduler keeps every span and the task groups it saw for as long as
+    # it lives (dask/distributed#7977), and without one it opens a new default span each time the window
+    # drains (between adaptive rounds), a span and a task group more per drain (3.9 KB measured in the driver of a LocalCluster).
+    with span("ordercube sweep"), SweepProgress(feed.total, enabled=show_progress) as progress:
         tally = Tally(progress)
         try:
             for _ in range(window):
