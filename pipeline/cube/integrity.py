@@ -362,17 +362,27 @@ def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], positi
     """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now;
     with ``forget``, mark them not recorded (before they are rewritten: a crash in between then leaves
     entries that accept the chunk, which the next run records, not a mismatch that discards done cells)."""
+    record_objects(arrays, [(name, position) for name in names], forget=forget)
+
+
+def record_objects(arrays: Mapping[str, zarr.Array], entries: Sequence[tuple[str, tuple[int, ...]]], *,
+                   forget: bool = False) -> None:
+    """:func:`record_chunks` for many (variable, grid position) ``entries`` at once: their stored objects read
+    concurrently, the manifest written once (entries of variables it has no row for are left out)."""
     manifest = arrays[MANIFEST]
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
-    names = [name for name in names if name in rows]
-    keys = [chunk_key(arrays[name].path, position) for name in names]
+    entries = [(name, position) for name, position in entries if name in rows]
+    if not entries:
+        return
+    keys = [chunk_key(arrays[name].path, position) for name, position in entries]
     if forget:
-        values = np.zeros(len(names), dtype=np.uint64)
-    elif names and is_sharded(arrays[names[0]]):
+        values = np.zeros(len(entries), dtype=np.uint64)
+    elif is_sharded(arrays[entries[0][0]]):
         values = np.array([object_crc(data) for data in _objects(manifest.store, keys)], dtype=np.uint64)
     else:
         values = np.array([_as_recorded(s) for s in _suffixes(manifest.store, keys)], dtype=np.uint64)
-    manifest.set_orthogonal_selection(([rows.index(name) for name in names], *(int(i) for i in position)), values)
+    at = np.array([(rows.index(name), *position) for name, position in entries], dtype=np.int64)
+    manifest.set_coordinate_selection(tuple(at.T), values)
 
 
 def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:

@@ -20,6 +20,7 @@ The implementation of :meth:`ordercube.pipeline.cube.owner.Cube.writer`; other m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -28,12 +29,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import zarr
+from zarr.core.sync import sync
 
 from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.cube import assignments as stored_assignments
 from ordercube.pipeline.cube.layout import array, stored_coords
 from ordercube.pipeline.cube.grid import Chunk, planned_mask
-from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chunks
+from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chunks, record_objects
 from ordercube.tasks.cell import BlockResult, Status
 
 #: The longest a computed block waits in memory before it is written (a kill -9 loses at most this much work, which
@@ -67,6 +69,7 @@ class BlockWriter:
         self.shard = object_shape(status) if status.shards is not None or MANIFEST in self.arrays else None
         self.held: dict[Position, list[tuple[Chunk, BlockResult]]] = {}
         self.remaining: dict[Position, int] | None = None
+        self.complete: list[Position] = []  # held objects whose planned cells are all in, written next
         self.flushed_at = time.monotonic()
         self.flush_seconds = float(os.environ.get("ORDERCUBE_FLUSH_SECONDS") or FLUSH_SECONDS)
         self.objects_written = 0  # shard writes of all variables (for the benchmarks' request counts)
@@ -85,12 +88,30 @@ class BlockWriter:
                 write_block(self.arrays, chunk, result)
             return
         flush_open_writers()
-        for piece in _by_shard(chunk, result, self.shard):
-            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
-                write_shard(self.arrays, _shard_of(piece[0], self.shard), [piece], self.shard)
+        with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+            write_objects(self.arrays, [(_shard_of(piece[0], self.shard), [piece])
+                                        for piece in _by_shard(chunk, result, self.shard)], self.shard)
 
     def hold(self, chunk: Chunk, result: BlockResult) -> None:
         """Store one computed block (see :func:`write_block`): hold it until its stored object is written."""
+        self._hold(chunk, result)
+        self._write_complete()
+
+    def write_merged(self, blocks: Iterable[tuple[Chunk, BlockResult]]) -> Iterator[tuple[Chunk, BlockResult]]:
+        """Store ``blocks``, pieces of the same storage chunk joined first (:func:`merge_blocks`: at small n the
+        writes set the pace); yields each block once it is stored (in a sharded cube: held for its shard). The
+        objects the blocks complete are written together once the last block is yielded."""
+        for chunk, result in merge_blocks(list(blocks)):
+            self._hold(chunk, result)
+            yield chunk, result
+        self._write_complete()
+
+    def flush(self) -> None:
+        """Write every stored object holding blocks (all in one :func:`write_objects`)."""
+        self._write(list(self.held))
+        self.flushed_at = time.monotonic()
+
+    def _hold(self, chunk: Chunk, result: BlockResult) -> None:
         if self.shard is None:
             with interrupts.deferred():  # a signal lets the write finish; the executor stops after
                 write_block(self.arrays, chunk, result)
@@ -101,22 +122,22 @@ class BlockWriter:
             remaining = self._remaining()
             remaining[position] = remaining.get(position, 0) - piece[0].cells
             if remaining[position] <= 0:
-                self._flush_shard(position)
+                self.complete.append(position)
+
+    def _write_complete(self) -> None:
+        """Write the objects whose planned cells are all in, or everything held once ``flush_seconds`` passed."""
         if time.monotonic() - self.flushed_at >= self.flush_seconds:
             self.flush()
+        else:
+            self._write(self.complete)
+        self.complete = []
 
-    def write_merged(self, blocks: Iterable[tuple[Chunk, BlockResult]]) -> Iterator[tuple[Chunk, BlockResult]]:
-        """Store ``blocks``, pieces of the same storage chunk joined first (:func:`merge_blocks`: at small n the
-        writes set the pace); yields each block once it is stored (in a sharded cube: held for its shard)."""
-        for chunk, result in merge_blocks(list(blocks)):
-            self.hold(chunk, result)
-            yield chunk, result
-
-    def flush(self) -> None:
-        """Write every shard holding blocks."""
-        for position in list(self.held):
-            self._flush_shard(position)
-        self.flushed_at = time.monotonic()
+    def _write(self, positions: Sequence[Position]) -> None:
+        batch = [(position, self.held.pop(position)) for position in dict.fromkeys(positions) if position in self.held]
+        if batch:
+            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
+                write_objects(self.arrays, batch, self.shard)  # type: ignore[arg-type]
+            self.objects_written += len(batch)
 
     def _remaining(self) -> dict[Position, int]:
         """Per shard, its planned cells still pending when the writer was opened (counted down as blocks come)."""
@@ -130,12 +151,6 @@ class BlockWriter:
             self.remaining = {tuple(int(i) for i in at): int(counts[at]) for at in zip(*np.nonzero(counts))}
         return self.remaining
 
-    def _flush_shard(self, position: Position) -> None:
-        pieces = self.held.pop(position, [])
-        if pieces:
-            with interrupts.deferred():  # a signal lets the write finish; the executor stops after
-                write_shard(self.arrays, position, pieces, self.shard)  # type: ignore[arg-type]
-            self.objects_written += 1
 
 
 def _per_object(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -168,31 +183,52 @@ def _by_shard(chunk: Chunk, result: BlockResult, shard: tuple[int, ...]) -> list
     return pieces
 
 
-def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Sequence[tuple[Chunk, BlockResult]],
-                shard: tuple[int, ...]) -> None:
-    """Store the blocks ``pieces`` of the stored object at grid ``position`` (a shard, or an unsharded cube's
-    chunk): each variable they write as one write of the object's whole region (cells not in ``pieces`` read
-    first and written back as they were), values first, then the assignments of the pieces that have them, then
-    status, the object's manifest entries (and the assignments') forgotten before and recorded after, as
-    :func:`write_block` does."""
+def write_objects(arrays: Mapping[str, zarr.Array], batch: Sequence[tuple[Position, Sequence[tuple[Chunk, BlockResult]]]],
+                  shard: tuple[int, ...]) -> None:
+    """Store the blocks of several stored objects (a shard, or an unsharded cube's chunk): ``batch`` holds
+    each object's grid position and its pieces. Each variable of an object is one write of the smallest box of
+    the object holding its pieces (cells of the box not in the pieces read first and written back as they
+    were). In the order :func:`write_block` keeps: the objects' manifest entries (and their assignments')
+    forgotten, then every object's values and reasons, then assignments, then every object's status, then the
+    manifest entries recorded. The writes of one step go to distinct objects, so they are made concurrently:
+    one round trip to the store's event loop per step, not one per object and variable."""
+    rows = list(arrays[MANIFEST].attrs["variables"]) if MANIFEST in arrays else []  # type: ignore[arg-type]
+    writes = [(position, _object_writes(arrays, position, pieces, shard)) for position, pieces in batch]
+    recorded = [(name, position) for position, planned in writes for name in planned if name in rows]
+    assigned = [(chunk, result) for _, pieces in batch for chunk, result in pieces
+                if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
+    checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
+    if recorded:
+        record_objects(arrays, recorded, forget=True)
+    if checked:
+        for chunk, _ in assigned:
+            stored_assignments.forget(arrays, chunk)
+    _store_all([write for _, planned in writes for name, write in planned.items() if name != "status"])
+    for chunk, result in assigned:  # the assignments too are stored before the status marks them done
+        stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
+    _store_all([planned["status"] for _, planned in writes if "status" in planned])
+    if recorded:
+        record_objects(arrays, recorded)
+    if checked:
+        for chunk, _ in assigned:
+            stored_assignments.record(arrays, chunk)
+
+
+Write = tuple[zarr.Array, tuple[slice, ...], np.ndarray]
+#: Object writes in flight at once (a flush may hold thousands: the open files and connections stay bounded).
+CONCURRENT_WRITES = 64
+
+
+def _object_writes(arrays: Mapping[str, zarr.Array], position: Position, pieces: Sequence[tuple[Chunk, BlockResult]],
+                   shard: tuple[int, ...]) -> dict[str, Write]:
+    """By variable, the write of the stored object at ``position`` that stores ``pieces``: the array, the box
+    and its values (the box's cells not in the pieces as stored now)."""
     status = arrays["status"]
     origin = [p * s for p, s in zip(position, shard)]
     region = tuple(slice(o, min(o + s, size)) for o, s, size in zip(origin, shard, status.shape))
     names = [*dict.fromkeys(name for _, result in pieces for name in result.values), "reason", "seconds", "status"]
-    rows = list(arrays[MANIFEST].attrs["variables"]) if MANIFEST in arrays else []  # type: ignore[arg-type]
-    recorded = [name for name in names if name in rows]
-    if recorded:
-        record_chunks(arrays, recorded, position, forget=True)
-    assigned = [(chunk, result) for chunk, result in pieces
-                if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
-    checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
-    if checked:
-        for chunk, _ in assigned:
-            stored_assignments.forget(arrays, chunk)
+    planned: dict[str, Write] = {}
     for name in names:
-        if name == "status":  # the assignments too are stored before the status marks them done
-            for chunk, result in assigned:
-                stored_assignments.write(arrays, chunk, result.assignments)  # type: ignore[arg-type]
         given = [(chunk, _field(result, name)) for chunk, result in pieces if _field(result, name) is not None]
         if not given:
             continue
@@ -210,12 +246,25 @@ def write_shard(arrays: Mapping[str, zarr.Array], position: Position, pieces: Se
         for chunk, block in given:
             at = np.ix_(*_local(chunk, [o + lo for o, lo in zip(origin, low)]))
             values[at] = np.asarray(block).reshape(values[at].shape)
-        stored.with_config({"write_empty_chunks": True})[box] = values
-    if recorded:
-        record_chunks(arrays, recorded, position)
-    if checked:
-        for chunk, _ in assigned:
-            stored_assignments.record(arrays, chunk)
+        planned[name] = (stored.with_config({"write_empty_chunks": True}), box, values)
+    return planned
+
+
+def _store_all(planned: Sequence[Write]) -> None:
+    """Make the writes ``planned`` (each to its own stored objects) concurrently, in one call of the store's loop."""
+    if not planned:
+        return
+
+    async def store() -> None:
+        slots = asyncio.Semaphore(CONCURRENT_WRITES)
+
+        async def one(stored: zarr.Array, box: tuple[slice, ...], values: np.ndarray) -> None:
+            async with slots:
+                await stored.async_array.setitem(box, values)
+
+        await asyncio.gather(*(one(*write) for write in planned))
+
+    sync(store())
 
 
 def _field(result: BlockResult, name: str) -> np.ndarray | None:

@@ -78,4 +78,4 @@ if DRIVER and (KILL_AT or COUNT_FILE):
     from ordercube.pipeline.cube import writes  # the stored blocks: a chunk's, or a held shard's, writes
 
     writes.write_block = _phase("write", writes.write_block)
-    writes.write_shard = _phase("write", writes.write_shard)
+    writes.write_objects = _phase("write", writes.write_objects)
