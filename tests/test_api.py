@@ -384,7 +384,7 @@ def test_select_k_of_xarrays_open_zarr_in_a_fresh_process(small_cube):
     assert result.stdout.strip() == f"{expected['lange'].values.ravel().tolist()} [3, 3]"
 
 
-# ---- needs in-memory datasets in ordercube.pipeline.config.study.parse_config (branch data-in): entries {"name", "data", "labels"}
+# ---- in-memory datasets: config entries {"name", "data", "labels"} (ordercube.pipeline.config.study.parse_config)
 
 
 def _blobs(seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

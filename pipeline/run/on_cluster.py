@@ -21,8 +21,8 @@ from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.run.cluster import NoWorkers, WorkerWatch
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
-from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, killed_worker, \
-    synthetic_sources
+from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, \
+    killed_worker, synthetic_sources
 from ordercube.pipeline.run.graph import Task, execute_task, isolate
 from ordercube.pipeline.cube.grid import Chunk
 from ordercube.pipeline.run.progress import SweepProgress
