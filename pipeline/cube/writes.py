@@ -39,8 +39,9 @@ from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chu
 from ordercube.tasks.cell import BlockResult, Status
 
 #: The longest a computed block waits in memory before it is written (a kill -9 loses at most this much work, which
-#: the next run computes again); ``ORDERCUBE_FLUSH_SECONDS`` sets another for the runs of a process (0: every block
-#: written as it comes, the pieces of a chunk one by one, as its tests of partial writes need).
+#: the next run computes again); ``ORDERCUBE_FLUSH_SECONDS`` sets another for the runs of a process (0: every batch
+#: of results written as it comes, so a chunk filled by several batches is written once per batch, as its tests of
+#: partial writes need).
 FLUSH_SECONDS = 10.0
 _OPEN: weakref.WeakSet[BlockWriter] = weakref.WeakSet()
 
