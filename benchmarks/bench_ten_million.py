@@ -14,8 +14,8 @@ SIGINT after ``--interrupt-after`` seconds and resumed by the same command; then
 
 Then the driver's memory as a rule: MiB = a + b x cells, fitted on the sizes run (b in bytes per cell), and the
 same per task (the tasks each size is cut into, planned as a new cube's run plans them): what the driver keeps per
-task run (the LocalCluster's scheduler and client live in it). ``--trials-per-chunk 1 --task-seconds 0.0003`` cuts cells into many
-tiny tasks, to measure that figure on a few thousand tasks (as in the last command below).
+task run (the LocalCluster's scheduler and client live in it). ``--trials-per-chunk 1 --task-seconds 0.0003``
+cuts cells into many tiny tasks, to measure that figure on a few thousand tasks (as in the last command below).
 
     python benchmarks/bench_ten_million.py benchmarks/ten_million_cells.yaml            # 10^5, 10^6, 10^7 cells
     python benchmarks/bench_ten_million.py benchmarks/ten_million_cells.yaml --quick    # 10^4 and 10^5 cells

@@ -24,8 +24,6 @@ from distributed import as_completed, span
 from ordercube.pipeline.run.cluster import LOW_LEVEL_LOG_LENGTH, connect
 
 PAYLOAD = 20_000  # bytes carried by each task (a Task with its chunks and sources is a few KB)
-
-
 WINDOW = 4  # tasks in flight, as a sweep on one single-threaded worker keeps them
 
 
@@ -45,7 +43,7 @@ def _run(client, tasks: int) -> None:
                 sent += 1
 
 
-def _payloads_held() -> tracemalloc.Snapshot:
+def _held_after_collection() -> tracemalloc.Snapshot:
     """What the driver holds after a full collection, as blocks with where they were allocated."""
     gc.collect()
     return tracemalloc.take_snapshot()
@@ -76,9 +74,9 @@ def test_the_driver_holds_no_more_payloads_after_twice_as_many_tasks(client):
     tracemalloc.start(1)
     try:
         _run(client, tasks)
-        after_n = _payloads_held()
+        after_n = _held_after_collection()
         _run(client, tasks)
-        after_2n = _payloads_held()
+        after_2n = _held_after_collection()
     finally:
         tracemalloc.stop()
     more = _payload_blocks(after_2n) - _payload_blocks(after_n)

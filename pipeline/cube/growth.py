@@ -32,7 +32,7 @@ from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, merge_coords
 from ordercube.pipeline.cube.integrity import (
     CHECKSUMMED, COMPRESSORS, DESCRIBED, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, grow_manifest, growth_record, manifest_rows,
-    is_sharded, object_shape, record_chunks,
+    is_sharded, object_shape, record_objects,
 )
 from ordercube.pipeline.files.location import Location, location
 
@@ -91,8 +91,8 @@ def _clear_edge(stored: zarr.Array, axis: int, old_size: int, new_size: int, gro
         edge = _recorded_edge(group, stored, axis, old_size // chunk)
         stored.with_config({"write_empty_chunks": True})[tuple(region)] = stored.fill_value
         name = stored.name.lstrip("/").split("/")[-1]
-        for position in edge:  # the shards rewritten hold the same done cells: their new bytes recorded
-            record_chunks({name: stored, MANIFEST: array(group, MANIFEST)}, [name], position)
+        if edge:  # the shards rewritten hold the same done cells: their new bytes recorded
+            record_objects({name: stored, MANIFEST: array(group, MANIFEST)}, [(name, position) for position in edge])
 
 
 def _recorded_edge(group: zarr.Group, stored: zarr.Array, axis: int, index: int) -> list[tuple[int, ...]]:
@@ -111,9 +111,7 @@ def _recorded_edge(group: zarr.Group, stored: zarr.Array, axis: int, index: int)
     region[axis] = slice(index, index + 1)
     entries = np.asarray(manifest[(rows.index(name), *region)])
     positions = [tuple(int(i) + (index if a == axis else 0) for a, i in enumerate(at)) for at in zip(*np.nonzero(entries))]
-    arrays = {name: stored, MANIFEST: manifest}
-    for position in positions:
-        record_chunks(arrays, [name], position, forget=True)
+    record_objects({name: stored, MANIFEST: manifest}, [(name, position) for position in positions], forget=True)
     return positions
 
 

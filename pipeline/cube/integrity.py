@@ -357,18 +357,13 @@ def _as_recorded(suffix: bytes | None) -> np.uint64:
     return np.uint64(0) if suffix is None else RECORDED | np.uint64(int.from_bytes(suffix, "little"))
 
 
-def record_chunks(arrays: Mapping[str, zarr.Array], names: Iterable[str], position: tuple[int, ...], *,
-                  forget: bool = False) -> None:
-    """Record in ``arrays[MANIFEST]`` the CRCs of the chunks of ``names`` at grid ``position``, as stored now;
-    with ``forget``, mark them not recorded (before they are rewritten: a crash in between then leaves
-    entries that accept the chunk, which the next run records, not a mismatch that discards done cells)."""
-    record_objects(arrays, [(name, position) for name in names], forget=forget)
-
-
 def record_objects(arrays: Mapping[str, zarr.Array], entries: Sequence[tuple[str, tuple[int, ...]]], *,
                    forget: bool = False) -> None:
-    """:func:`record_chunks` for many (variable, grid position) ``entries`` at once: their stored objects read
-    concurrently, the manifest written once (entries of variables it has no row for are left out)."""
+    """Record in ``arrays[MANIFEST]`` the CRCs of the stored objects (chunks, or shards) of the (variable, grid
+    position) ``entries``, as stored now: the objects read concurrently, the manifest written once (entries of
+    variables it has no row for are left out). With ``forget``, mark them not recorded (before they are
+    rewritten: a crash in between then leaves entries that accept the object, which the next run records, not
+    a mismatch that discards done cells)."""
     manifest = arrays[MANIFEST]
     rows = list(manifest.attrs["variables"])  # type: ignore[arg-type]
     entries = [(name, position) for name, position in entries if name in rows]
@@ -387,12 +382,8 @@ def record_objects(arrays: Mapping[str, zarr.Array], entries: Sequence[tuple[str
 
 def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[int, ...]]]) -> None:
     """Record the CRCs of done cells' chunks whose manifest entries a crash left unrecorded."""
-    by_position: dict[tuple[int, ...], list[str]] = {}
-    for name, position in unrecorded:
-        by_position.setdefault(position, []).append(name)
-    arrays = {name: group[name] for names in by_position.values() for name in names} | {MANIFEST: group[MANIFEST]}
-    for position, names in by_position.items():
-        record_chunks(arrays, names, position)  # type: ignore[arg-type]
+    arrays = {name: group[name] for name, _ in unrecorded} | {MANIFEST: group[MANIFEST]}
+    record_objects(arrays, unrecorded)  # type: ignore[arg-type]
 
 
 def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,

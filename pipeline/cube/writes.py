@@ -35,7 +35,7 @@ from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.cube import assignments as stored_assignments
 from ordercube.pipeline.cube.layout import array, stored_coords
 from ordercube.pipeline.cube.grid import Chunk, planned_mask
-from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_chunks, record_objects
+from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_objects
 from ordercube.tasks.cell import BlockResult, Status
 
 #: The longest a computed block waits in memory before it is written (a kill -9 loses at most this much work, which
@@ -100,8 +100,8 @@ class BlockWriter:
 
     def write_merged(self, blocks: Iterable[tuple[Chunk, BlockResult]]) -> Iterator[tuple[Chunk, BlockResult]]:
         """Store ``blocks``, pieces of the same storage chunk joined first (:func:`merge_blocks`: at small n the
-        writes set the pace); yields each block once it is stored (in a sharded cube: held for its shard). The
-        objects the blocks complete are written together once the last block is yielded."""
+        writes set the pace); yields each block once it is stored (held for its stored object, in a cube with a
+        manifest). The objects the blocks complete are written together once the last block is yielded."""
         for chunk, result in merge_blocks(list(blocks)):
             self._hold(chunk, result)
             yield chunk, result
@@ -153,7 +153,6 @@ class BlockWriter:
         return self.remaining
 
 
-
 def _per_object(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """How many True cells of ``mask`` each stored object of ``shape`` holds (its grid's shape)."""
     grid = tuple(-(-size // part) for size, part in zip(mask.shape, shape))
@@ -193,9 +192,9 @@ def write_objects(arrays: Mapping[str, zarr.Array], batch: Sequence[tuple[Positi
     forgotten, then every object's values and reasons, then assignments, then every object's status, then the
     manifest entries recorded. The writes of one step go to distinct objects, so they are made concurrently:
     one round trip to the store's event loop per step, not one per object and variable."""
-    rows = list(arrays[MANIFEST].attrs["variables"]) if MANIFEST in arrays else []  # type: ignore[arg-type]
     writes = [(position, _object_writes(arrays, position, pieces, shard)) for position, pieces in batch]
-    recorded = [(name, position) for position, planned in writes for name in planned if name in rows]
+    # record_objects keeps the variables the manifest has rows for (not the wall-clock seconds)
+    recorded = [(name, position) for position, planned in writes for name in planned] if MANIFEST in arrays else []
     assigned = [(chunk, result) for _, pieces in batch for chunk, result in pieces
                 if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
     checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
@@ -336,8 +335,8 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
     positions = _grid_positions(chunk, object_shape(arrays["status"])) if MANIFEST in arrays else []
     assigned = result.assignments is not None and stored_assignments.ASSIGNMENT in arrays
     checked = assigned and stored_assignments.ASSIGNMENT_MANIFEST in arrays
-    for position in positions:
-        record_chunks(arrays, recorded, position, forget=True)
+    if positions:
+        record_objects(arrays, [(name, position) for position in positions for name in recorded], forget=True)
     if checked:
         stored_assignments.forget(arrays, chunk)
     for name, values in written:
@@ -349,8 +348,8 @@ def write_block(arrays: Mapping[str, zarr.Array], chunk: Chunk, result: BlockRes
             stored[(*selection[:3], slice(chunk.k[0], chunk.k[-1] + 1), slice(chunk.trial[0], chunk.trial[-1] + 1))] = values
         else:
             stored.set_orthogonal_selection(selection, values)  # type: ignore[arg-type]
-    for position in positions:
-        record_chunks(arrays, recorded, position)
+    if positions:
+        record_objects(arrays, [(name, position) for position in positions for name in recorded])
     if checked:
         stored_assignments.record(arrays, chunk)
 

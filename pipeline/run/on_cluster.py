@@ -98,7 +98,8 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
     second_chance = client.run_on_scheduler(_allowed_failures) == 0
     # One span holds the whole sweep: the scheduler keeps every span and the task groups it saw for as long as
     # it lives (dask/distributed#7977), and without one it opens a new default span each time the window
-    # drains (between adaptive rounds), a span and a task group more per drain (3.9 KB measured in the driver of a LocalCluster).
+    # drains (between adaptive rounds): a span and a task group more per drain, 3.9 KB measured in the driver
+    # of a LocalCluster.
     with span("ordercube sweep"), SweepProgress(feed.total, enabled=show_progress) as progress:
         tally = Tally(progress)
         try:
