@@ -118,6 +118,34 @@ def test_average_linkage_fits_every_k_at_once_and_cuts_scipys_tree():
         assert adjusted_rand_score(cut, outcome.assignments[k][0, items]) == 1.0
 
 
+@pytest.mark.parametrize("linkage", ["ward", "average"])
+def test_resamples_clustered_from_the_universes_distances_are_the_same_as_from_their_points(linkage, monkeypatch):
+    """An algorithm with ``on_distances`` clusters each resample from the submatrix of the distances computed once;
+    the same assignments as the same algorithm without it (from each resample's points), references included."""
+    from dataclasses import replace
+
+    from ordercube.tasks.schemes import consensus
+
+    X = _blobs(40, 30)
+    spec = _spec(40, algorithm="agglomerative", params=(("linkage", linkage),), ks=(2, 3, 5), references=2)
+    algorithm = get_algorithm("agglomerative")
+    assert algorithm.on_distances is not None
+    runner = get_scheme("consensus").runner
+    calls = []
+    monkeypatch.setattr(consensus, "_condensed", lambda square: calls.append(square.shape) or
+                        __import__("scipy.spatial.distance", fromlist=["squareform"]).squareform(square, checks=False))
+    for trial in (0, 3):
+        by_distances = runner(algorithm, spec, ArraySource(X))(trial)
+        by_points = runner(replace(algorithm, on_distances=None), spec, ArraySource(X))(trial)
+        for k in (2, 3, 5):
+            np.testing.assert_array_equal(by_distances.assignments[k], by_points.assignments[k])
+    assert calls == [(32, 32)] * 6  # the data and two reference sets, 80% of 40 items, in two trials
+    monkeypatch.setattr(consensus, "MAX_DISTANCE_BYTES", 8 * 40**2 * 3 - 1)  # three matrices do not fit: points
+    calls.clear()
+    runner(algorithm, spec, ArraySource(X))(0)
+    assert calls == []
+
+
 def test_below_the_datasets_size_the_universe_is_one_fixed_subset_per_dataset_and_n():
     X = _blobs(60)
     source = ArraySource(X)

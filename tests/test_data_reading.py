@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 
 from conftest import cli_in_process, small_config, write_config
@@ -304,3 +306,22 @@ def test_an_in_memory_dataset_runs_and_changed_data_is_refused_on_resume(tmp_pat
     with pytest.raises(InputError, match=r"dataset 'iris' differs .* \['sha256'\]"):
         run_sweep(parse_config({**raw, "datasets": [{**raw["datasets"][0], "data": changed}]}, out=out),
                   workers=1, show_progress=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(st.lists(st.one_of(st.none(), st.sampled_from(["1", "-2", "3.25", "1e3", "1e400", "-0", "0x1F",
+                                                                      "nan", "abc", " 4 ", "7.", ".5", "1,5", "inf",
+                                                                      "9007199254740993", "2.5e-310"]),
+                                         st.floats(allow_nan=False).map(repr), st.integers(-10**6, 10**6).map(str)),
+                               min_size=3, max_size=3), min_size=1, max_size=6))
+def test_a_tables_numbers_in_one_conversion_are_each_columns_own(cells):
+    """text_numbers (the whole table at once) gives, cell for cell, the bits of as_numbers on each column."""
+    from ordercube.pipeline.data.tables import as_numbers, text_numbers
+
+    frame = pd.DataFrame(cells, dtype=object)
+    together = text_numbers(frame)
+    if together is None:  # a conversion that needs a column at a time: nothing to compare
+        return
+    for j in range(frame.shape[1]):
+        one = as_numbers(frame[j]).to_numpy(dtype=np.float64)
+        np.testing.assert_array_equal(together[:, j].view(np.int64), one.view(np.int64), err_msg=f"column {j}")

@@ -96,6 +96,7 @@ ALGORITHMS: dict[str, BaseAlgorithm] = {
     "agglomerative": Clusterer("agglomerative", Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative"),
                                defaults={"linkage": "ward"},
                                cluster_many=Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative_many"),
+                               on_distances=Deferred("ordercube.tasks.algorithms.hierarchical:agglomerative_on_distances"),
                                # every k of a trial at once: 2.3 ms at n = 50, 33 ms at n = 800
                                seconds_per_point=4e-5, seconds_per_fit=2e-3, ranges={"linkage": choice(*LINKAGES)},
                                pair_bytes=16.0,

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
-from ordercube.tasks.algorithms.hierarchical import _numbered_by_first_appearance, path_based_on
+from ordercube.tasks.algorithms.hierarchical import cuts, path_based_on
 
 LINKAGES = ("average", "complete", "single")
 
@@ -41,8 +41,7 @@ def _condensed(half: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def agglomerative_many(half: NDArray[np.float64], ks: Sequence[int], rng: np.random.Generator, *,
                        linkage: str = "average") -> dict[int, NDArray[np.int64]]:
-    cuts = hierarchy.cut_tree(hierarchy.linkage(_condensed(half), method=linkage), n_clusters=list(ks))
-    return {k: _numbered_by_first_appearance(cuts[:, i]) for i, k in enumerate(ks)}
+    return cuts(hierarchy.linkage(_condensed(half), method=linkage), ks)
 
 
 def path_based_many(half: NDArray[np.float64], ks: Sequence[int], rng: np.random.Generator) -> dict[int, NDArray[np.int64]]:

@@ -171,6 +171,11 @@ class Clusterer(BaseAlgorithm):
         ``fit(X, k, rng, **params)`` → ``(labels, model)``: the same labels as ``cluster`` and the fitted model
         they come from, for criteria that read the model (Frank, Chehreghani & Buhmann 2011's transfer costs);
         called instead of ``cluster`` when a criterion of the method needs it, so nothing is fitted twice.
+    on_distances : callable or None
+        ``on_distances(distances, ks, rng, **params)`` → the same ``{k: labels}`` as ``cluster_many`` on the points
+        whose Euclidean distances are ``distances`` (condensed, in ``scipy.spatial.distance.pdist``'s order), for an
+        algorithm that reads the points only through them (agglomerative clustering): a scheme that clusters many
+        subsets of the same points (consensus clustering's resamples) computes the distances once.
     model : str or None
         The kind of model ``fit`` returns, matched against ``Criterion.models``: ``"mixture"`` (with
         ``score_samples(X)``, the log-likelihood per point), ``"centroids"`` (with ``centers`` of shape
@@ -182,6 +187,7 @@ class Clusterer(BaseAlgorithm):
     cluster: Callable[..., Labels]
     _: KW_ONLY
     cluster_many: Callable[..., dict[int, Labels]] | None = None
+    on_distances: Callable[..., dict[int, Labels]] | None = None
     fit: Callable[..., tuple[Labels, Any]] | None = None
     model: str | None = None
     min_points_per_cluster: int = 2
@@ -231,8 +237,8 @@ class Clusterer(BaseAlgorithm):
         """This algorithm with its variant on a ``distances`` dataset's halves (every k from ``many``,
         ``half`` in :func:`ordercube.tasks.datasets.sources.node_halves`' layout), whose parameters accept ``ranges``
         (narrower than on points: no Ward linkage)."""
-        variant = replace(self, cluster=partial(_one_k, many), cluster_many=many, fit=None, model=None,
-                          takes="dissimilarity", variants={})
+        variant = replace(self, cluster=partial(_one_k, many), cluster_many=many, on_distances=None, fit=None,
+                          model=None, takes="dissimilarity", variants={})
         # its defaults may lie outside these (Ward's linkage, the default on points): a method on dissimilarities
         # names its linkage, which the config checks against them (ordercube.pipeline.config.study)
         object.__setattr__(variant, "ranges", {**self.ranges, **(ranges or {})})

@@ -40,6 +40,9 @@ from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
 Labels = NDArray[np.int64]
 Reference = Callable[[NDArray[np.float64], np.random.Generator], NDArray[np.float64]]
 MAX_REFERENCES = 100_000
+# The distance matrices kept for a block (the data's and each reference set's, n^2 doubles each) at most: 12 MB for
+# 800 items and 25 reference sets; beyond, each resample's distances are computed from its points.
+MAX_DISTANCE_BYTES = 256 * 2**20
 SQUARE = ("dissimilarity", "graph")  # objects given by a square matrix: rows and columns subsampled together
 
 
@@ -111,14 +114,17 @@ def refusal(objects: str, params: Mapping[str, Any], data: Any, n: int) -> str |
 
 
 def _fit_part(algorithm: Any, params: Mapping[str, Any], X: NDArray[np.float64], ks: list[int],
-              rng_for: Callable[[int], np.random.Generator]) -> tuple[dict[int, Labels | str], dict[int, float]]:
-    """One resample clustered at every k of ``ks``: its labels, or why that k's fit failed, and its time."""
+              rng_for: Callable[[int], np.random.Generator], *, distances: NDArray[np.float64] | None = None
+              ) -> tuple[dict[int, Labels | str], dict[int, float]]:
+    """One resample clustered at every k of ``ks``: its labels, or why that k's fit failed, and its time.
+    ``distances``: the resample's Euclidean distances (condensed), for an algorithm's ``on_distances``."""
     out: dict[int, Labels | str] = {}
     seconds: dict[int, float] = {}
-    if algorithm.cluster_many is not None and ks:
+    if (algorithm.cluster_many is not None or distances is not None) and ks:
         started = time.perf_counter()
         try:
-            many = algorithm.cluster_many(X, ks, rng_for(0), **params)
+            many = algorithm.cluster_many(X, ks, rng_for(0), **params) if distances is None else \
+                algorithm.on_distances(distances, ks, rng_for(0), **params)
             out = {k: np.asarray(many[k]) for k in ks}
         except Exception as error:  # every k of the joint fit fails with it
             out = dict.fromkeys(ks, describe(error))
@@ -137,6 +143,12 @@ def _fit_part(algorithm: Any, params: Mapping[str, Any], X: NDArray[np.float64],
             out[k] = (f"{algorithm.name} returned labels of shape {labels.shape} and dtype {labels.dtype} outside "
                       f"0..{k - 1} for {X.shape[0]} items")
     return out, seconds
+
+
+def _condensed(square: NDArray[np.float64]) -> NDArray[np.float64]:
+    from scipy.spatial.distance import squareform
+
+    return squareform(square, checks=False)  # type: ignore[no-any-return]
 
 
 def trial_runner(algorithm: Any, spec: BlockSpec, source: Any, *,
@@ -159,6 +171,18 @@ def trial_runner(algorithm: Any, spec: BlockSpec, source: Any, *,
     data = getattr(source, "X", None)
     refused = refusal(objects, scheme_params, data, spec.n)
     cache: dict[str, Any] = {}
+    # an algorithm that reads the points only through their distances clusters every resample from the submatrix of
+    # the universe's distances, computed once (the same values as from the resample's points: each is one pair's)
+    by_distances = (objects == "points" and p_feature >= 1.0 and getattr(algorithm, "on_distances", None) is not None
+                    and (1 + references) * 8.0 * spec.n ** 2 <= MAX_DISTANCE_BYTES)
+
+    def distances(part: int) -> NDArray[np.float64]:
+        """The square matrix of Euclidean distances of the universe's data (part 0) or of a reference set."""
+        if ("distances", part) not in cache:
+            from scipy.spatial.distance import pdist, squareform
+
+            cache["distances", part] = squareform(pdist(parts()[part]))
+        return cache["distances", part]  # type: ignore[no-any-return]
 
     def parts() -> list[NDArray[np.float64]]:
         """The universe's data, then each reference set, built on the first trial and kept for the block."""
@@ -190,11 +214,13 @@ def trial_runner(algorithm: Any, spec: BlockSpec, source: Any, *,
                                        X.shape[1], p_item, p_feature)
             drawn = X[np.ix_(items, items)] if objects in SQUARE else \
                 (X[items] if features is None else X[np.ix_(items, features)])
+            among = _condensed(distances(part)[np.ix_(items, items)]) if by_distances else None
             shared += time.perf_counter() - started
             # every part is fitted at every feasible k, failed elsewhere or not: a joint fit's labels depend on the
             # ks it is asked for, which must not depend on another part's failure
             fitted, fit_seconds = _fit_part(algorithm, params, drawn, feasible, lambda k, part=part: stream(
-                spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, k, part))
+                spec.root_seed, Purpose.FIT, spec.dataset_id, spec.n, trial, spec.method_id, k, part),
+                distances=among)
             for k, outcome in fitted.items():
                 seconds[k] += fit_seconds[k]
                 if isinstance(outcome, str):
