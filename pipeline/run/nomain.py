@@ -8,7 +8,8 @@ need nothing of the main module: a task is a function of the installed ordercube
 plug-in reaches a worker as an installed or named module (:mod:`ordercube.tasks.plugins`), never through
 ``__main__``. So, as joblib's loky executor does (its processes start with ``init_main_module=False``), the
 preparation data of a Dask worker process is given without those two keys while one of our LocalClusters
-is up: when the nanny starts its worker and whenever it restarts one that died.
+is up: when the nanny starts its worker and whenever it restarts one that died. (A LocalCluster of the user's
+started meanwhile, from another thread, gets the same; its tasks then cannot refer to ``__main__`` either.)
 
 What would have to come from ``__main__`` in a worker is refused before the cluster starts
 (:func:`records_from_main`): a record registered by the script or notebook itself, whose code the workers
