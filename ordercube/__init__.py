@@ -13,7 +13,7 @@
                            data={"iris": (X, y)}, out="results/iris.zarr")
     ordercube.select_k(cube)["lange"]
 
-``sweep`` runs on a LocalCluster of its own (in a script: under ``if __name__ == "__main__":``), on
+``sweep`` runs on a LocalCluster of its own (whose workers never import your script: no ``__main__`` guard needed), on
 ``client=`` (any ``distributed.Client``) or on ``scheduler=``. Errors to catch: :class:`ConfigError`
 (:class:`ConfigErrors` when several keys are wrong: each is in its ``errors``) and :class:`InputError` (bad input:
 nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
@@ -34,7 +34,6 @@ from importlib import import_module
 from typing import Any
 
 from ordercube.api import choose_k, open_cube, partition, report, select_k, sweep, validate
-from ordercube.guard import MissingMainGuard
 from ordercube.pipeline.errors import ConfigError, ConfigErrors, InputError
 
 # Resolved on first use (PEP 562): the errors of a stopped run live beside the code that raises them, which
@@ -73,7 +72,7 @@ __all__ = [
     "at_choice", "choice_per_trial", "criterion_scores", "failure_rate", "gain_rows", "selection_frequency",
     "selection_rows", "sqrt_n_scaled", "status_counts", "summarise",
     # errors
-    "ClusterLost", "ConfigError", "ConfigErrors", "DiskFull", "InputError", "MissingMainGuard", "NoWorkers",
+    "ClusterLost", "ConfigError", "ConfigErrors", "DiskFull", "InputError", "NoWorkers",
 ]
 
 

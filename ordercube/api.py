@@ -21,7 +21,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ordercube.guard import refuse_unguarded_main
 from ordercube.inputs import read_config
 from ordercube.pipeline.errors import ConfigError, InputError
 
@@ -65,9 +64,10 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         Worker processes of the LocalCluster started for this sweep when neither ``client`` nor
         ``scheduler`` is given (default one per core; none when the estimated work is below the config's
         ``execution.in_process_seconds``, 5 s: then the sweep runs in this process). 0 computes in this
-        process. A LocalCluster's workers import the main script again: a script that starts one must
-        call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
-        2 with :class:`MissingMainGuard`).
+        process. Its worker processes never import the main script or notebook (as joblib's loky workers
+        do not), so a script needs no ``if __name__ == "__main__":`` guard and may be read from standard
+        input; a record registered by the script itself is refused (``InputError``): name its module in
+        ``ORDERCUBE_PLUGINS`` or install it as a plug-in.
     progress : bool
         A progress bar and the CLI's lines (the data line of each dataset, the keys the config omitted with the
         drawn seed, the plan, the dashboard address) on stderr/stdout; otherwise these lines go to the
@@ -115,11 +115,9 @@ def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None,
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.run.sweep import Interrupted, run_sweep
 
-    guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     try:
         with _sigterm_interrupts():
-            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo,
-                      before_cluster=guard, **options)
+            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo, **options)
     except (Interrupted, KeyboardInterrupt):
         raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
                                 "the same call resumes") from None
@@ -437,13 +435,6 @@ def _check_client(client: Any) -> None:
                          "pass a Client created with asynchronous=False")
     if client.status != "running":
         raise InputError(f"client: the Client is {client.status}, not running; pass an open Client")
-
-
-def _spawns_workers() -> bool:
-    """Whether the embedded LocalCluster's worker processes import the main module again (spawn, forkserver)."""
-    import dask
-
-    return dask.config.get("distributed.worker.multiprocessing-method", "spawn") != "fork"
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.config.plugins import load_plugins, preload
+from ordercube.pipeline.run.nomain import records_from_main, workers_without_main
 from ordercube.pipeline.system.software import skew, software
 
 if TYPE_CHECKING:  # distributed is imported where a cluster is used: a sweep in this process does without it
@@ -178,7 +179,9 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
         settings["distributed.admin.low-level-log-length"] = LOW_LEVEL_LOG_LENGTH
     if preload(load_plugins()):
         settings["distributed.worker.preload"] = preload(load_plugins())
+    refuse_records_from_main()
     with dask.config.set(settings), ExitStack() as stack:
+        stack.enter_context(workers_without_main())  # entered first, left last: every start and restart of a worker
         # The default port taken moves the dashboard to a free one (Dask warns in three lines; we print the link
         # we got). The scheduler binds it while LocalCluster() blocks this thread, so the filter is in force.
         with _interrupts_blocked_in_new_threads(), warnings.catch_warnings():
@@ -192,6 +195,16 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
                 _local_dashboard(cluster, dashboard_address)
             client = stack.enter_context(Client(cluster))
         yield client
+
+
+def refuse_records_from_main() -> None:
+    """``InputError`` when a record is registered by the main script or notebook itself: the LocalCluster's worker
+    processes look records up by name and never import ``__main__``, so its cells would all fail there."""
+    if found := records_from_main():
+        raise InputError(f"{'; '.join(found)}: registered by the main script or notebook, whose code the worker "
+                         "processes of the LocalCluster do not import; move it into a module and name that module in "
+                         "ORDERCUBE_PLUGINS=module (or install it as a plug-in: see the plug-ins guide), or compute "
+                         "in this process with workers=0 (--workers 0)")
 
 
 @contextmanager

@@ -254,13 +254,11 @@ def _sweep_locked(
     notify: Callable[[str], None] = stderr_line,
     dashboard_address: str | None = DEFAULT_DASHBOARD,
     client: Client | None = None,
-    before_cluster: Callable[[], None] | None = None,
     dashboard_asked: bool = False,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
     instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open.
-    ``before_cluster`` is called before a LocalCluster is started for the run (the API's check that a
-    script's workers can import it). ``dashboard_asked``: the user gave a dashboard address, so a small
+    ``dashboard_asked``: the user gave a dashboard address, so a small
     sweep too runs on a LocalCluster (the only place a dashboard is served)."""
     planning = time.perf_counter()  # the driver's own work before its executor: counted in the summary's driver_seconds
     path = location(config.out)
@@ -319,8 +317,6 @@ def _sweep_locked(
     planning = time.perf_counter() - planning
     if placement.reason:
         echo(placement.reason)
-    if client is None and before_cluster is not None:
-        before_cluster()
     from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
     from ordercube.pipeline.run.on_cluster import compute_on_cluster
 
