@@ -195,8 +195,11 @@ def write_objects(arrays: Mapping[str, zarr.Array], batch: Sequence[tuple[Positi
     writes = [(position, _object_writes(arrays, position, pieces, shard)) for position, pieces in batch]
     # record_objects keeps the variables the manifest has rows for (not the wall-clock seconds)
     recorded = [(name, position) for position, planned in writes for name in planned] if MANIFEST in arrays else []
-    assigned = [(chunk, result) for _, pieces in batch for chunk, result in pieces
-                if result.assignments is not None and stored_assignments.ASSIGNMENT in arrays]
+    # an object's pieces joined: their assignments are one write (and one manifest update) per object, not per task
+    assigned = [(chunk, result) for _, pieces in batch
+                for chunk, result in merge_blocks([(chunk, result) for chunk, result in pieces
+                                                   if result.assignments is not None])
+                if stored_assignments.ASSIGNMENT in arrays]
     checked = stored_assignments.ASSIGNMENT_MANIFEST in arrays
     if recorded:
         record_objects(arrays, recorded, forget=True)
