@@ -120,9 +120,7 @@ def _check_run_options(workers: int | None, connect_timeout: float | None, wait_
 
 
 def status_command(cube: str, *, verify: bool) -> tuple[str | None, dict[str, int]]:
-    """``ordercube status``: the checksum verification's text (with ``verify``) and the cell counts. Plug-ins
-    are loaded only if the cube names a criterion no registry holds (the entry-point scan costs ~20 ms)."""
-    import ordercube.tasks.plugins  # noqa: F401  (installs the plug-in loader that a registry's miss calls)
+    """``ordercube status``: the checksum verification's text (with ``verify``) and the cell counts."""
     from ordercube.pipeline.cube.owner import Cube
 
     owner = Cube.open(command_place(cube, "CUBE"))

@@ -307,8 +307,8 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
 
 COMMANDS = {"run": _run, "status": _status, "report": _report, "partition": _partition, "replay": _replay,
             "validate": _validate}
-# Commands that load no plug-in up front: status only reads the cube, and a criterion it does not know (a
-# plug-in's) loads the plug-ins on that lookup (ordercube.tasks.plugins, imported by status_command).
+# Commands that load no plug-in up front (the entry-point scan: 20-55 ms here): status only reads the cube, and
+# a criterion it does not know (a plug-in's) loads the plug-ins on that lookup (ordercube.tasks.plugins).
 NO_PRELOAD = {"status"}
 
 

@@ -35,7 +35,7 @@ from ordercube.pipeline.cube.integrity import (
     CHECKSUMMED, COMPRESSORS, FORMAT_ATTRIBUTE, Lost, _as_recorded, _suffixes, chunk_grid_any, chunk_grid_shape,
     chunk_key, corrupt_chunks_at, expand_grid, stored_chunks,
 )
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
 
 if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
     from ordercube.pipeline.config.specs import Config

@@ -34,7 +34,7 @@ from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.outputs import enclosing_store
 from ordercube.pipeline.cube.remote import check_new_remote, create_remote, remote_is_cube
 from ordercube.pipeline.system.software import package_versions
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
 
 if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
     from ordercube.pipeline.config.specs import Config

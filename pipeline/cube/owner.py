@@ -52,7 +52,7 @@ from ordercube.pipeline.cube.integrity import (
 )
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.cube.lock import CubeLock
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
 
 if TYPE_CHECKING:  # xarray (and pandas under it) only where a cube is read as a Dataset
     import xarray as xr
