@@ -8,12 +8,13 @@ interleaved with the baseline so that a change in the machine's load falls on al
   cube), ``ordercube run`` of a tiny config in this process (2 resamples of a quickstart dataset) and of a small
   consensus study, ``ordercube report`` of the consensus cube (``--replicates 0``).
 
-Printed: min and median of ``--repeats`` runs, and the median as a ratio to the baseline's. With ``--base REV``
+Printed for wall seconds and for CPU seconds (user + system of the process: less moved by the machine's load):
+min and median of ``--repeats`` runs, and the median as a ratio to the baseline's. With ``--base REV``
 the same commands run from a git worktree of REV with a copy of this venv (as ``bench_scale.py`` builds it), both
 sides interleaved, and the ratio new / old of the medians is printed. Compiled bytecode is written and warmed up
 first (a user's installed package has it; ``PYTHONDONTWRITEBYTECODE`` is removed from the commands' environment).
 
-    python benchmarks/bench_startup.py [--repeats 7] [--base REV]
+    python benchmarks/bench_startup.py [--repeats 7] [--base REV] [--only status run ...]
 
 Takes about 1 min at 7 repeats on an idle 2-core machine (2 min with --base).
 """
@@ -91,25 +92,32 @@ def environment() -> dict[str, str]:
     return {**env, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def timed(argv: list[str], cwd: Path, remove: Path | None) -> float:
+def timed(argv: list[str], cwd: Path, remove: Path | None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, from the process's rusage) of one run. CPU seconds move less with the
+    machine's load than wall seconds do."""
     if remove is not None:
         shutil.rmtree(remove, ignore_errors=True)
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=600)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return seconds
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=cwd, env=environment(), stdout=subprocess.DEVNULL, stderr=errors, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"{' '.join(argv)} exited {process.returncode}:\n{errors.read()[-2000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime
 
 
-def prepare(python: Path, folder: Path, inputs: dict[str, Path]) -> None:
+def prepare(python: Path, folder: Path, inputs: dict[str, Path], names: list[str]) -> None:
     """The two cubes the commands read, and one warm-up run of each command (bytecode written, caches filled)."""
     ordercube = str(python.with_name("ordercube"))
     for name, cube in (("tiny", folder / "tiny.zarr"), ("consensus", folder / "consensus.zarr")):
         shutil.rmtree(cube, ignore_errors=True)
         timed([ordercube, "run", str(inputs[name]), "--out", str(cube), "--workers", "0", "--no-progress"], folder, None)
-    for argv, remove in commands(python, folder, inputs).values():
+    planned = commands(python, folder, inputs)
+    for name in names:
+        argv, remove = planned[name]
         timed(argv, folder, remove)
 
 
@@ -117,6 +125,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7, help="runs of each command, interleaved (default 7)")
     parser.add_argument("--base", help="a commit to compare with, built in a temporary worktree")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="only the commands whose name holds one of these words (and the baseline), e.g. status")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     sides = {"head": (Path(sys.executable), ROOT)}
@@ -130,19 +140,23 @@ def main() -> None:
             folder = scratch / f"run-{side}"
             folder.mkdir()
             inputs = write_inputs(folder)
-            prepare(python, folder, inputs)
             plans[side] = (folder, commands(python, folder, inputs))
+            names = [name for name in plans[side][1] if name == BASELINE or not args.only or
+                     any(word in name for word in args.only)]
+            prepare(python, folder, inputs, names)
         load = os.getloadavg()
         print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores, {args.repeats} repeats, "
               f"head {git('rev-parse', '--short', 'HEAD')}"
               f"{' (+ uncommitted changes)' if git('status', '--porcelain', '--untracked-files=no') else ''}")
-        times: dict[tuple[str, str], list[float]] = {}
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.repeats):
-            for name in plans["head"][1]:
+            for name in names:
                 for side, (folder, planned) in plans.items():
                     argv, remove = planned[name]
                     times.setdefault((side, name), []).append(timed(argv, folder, remove))
-        report(times, list(plans), list(plans["head"][1]))
+        for measure, column in (("wall", 0), ("CPU", 1)):
+            print(f"\n{measure} seconds")
+            report({key: [value[column] for value in values] for key, values in times.items()}, list(plans), names)
         load = os.getloadavg()
         print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:

@@ -189,7 +189,7 @@ class Cube:
     def lost(self, status: np.ndarray, *, baseline: bool = True, coords: Coords | None = None) -> Lost:
         """The done cells of ``status`` whose values are gone (see :func:`ordercube.pipeline.cube.integrity.lost_cells`);
         ``coords``: the cube's, when the caller has read them already."""
-        models = list((coords or self.coords).model)
+        models = list((self.coords if coords is None else coords).model)
         return add_lost(self.group, status, models, lost_cells(self.group, status, models, baseline=baseline))
 
     def status_for_planning(self, *, baseline: bool = True, coords: Coords | None = None) -> tuple[np.ndarray, Lost]:
@@ -198,7 +198,7 @@ class Cube:
         not those whose only loss is the random-labelling baseline, which ``run`` computes again before it plans).
         ``coords``: the cube's, when the caller has read them already."""
         flush_open_writers()
-        coords = coords or self.coords
+        coords = self.coords if coords is None else coords
         status = read_checked(self.group, "status", self.place)[tuple(slice(0, size) for size in coords.shape)]
         lost = self.lost(status, baseline=baseline, coords=coords)
         status[lost.cells] = Status.PENDING
