@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import itertools
+import json
 import os
 import re
 import shutil
@@ -132,6 +133,14 @@ def test_a_plugin_family_runs_from_a_config_through_the_cli_into_a_cube_and_a_re
     assert done.returncode == 0, done.stderr
     status = _run("status", "steps.zarr", site=site, cwd=tmp_path)
     assert status.returncode == 0 and "ok: 24" in status.stdout, status.stdout + status.stderr  # 6 k x 4 trials
+    # status loads no plug-in up front, yet reads the plug-in's variable truly: with its chunk deleted, the 24 cells
+    # count as pending (the lookup of a criterion no registry holds loads the plug-in)
+    shutil.copytree(tmp_path / "steps.zarr", tmp_path / "lost.zarr")
+    chunks = sorted(path for path in (tmp_path / "lost.zarr" / "heldout_sse" / "c").rglob("*") if path.is_file())
+    assert len(chunks) == 1, chunks
+    chunks[0].unlink()
+    lost = _run("status", "lost.zarr", "--json", site=site, cwd=tmp_path)
+    assert json.loads(lost.stdout)["pending"] == 24, lost.stdout + lost.stderr
 
     cube = xr.open_zarr(tmp_path / "steps.zarr")
     values = cube["heldout_sse"].sel(dataset="steps", n=N, model="dp")

@@ -25,19 +25,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
 
-from ordercube.pipeline.config.schemes import wanted_size
-from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import DIMS, Chunk, Coords
 from ordercube.pipeline.cube.integrity import (
     CHECKSUMMED, COMPRESSORS, FORMAT_ATTRIBUTE, Lost, _as_recorded, _suffixes, chunk_grid_any, chunk_grid_shape,
     chunk_key, corrupt_chunks_at, expand_grid, stored_chunks,
 )
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
+
+if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
+    from ordercube.pipeline.config.specs import Config
 
 ASSIGNMENT = "assignment"
 PART, ITEM, ITEMS = "part", "item", "items"
@@ -102,6 +103,8 @@ def new_layout(group: zarr.Group, config: Config, coords: Coords, cell_chunks: t
     """The assignments of a new cube, when some method of ``config`` stores them."""
     if not config.stores_assignments:
         return
+    from ordercube.pipeline.config.schemes import wanted_size
+
     parts, items = wanted_size(config)
     create_assignments(group, coords.shape, cell_chunks, parts, items, dataset_items(config, coords.dataset))
 
@@ -113,6 +116,8 @@ def assignments_grow(group: zarr.Group, config: Config, merged: Coords, cells_gr
         return config.stores_assignments
     if cells_grow:
         return True
+    from ordercube.pipeline.config.schemes import wanted_size
+
     parts, items = wanted_size(config)
     if parts > group[PART].shape[0] or items > group[ITEM].shape[0]:  # type: ignore[union-attr]
         return True
@@ -130,6 +135,8 @@ def grow_assignments(group: zarr.Group, config: Config, merged: Coords, grow_alo
             return notes
         new_layout(group, config, merged, tuple(group["status"].chunks))  # type: ignore[union-attr]
         return [f"added variable {ASSIGNMENT}"]
+    from ordercube.pipeline.config.schemes import wanted_size
+
     parts, items = wanted_size(config)
     for dim, size in ((PART, parts), (ITEM, items)):
         old = int(group[dim].shape[0])  # type: ignore[union-attr]

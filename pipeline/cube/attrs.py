@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
 
 BASELINE = "lange_random"
 CONVENTIONS = "CF-1.10"

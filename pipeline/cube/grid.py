@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ordercube.pipeline.config.adaptive import chunk_trials
-from ordercube.pipeline.config.specs import Config
+if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
+    from ordercube.pipeline.config.specs import Config
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 MAX_TRIALS_PER_CHUNK = 100
@@ -60,6 +61,8 @@ def merge_coords(old: Coords, wanted: Coords) -> Coords:
 def default_chunks(config: Config) -> dict[str, int]:
     """One chunk per (dataset, n, model) holding every k and up to 100 trials (with an adaptive rule: the trials
     between two looks, their greatest common divisor)."""
+    from ordercube.pipeline.config.adaptive import chunk_trials
+
     trials = (config.execution.trials_per_chunk or chunk_trials(config.adaptive)
               or min(config.resamples, MAX_TRIALS_PER_CHUNK))
     return {"dataset": 1, "n": 1, "model": 1, "k": len(config.k), "trial": trials}

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import zarr
 from zarr.core.sync import sync
 
-from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.assignments import (
     ASSIGNMENT_MANIFEST, ROLES_ATTRIBUTE, assignments_grow, grow_assignments, stored_roles,
 )
-from ordercube.pipeline.config.schemes import part_roles_of
 from ordercube.pipeline.cube.assignments import grow_manifest as grow_assignment_manifest
 from ordercube.pipeline.cube.attrs import BASELINE, LEGACY_ATTRIBUTES, array_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
@@ -35,6 +33,9 @@ from ordercube.pipeline.cube.integrity import (
     is_sharded, object_shape, record_objects,
 )
 from ordercube.pipeline.files.location import Location, location
+
+if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
+    from ordercube.pipeline.config.specs import Config
 
 
 def compatibility_problem(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
@@ -210,6 +211,8 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
     The config was checked against the cube (:func:`open_existing`): new datasets, sample sizes, methods, k and
     trials are appended, as one growth that is rolled back if interrupted.
     """
+    from ordercube.pipeline.config.schemes import part_roles_of
+
     notes: list[str] = []
     stored_identity = json.loads(str(group.attrs["ordercube_identity"]))
     coords = stored_coords(group)

@@ -43,7 +43,7 @@ from zarr.core.sync import sync
 from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.location import Location
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status  # as tasks.cell has it, without loading every algorithm
 
 DIMS = ("dataset", "n", "model", "k", "trial")
 # Cubes of format 2 write every chunk of a stored block and checksum every chunk (format 1 did neither);
@@ -129,6 +129,7 @@ def expand_grid(grid_mask: np.ndarray, chunks: tuple[int, ...], shape: tuple[int
 
 def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
     """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
+    import ordercube.tasks.plugins  # noqa: F401  (its loader answers a miss: a plug-in's criterion is found)
     from ordercube.tasks.criteria import get_criterion
 
     methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
@@ -230,6 +231,7 @@ def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> t
     2004, eq. 5: ``lange`` / ``lange_random`` at the same n and k) where that baseline is lost (its array
     deleted, or its chunk: NaN where a value was stored), and a description of the loss ("" when none).
     The baseline is written before any cell, so an ok cell always had it."""
+    import ordercube.tasks.plugins  # noqa: F401  (its loader answers a miss: a plug-in's criterion is found)
     from ordercube.tasks.criteria import get_criterion
 
     methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]

@@ -17,13 +17,11 @@ import os
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
 
-from ordercube.pipeline.config.specs import Config, fingerprint
-from ordercube.pipeline.config.schemes import part_roles_of
 from ordercube.pipeline.cube.assignments import new_layout, roles_attribute
 from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, group_attrs, true_k_labels, variable_attrs
 from ordercube.pipeline.cube.metadata import consolidate
@@ -36,7 +34,10 @@ from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.outputs import enclosing_store
 from ordercube.pipeline.cube.remote import check_new_remote, create_remote, remote_is_cube
 from ordercube.pipeline.system.software import package_versions
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
+
+if TYPE_CHECKING:  # the config's modules import the registries: not needed to read a cube
+    from ordercube.pipeline.config.specs import Config
 
 STATUS_MEANINGS = {int(s): s.name.lower() for s in Status}
 CREATING = ".creating-"  # a cube being created: .NAME.creating-PID beside NAME
@@ -164,6 +165,8 @@ def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, 
     flags; older ones (format 1, which is not upgraded) keep them as JSON attributes, as they were read.
     ``roles``: the part roles of the models that store assignments (:mod:`ordercube.pipeline.cube.assignments`;
     none: no attribute)."""
+    from ordercube.pipeline.config.specs import fingerprint
+
     legacy = {"ordercube_true_k": json.dumps(true_k), "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
               "ordercube_versions": json.dumps(versions())} if cube_format < DESCRIBED else {}
     return {
@@ -229,6 +232,8 @@ def create(where: str | Path | Location, config: Config, coords: Coords, chunks:
 def _build(store: Any, config: Config, coords: Coords, chunks: dict[str, int],
            prepare: Callable[[zarr.Group], Any]) -> None:
     """Write a new all-pending cube into ``store`` (a folder aside, or a memory store to upload)."""
+    from ordercube.pipeline.config.schemes import part_roles_of
+
     attributes = cube_attributes(config, config.identity, {}, roles=part_roles_of(config))
     group = zarr.create_group(store, zarr_format=3, attributes=attributes)
     write_layout(group, coords, chunks, config.variables, {d.name: d.true_k for d in config.datasets})

@@ -19,7 +19,6 @@ import zarr
 from ordercube.pipeline.cube.attrs import BASELINE, array_attrs, true_k_labels, variable_attrs
 from ordercube.pipeline.cube.grid import DIMS, Coords
 from ordercube.pipeline.cube.integrity import COMPRESSORS
-from ordercube.tasks.criteria import VARIABLES
 
 if TYPE_CHECKING:  # xarray (and pandas under it) only where a cube is read as a Dataset
     import xarray as xr
@@ -97,6 +96,8 @@ def canonical_order(cube: xr.Dataset) -> list[str]:
     zarr lists a group's arrays in whatever order its concurrent reads finish, so without this the
     report's rows (one per criterion) would come out in a different order from one reading to the next.
     """
+    from ordercube.tasks.criteria import VARIABLES
+
     plan = json.loads(str(cube.attrs.get("ordercube_plan", "{}")))
     methods = plan.get("methods", {}) if isinstance(plan, dict) else {}
     named = [str(c) for criteria in (methods.values() if isinstance(methods, dict) else []) for c in criteria]

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zarr
 
-from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.assignments import ASSIGNMENT, add_lost
 from ordercube.pipeline.cube.assignments import record_unrecorded as record_assignments
 from ordercube.pipeline.cube.attrs import BASELINE, variable_attrs
@@ -53,10 +52,12 @@ from ordercube.pipeline.cube.integrity import (
 )
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.cube.lock import CubeLock
-from ordercube.tasks.cell import Status
+from ordercube.tasks.trial import Status
 
 if TYPE_CHECKING:  # xarray (and pandas under it) only where a cube is read as a Dataset
     import xarray as xr
+
+    from ordercube.pipeline.config.specs import Config
 
 __all__ = ["BlockWriter", "Cube", "LostValuesWarning", "count_planned", "load_cube", "open_cube"]
 
@@ -185,19 +186,21 @@ class Cube:
 
     # --- the status scan --------------------------------------------------------------------------------------
 
-    def lost(self, status: np.ndarray, *, baseline: bool = True) -> Lost:
-        """The done cells of ``status`` whose values are gone (see :func:`ordercube.pipeline.cube.integrity.lost_cells`)."""
-        models = list(self.coords.model)
+    def lost(self, status: np.ndarray, *, baseline: bool = True, coords: Coords | None = None) -> Lost:
+        """The done cells of ``status`` whose values are gone (see :func:`ordercube.pipeline.cube.integrity.lost_cells`);
+        ``coords``: the cube's, when the caller has read them already."""
+        models = list((self.coords if coords is None else coords).model)
         return add_lost(self.group, status, models, lost_cells(self.group, status, models, baseline=baseline))
 
-    def status_for_planning(self, *, baseline: bool = True) -> tuple[np.ndarray, Lost]:
+    def status_for_planning(self, *, baseline: bool = True, coords: Coords | None = None) -> tuple[np.ndarray, Lost]:
         """The status as ``status``, ``run`` and ``validate`` count it: read with its checksums checked (the shape
         from before an unfinished growth), cells whose values were lost made pending again (without ``baseline``:
-        not those whose only loss is the random-labelling baseline, which ``run`` computes again before it plans)."""
+        not those whose only loss is the random-labelling baseline, which ``run`` computes again before it plans).
+        ``coords``: the cube's, when the caller has read them already."""
         flush_open_writers()
-        shape = self.coords.shape
-        status = read_checked(self.group, "status", self.place)[tuple(slice(0, size) for size in shape)]
-        lost = self.lost(status, baseline=baseline)
+        coords = self.coords if coords is None else coords
+        status = read_checked(self.group, "status", self.place)[tuple(slice(0, size) for size in coords.shape)]
+        lost = self.lost(status, baseline=baseline, coords=coords)
         status[lost.cells] = Status.PENDING
         return status, lost
 
@@ -211,10 +214,11 @@ class Cube:
         """Planned cells by status (``total, ok, failed, infeasible, crashed, pending, skipped``), read as
         :meth:`dataset` reads them (lost values count as pending, with a :class:`LostValuesWarning`; an interrupted
         growth as the cube before it), from the ``status`` array alone: no xarray."""
-        status, lost = self.status_for_planning()
+        coords = self.coords  # read once: each reading is a round of the store's requests
+        status, lost = self.status_for_planning(coords=coords)
         if lost.count:
             warnings.warn(f"{self.place}: {lost.describe()}; {lost.remedy}", LostValuesWarning, stacklevel=2)
-        return count_planned(status, planned_mask(json.loads(str(self.attrs["ordercube_plan"])), self.coords))
+        return count_planned(status, planned_mask(json.loads(str(self.attrs["ordercube_plan"])), coords))
 
     def verify(self) -> str:
         """Read back every chunk; a one-line summary, or ``InputError`` naming the damaged chunks."""

@@ -36,7 +36,7 @@ from ordercube.pipeline.cube import assignments as stored_assignments
 from ordercube.pipeline.cube.layout import array, stored_coords
 from ordercube.pipeline.cube.grid import Chunk, planned_mask
 from ordercube.pipeline.cube.integrity import MANIFEST, object_shape, record_objects
-from ordercube.tasks.cell import BlockResult, Status
+from ordercube.tasks.trial import BlockResult, Status
 
 #: The longest a computed block waits in memory before it is written (a kill -9 loses at most this much work, which
 #: the next run computes again); ``ORDERCUBE_FLUSH_SECONDS`` sets another for the runs of a process (0: every batch
