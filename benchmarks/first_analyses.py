@@ -30,7 +30,7 @@ ordercube / peer (below 1: ordercube is faster).
      ``KMeans(n_init=10)`` on each half, the first half's solution extended to the second by nearest centroid;
      Lange et al.'s (2002, eqs. 5-6) Hungarian-matched disagreement (``scipy.optimize.linear_sum_assignment``)
      normalised by that of random labelings (Roth et al. 2002, eq. 5; 200 draws, ordercube's
-     ``baseline_draws``), smallest wins; Tibshirani & Walther's (2005) prediction strength, the largest k with
+     ``baseline_draws``, once per k), smallest wins; Tibshirani & Walther's (2005) prediction strength, the largest k with
      mean ps >= 0.9 (ordercube's threshold); the silhouette (Rousseeuw 1987) of both halves' own solutions,
      largest wins; the Gap statistic (Tibshirani, Walther & Hastie 2001, eqs. 2-3, W_k with squared Euclidean
      distances) once on the whole X against B = 20 uniform reference sets over its bounding box, decided by
@@ -403,8 +403,8 @@ def _strength(test: np.ndarray, predicted: np.ndarray, k: int) -> float:
     return float((together[paired] / (sizes[paired] * (sizes[paired] - 1))).min())
 
 
-def one_split(X: np.ndarray, k: int, split: int) -> tuple[float, float, float, float]:
-    """(Lange disagreement, its random-labelling baseline, prediction strength, silhouette) of one random split."""
+def one_split(X: np.ndarray, k: int, split: int) -> tuple[float, float, float]:
+    """(Lange disagreement, prediction strength, silhouette) of one random split into halves."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
@@ -417,11 +417,16 @@ def one_split(X: np.ndarray, k: int, split: int) -> tuple[float, float, float, f
     distances = ((second[:, None, :] - fit_a.cluster_centers_[None]) ** 2).sum(axis=2)
     predicted = distances.argmin(axis=1)
     lange = _matched_disagreement(predicted, fit_b.labels_, k)
-    baseline = float(np.mean([_matched_disagreement(rng.integers(k, size=half), rng.integers(k, size=half), k)
-                              for _ in range(BASELINE_DRAWS)]))
     ps = _strength(fit_b.labels_, predicted, k)
     sil = 0.5 * (silhouette_score(first, fit_a.labels_) + silhouette_score(second, fit_b.labels_))
-    return lange, baseline, ps, sil
+    return lange, ps, sil
+
+
+def random_baseline(points: int, k: int) -> float:
+    """Roth et al.'s (2002, eq. 5) denominator: the mean matched disagreement of two random labelings."""
+    rng = np.random.default_rng([k, points, SEED])
+    return float(np.mean([_matched_disagreement(rng.integers(k, size=points), rng.integers(k, size=points), k)
+                          for _ in range(BASELINE_DRAWS)]))
 
 
 def gap_logs(X: np.ndarray, b: int, ks: Sequence[int]) -> list[float]:
@@ -445,10 +450,10 @@ def sklearn_loop(X: np.ndarray, *, jobs: int, resamples: int = 20, ks: Sequence[
     else:
         splits = [one_split(X, k, s) for k, s in tasks]
         logs = [gap_logs(X, b, ks) for b in range(GAP_REFERENCES + 1)]
-    values = np.asarray(splits).reshape(len(ks), resamples, 4)
-    lange = values[:, :, 0].mean(axis=1) / values[:, :, 1].mean(axis=1)
-    ps = values[:, :, 2].mean(axis=1)
-    sil = values[:, :, 3].mean(axis=1)
+    values = np.asarray(splits).reshape(len(ks), resamples, 3)
+    lange = values[:, :, 0].mean(axis=1) / [random_baseline(X.shape[0] // 2, k) for k in ks]
+    ps = values[:, :, 1].mean(axis=1)
+    sil = values[:, :, 2].mean(axis=1)
     observed, reference = np.asarray(logs[0]), np.asarray(logs[1:])
     gap = reference.mean(axis=0) - observed
     s = reference.std(axis=0) * np.sqrt(1.0 + 1.0 / GAP_REFERENCES)
