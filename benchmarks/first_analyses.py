@@ -438,7 +438,8 @@ def gap_logs(X: np.ndarray, b: int, ks: Sequence[int]) -> list[float]:
     return [float(np.log(KMeans(k, n_init=10, random_state=int(rng.integers(2**31))).fit(Z).inertia_)) for k in ks]
 
 
-def sklearn_loop(X: np.ndarray, *, jobs: int, resamples: int = 20, ks: Sequence[int] = range(2, 11)) -> dict[str, Any]:
+def sklearn_loop(X: np.ndarray, *, jobs: int, resamples: int = 20, ks: Sequence[int] = range(2, 11),
+                 references: int = GAP_REFERENCES) -> dict[str, Any]:
     """k̂ per criterion of the plain loop described in the module docstring (serial when ``jobs`` <= 1)."""
     ks = list(ks)
     tasks = [(k, split) for k in ks for split in range(resamples)]
@@ -446,17 +447,17 @@ def sklearn_loop(X: np.ndarray, *, jobs: int, resamples: int = 20, ks: Sequence[
         from joblib import Parallel, delayed
 
         splits = Parallel(n_jobs=jobs)(delayed(one_split)(X, k, s) for k, s in tasks)
-        logs = Parallel(n_jobs=jobs)(delayed(gap_logs)(X, b, ks) for b in range(GAP_REFERENCES + 1))
+        logs = Parallel(n_jobs=jobs)(delayed(gap_logs)(X, b, ks) for b in range(references + 1))
     else:
         splits = [one_split(X, k, s) for k, s in tasks]
-        logs = [gap_logs(X, b, ks) for b in range(GAP_REFERENCES + 1)]
+        logs = [gap_logs(X, b, ks) for b in range(references + 1)]
     values = np.asarray(splits).reshape(len(ks), resamples, 3)
     lange = values[:, :, 0].mean(axis=1) / [random_baseline(X.shape[0] // 2, k) for k in ks]
     ps = values[:, :, 1].mean(axis=1)
     sil = values[:, :, 2].mean(axis=1)
     observed, reference = np.asarray(logs[0]), np.asarray(logs[1:])
     gap = reference.mean(axis=0) - observed
-    s = reference.std(axis=0) * np.sqrt(1.0 + 1.0 / GAP_REFERENCES)
+    s = reference.std(axis=0) * np.sqrt(1.0 + 1.0 / references)
     hits = np.flatnonzero(gap[:-1] >= gap[1:] - s[1:])
     above = [k for k, v in zip(ks, ps, strict=True) if v >= PS_THRESHOLD]
     return {"lange": ks[int(np.argmin(lange))], "prediction_strength": max(above) if above else -1,
