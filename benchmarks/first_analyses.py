@@ -24,7 +24,7 @@ ordercube / peer (below 1: ordercube is faster).
 
 2. ``ordercube.choose_k(X, seed=0)`` with its defaults (k = 2..10, 20 resamples, the criteria lange,
    prediction_strength, gap and silhouette, k-means) on scikit-learn's iris, wine and digits, from a plain
-   script file, its call under ``if __name__ == "__main__":`` unless ``--no-guard`` (:data:`GUARD`). Against:
+   script file, its call at the top level without a ``__main__`` guard unless ``--guard`` (:data:`GUARD`). Against:
 
    - a plain scikit-learn loop of the same criteria on the same design: 20 random splits into halves per k,
      ``KMeans(n_init=10)`` on each half, the first half's solution extended to the second by nearest centroid;
@@ -88,10 +88,9 @@ PINNED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS"
 R_PACKAGES = ("ConsensusClusterPlus", "cluster")
 APT_PACKAGES = ("r-bioc-consensusclusterplus", "r-cran-cluster")
 SEED = 2003
-# choose_k's script puts its call under a __main__ guard by default until a sweep started at a plain script's top
-# level no longer needs one (it now stops with exit 2 when a LocalCluster is started): then set this to False,
-# the check the issue asks for. --guard / --no-guard choose either way.
-GUARD = True
+# choose_k's script is a plain script, its call at the top level with no __main__ guard (as the issue checks it; the
+# LocalCluster's workers no longer import the main module). --guard / --no-guard choose either way.
+GUARD = False
 PS_THRESHOLD = 0.9
 BASELINE_DRAWS = 200
 GAP_REFERENCES = 20
@@ -569,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="consensusclustering's n_jobs (default: one per core)")
     guard = parser.add_mutually_exclusive_group()
     guard.add_argument("--guard", dest="guard", action="store_true",
-                       help="choose_k's script puts its call under if __name__ == '__main__' (the default: GUARD)")
+                       help="choose_k's script puts its call under if __name__ == '__main__' (default: GUARD, no guard)")
     guard.add_argument("--no-guard", dest="guard", action="store_false", help="a plain script, no guard")
     parser.set_defaults(guard=GUARD)
     parser.add_argument("--no-install", action="store_true", help="never apt-get install R's packages")
