@@ -40,11 +40,14 @@ log = logging.getLogger("ordercube")
 # The run options a caller may pass through ``**options`` (the CLI's flags of the same names).
 RUN_OPTIONS = {"retry_failed", "scheduler", "scheduler_file", "connect_timeout", "wait_for_workers"}
 Decide = Mapping[str, Mapping[str, Any]]
+#: ``sweep`` without ``progress`` prints its estimated wall time from this many seconds (the progress bar's
+#: threshold, :data:`ordercube.pipeline.run.progress.PROGRESS_FROM_SECONDS`); a shorter run only logs it.
+ESTIMATE_PRINTED_FROM = 10.0
 
 
 def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,
           client: Client | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
-          progress: bool = False, **options: Any) -> xr.Dataset:
+          progress: bool | None = None, **options: Any) -> xr.Dataset:
     """Compute every cell of ``config`` that its cube lacks, and return the cube.
 
     Parameters
@@ -68,8 +71,9 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         process. A LocalCluster's workers import the main script again: a script that starts one must
         call ``sweep`` under ``if __name__ == "__main__":`` (else one line says so and the script exits
         2 with :class:`MissingMainGuard`).
-    progress : bool
-        A progress bar and the CLI's lines (the data line of each dataset, the keys the config omitted with the
+    progress : bool, optional
+        Default (None): the estimated wall time printed before computing and a progress bar drawn when the
+        estimate exceeds 10 s, the other lines logged. True: a progress bar (above 10 s), the estimate and the CLI's lines (the data line of each dataset, the keys the config omitted with the
         drawn seed, the plan, the dashboard address) on stderr/stdout; otherwise these lines go to the
         ``ordercube`` logger at INFO level. The data lines are also ``validate(config).config.data_lines``.
     **options
@@ -99,7 +103,8 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     echo = print if progress else log.info
     for line in _read_lines(parsed):
         echo(line)
-    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo, **options)
+    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo,
+                         announce_from=0.0 if progress else ESTIMATE_PRINTED_FROM, **options)
 
 
 def _read_lines(parsed: Config) -> list[str]:
@@ -109,17 +114,19 @@ def _read_lines(parsed: Config) -> list[str]:
     return ([describe_defaults(parsed.defaults)] if parsed.defaults else []) + parsed.data_lines
 
 
-def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool,
-                  echo: Callable[[str], None], **options: Any) -> xr.Dataset:
-    """The sweep of a checked config (its place to run checked too), and its cube."""
+def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool | None,
+                  echo: Callable[[str], None], announce_from: float = 0.0, **options: Any) -> xr.Dataset:
+    """The sweep of a checked config (its place to run checked too), and its cube. The estimated wall time is
+    printed when it is at least ``announce_from`` seconds (else given to ``echo``); ``progress`` False: never."""
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.run.sweep import Interrupted, run_sweep
 
     guard = refuse_unguarded_main if _spawns_workers() else None  # only when a LocalCluster is started
     try:
         with _sigterm_interrupts():
-            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo,
-                      before_cluster=guard, **options)
+            run_sweep(parsed, client=client, workers=workers, show_progress=progress is not False, echo=echo,
+                      before_cluster=guard, announce=None if progress is False else print,
+                      announce_from=announce_from, **options)
     except (Interrupted, KeyboardInterrupt):
         raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
                                 "the same call resumes") from None
@@ -275,7 +282,7 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
 def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, criteria: Iterable[Any] | None = None,
              algorithm: str = "kmeans", resamples: int | None = None, seed: int | None = None,
              n: int | list[int] | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
-             client: Client | None = None, progress: bool = False, **options: Any) -> Choice:
+             client: Client | None = None, progress: bool | None = None, **options: Any) -> Choice:
     """Choose the number of clusters of ``X`` by resampling, with every criterion of the default set, in one call.
 
     A sweep of one dataset and one method (:func:`sweep`), read by the reducers (:func:`select_k`, the
@@ -312,7 +319,8 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
         The cube; default ``<temporary folder>/ordercube-choose_k/<digest>.zarr`` (printed), the digest of the
         data and every argument: the same call again reads the cube it wrote instead of computing.
     workers, client, progress
-        As for :func:`sweep` (by default a small sweep runs in this process; ``progress`` draws a bar).
+        As for :func:`sweep` (by default a small sweep runs in this process, and a bar is drawn when the estimated
+        wall time, printed before computing, exceeds 10 s; ``progress=False``: no bar, the estimate logged).
     **options
         ``params`` (the algorithm's parameters), ``predictor``, ``name`` (of the dataset and the study, default
         ``X``), ``baseline_draws``, ``execution`` (as in a config), and :func:`sweep`'s run options
