@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 #: The pilot's budget: at most this share of the plan's modelled work ...
 PILOT_SHARE = 0.03
+#: ... or, when no piece fits in that share (a piece is a whole trial: 5% of a 20-resample group), one piece of at
+#: most this share. The pilot's cells are stored, so what it costs is only its running on one core, not the work.
+PILOT_ONE_PIECE_SHARE = 0.12
 #: ... and at most this many seconds, modelled before and measured while it runs (the pilot stops there).
 PILOT_SECONDS = 2.0
 #: No pilot below this much modelled work: the run itself is about as short as a pilot would be.
@@ -131,16 +134,33 @@ def pilot_pieces(plan: Plan, budget: float) -> Iterator[tuple[Chunk, float]]:
                     break
 
 
-def run_pilot(plan: Plan, compute: Callable[[Chunk], list[tuple[Chunk, BlockResult]]]) -> Pilot:
-    """Time the pieces of :func:`pilot_pieces` one by one with ``compute``, until the budget's seconds are spent."""
+def pilot_budget(plan: Plan) -> float:
+    """The pilot's modelled seconds: :data:`PILOT_SHARE` of the plan's, or its cheapest piece when that alone is
+    over it and within :data:`PILOT_ONE_PIECE_SHARE`; at most :data:`PILOT_SECONDS`."""
+    total = plan.estimated_seconds
+    cheapest = min((cost for _, cost in pilot_pieces(plan, float("inf"))), default=float("inf"))
+    share = PILOT_SHARE * total if cheapest <= PILOT_SHARE * total or cheapest > PILOT_ONE_PIECE_SHARE * total \
+        else cheapest
+    return min(share, PILOT_SECONDS)
+
+
+def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]]) -> Pilot:
+    """Time the pieces of :func:`pilot_pieces` one by one with ``compute``, until the budget's seconds are spent.
+    Before a method's first piece, ``compute(piece, warm_up=True)`` runs it untimed at a small n, its results thrown
+    away: the process's first call of a kernel (imports, numba's cache) would otherwise be extrapolated to every
+    cell."""
     pilot = Pilot()
     total = plan.estimated_seconds
     if total < PILOT_MIN_WORK:
         return pilot
     started = time.perf_counter()
-    for piece, cost in pilot_pieces(plan, min(PILOT_SHARE * total, PILOT_SECONDS)):
-        begun = time.perf_counter()
+    warm: set[int] = set()
+    for piece, cost in pilot_pieces(plan, pilot_budget(plan)):
         try:
+            if piece.model not in warm:
+                warm.add(piece.model)
+                compute(piece, warm_up=True)
+            begun = time.perf_counter()
             results = compute(piece)
         except Exception:  # noqa: BLE001 - the run computes (and records) it as any task
             break
@@ -153,16 +173,13 @@ def run_pilot(plan: Plan, compute: Callable[[Chunk], list[tuple[Chunk, BlockResu
 
 
 def ratios(pilot: Pilot, plan: Plan) -> tuple[dict[int, float], float]:
-    """Measured / modelled seconds per method (index into the plan's models) and over the whole pilot. A method's
-    first piece carries the process's first calls of its kernels (imports, numba's cache): when the method has
-    more pieces, the first is left out of its ratio."""
+    """Measured / modelled seconds per method (index into the plan's models) and over the whole pilot."""
     by_model: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for piece, modelled, measured in pilot.pieces:
         by_model[piece.model].append((modelled, measured))
     out = {}
     for model, timed in by_model.items():
-        kept = timed[1:] if len(timed) > 1 else timed
-        out[model] = sum(m for _, m in kept) / max(sum(s for s, _ in kept), 1e-9)
+        out[model] = sum(m for _, m in timed) / max(sum(s for s, _ in timed), 1e-9)
     overall = (sum(m for _, _, m in pilot.pieces) / max(sum(s for _, s, _ in pilot.pieces), 1e-9)
                if pilot.pieces else 1.0)
     return out, overall

@@ -284,8 +284,13 @@ def piece_computer(config: Config, coords: Any) -> Callable[[Chunk], list[tuple[
     synthetic = synthetic_sources(config)
     datasets = {d.name: d for d in config.datasets}
 
-    def compute(piece: Chunk) -> list[tuple[Chunk, BlockResult]]:
+    def compute(piece: Chunk, *, warm_up: bool = False) -> list[tuple[Chunk, BlockResult]]:
+        """The piece's results; ``warm_up``: the same cells at a small n instead, to be thrown away (the
+        process's first calls of the method's kernels: imports, numba's cache)."""
         task = build_tasks(config, coords, [[piece]])[0]
+        if warm_up:
+            task = replace(task, blocks=tuple((chunk, replace(spec, n=min(spec.n, max(40, 4 * max(spec.ks)))))
+                                              for chunk, spec in task.blocks))
         dataset = datasets[task.dataset]
         with threadpool_limits(limits=1):
             return execute_task(task, synthetic.get(task.dataset), dataset.data, dataset.labels)
