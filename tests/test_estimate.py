@@ -81,7 +81,7 @@ def test_the_pilot_stays_within_its_budget_and_skips_a_tiny_plan(tmp_path):
     pieces = list(est.pilot_pieces(plan, budget))
     assert pieces and sum(cost for _, cost in pieces) <= budget
     assert {piece.model for piece, _ in pieces} == {0, 1}  # the methods in turn: both get a piece first
-    small = ordercube.validate(small_config(resamples=1), out=tmp_path / "s.zarr")
+    small = ordercube.validate(small_config(resamples=1, n=[10], k=[2]), out=tmp_path / "s.zarr")
     assert small.estimated_seconds < est.PILOT_MIN_WORK
     assert est.run_pilot(small, lambda piece: pytest.fail("a tiny plan gets no pilot")).pieces == []
 

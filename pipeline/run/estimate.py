@@ -34,8 +34,11 @@ PILOT_SHARE = 0.03
 PILOT_ONE_PIECE_SHARE = 0.12
 #: ... and at most this many seconds, modelled before and measured while it runs (the pilot stops there).
 PILOT_SECONDS = 2.0
-#: No pilot below this much modelled work: the run itself is about as short as a pilot would be.
-PILOT_MIN_WORK = 0.5
+#: ... and, whatever the shares, this many modelled seconds: a small plan is where the model's constants miss most
+#: (a classifier config of 0.3 s modelled took 15 s with its kernels' first compilation).
+PILOT_FLOOR = 0.1
+#: No pilot below this much modelled work.
+PILOT_MIN_WORK = 0.01
 #: A LocalCluster's start (scheduler, nannies, the workers' imports and first kernel calls) and stop: 2.5-3.5 s
 #: on this project's 2-core machine (``benchmarks/bench_estimate.py`` measures it).
 CLUSTER_START_SECONDS = 3.0
@@ -136,12 +139,13 @@ def pilot_pieces(plan: Plan, budget: float) -> Iterator[tuple[Chunk, float]]:
 
 def pilot_budget(plan: Plan) -> float:
     """The pilot's modelled seconds: :data:`PILOT_SHARE` of the plan's, or its cheapest piece when that alone is
-    over it and within :data:`PILOT_ONE_PIECE_SHARE`; at most :data:`PILOT_SECONDS`."""
+    over it and within :data:`PILOT_ONE_PIECE_SHARE`, and at least :data:`PILOT_FLOOR`; at most
+    :data:`PILOT_SECONDS`."""
     total = plan.estimated_seconds
     cheapest = min((cost for _, cost in pilot_pieces(plan, float("inf"))), default=float("inf"))
     share = PILOT_SHARE * total if cheapest <= PILOT_SHARE * total or cheapest > PILOT_ONE_PIECE_SHARE * total \
         else cheapest
-    return min(share, PILOT_SECONDS)
+    return min(max(share, PILOT_FLOOR), PILOT_SECONDS)
 
 
 def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]]) -> Pilot:
