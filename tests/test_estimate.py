@@ -69,6 +69,10 @@ def test_the_wall_time_adds_the_pilot_the_writes_and_a_cluster_start(tmp_path):
     here = 0.5 + est.START_SECONDS + 20 * est.WRITE_SECONDS + 9.0 / speedup
     assert guess.wall(2, cluster=False) == pytest.approx(here, rel=1e-12)
     assert guess.wall(2, cluster=True) == pytest.approx(here + est.CLUSTER_START_SECONDS, rel=1e-12)
+    busy = est.Estimate(work=10.0, modelled=4.0, chunks=20, pilot_seconds=0.5, pilot_work=1.0, warm_up=0.7,
+                        slowdown=3.0)
+    assert busy.wall(2, cluster=True) - busy.wall(2, cluster=False) == pytest.approx(
+        3.0 * est.CLUSTER_START_SECONDS + 0.7, rel=1e-12)
     assert guess.wall(1, cluster=False) == pytest.approx(here - 9.0 / speedup + 9.0, rel=1e-12)
     assert guess.line(2, cluster=True) == f"estimated {guess.wall(2, cluster=True):.1f} s on 2 local worker(s) " \
                                           "(pilot of 6 cells: 0.5 s)"

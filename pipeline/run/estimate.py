@@ -57,6 +57,7 @@ class Pilot:
     pieces: list[tuple[Chunk, float, float]] = field(default_factory=list)
     results: list[tuple[Chunk, BlockResult]] = field(default_factory=list)
     seconds: float = 0.0
+    warm_up: float = 0.0
 
     @property
     def cells(self) -> int:
@@ -76,6 +77,8 @@ class Estimate:
     pilot_work: float = 0.0
     ratio: float = 1.0
     note: str = ""
+    warm_up: float = 0.0
+    slowdown: float = 1.0
 
     @property
     def remaining(self) -> float:
@@ -91,7 +94,13 @@ class Estimate:
     def wall(self, workers: int, *, cluster: bool) -> float:
         """The wall time of the whole sweep on ``workers`` threads of this process (``cluster`` False) or workers of
         a LocalCluster started for it (``cluster`` True: its start and stop added), the pilot (serial) included."""
-        return self.pilot_seconds + self.executor(workers) + (CLUSTER_START_SECONDS if cluster else 0.0)
+        return self.pilot_seconds + self.executor(workers) + (self.cluster_start if cluster else 0.0)
+
+    @property
+    def cluster_start(self) -> float:
+        """A LocalCluster's start and stop (:data:`CLUSTER_START_SECONDS`, longer on a busy machine: ``slowdown``)
+        and its workers' first calls of the kernels (each pays the pilot's warm-up again, in parallel)."""
+        return CLUSTER_START_SECONDS * self.slowdown + self.warm_up
 
     def line(self, workers: int, *, cluster: bool, written: bool = True, where: str | None = None) -> str:
         """One short line: ``estimated 23 s on 2 local worker(s) (pilot of 12 cells: 0.4 s)``."""
@@ -160,10 +169,15 @@ def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]
     started = time.perf_counter()
     warm: set[int] = set()
     for piece, cost in pilot_pieces(plan, pilot_budget(plan)):
-        try:
-            if piece.model not in warm:
-                warm.add(piece.model)
+        if piece.model not in warm:
+            warm.add(piece.model)
+            begun = time.perf_counter()
+            try:
                 compute(piece, warm_up=True)
+            except Exception:  # noqa: BLE001 - a family whose data cannot be drawn that small: no warm-up
+                pass
+            pilot.warm_up = max(pilot.warm_up, time.perf_counter() - begun)
+        try:
             begun = time.perf_counter()
             results = compute(piece)
         except Exception:  # noqa: BLE001 - the run computes (and records) it as any task
@@ -211,7 +225,22 @@ def estimate(plan: Plan, pilot: Pilot | None = None, *, note: str = "") -> Estim
         work += max(rest, 0.0) * per_model.get(chunk.model, overall)
     ratio = work / modelled if modelled else 1.0
     return Estimate(work=work, modelled=modelled, chunks=chunks, pilot_cells=pilot.cells,
-                    pilot_seconds=pilot.seconds, pilot_work=sum(timed.values()), ratio=ratio, note=note)
+                    pilot_seconds=pilot.seconds, pilot_work=sum(timed.values()), ratio=ratio, note=note,
+                    warm_up=pilot.warm_up, slowdown=slowdown())
+
+
+def slowdown() -> float:
+    """How much slower a new process runs than on an idle machine: the runnable processes per core (the 1-minute
+    load average, this process's pilot among them), at least 1. Processes share the cores fairly."""
+    import os
+
+    from ordercube.pipeline.system.cores import usable_cores
+
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return 1.0
+    return max(1.0, load / usable_cores())
 
 
 def without(plan: Plan, pilot: Pilot) -> Plan:

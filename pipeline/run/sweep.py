@@ -354,7 +354,7 @@ def _sweep_locked(
         echo(placement.reason)
         say(guess.line(placement.threads, cluster=False), guess.wall(placement.threads, cluster=False))
         feed = feed_for(placement.threads)
-        echo(_computing(plan, feed, path))
+        echo(_computing(plan, feed, path, pilot))
         planning = time.perf_counter() - planning - pilot.seconds
         return _with_pilot(compute_here(config, feed, open_cube_for_writing, show_progress=bar(placement.threads),
                                         threads=placement.threads, head=head(placement.threads)), pilot, planning)
@@ -379,7 +379,7 @@ def _sweep_locked(
             say(guess.line(threads, cluster=False, where=f"on the {threads} worker thread(s) there"),
                 guess.wall(threads, cluster=False))
         feed = feed_for(threads)
-        echo(_computing(plan, feed, path))
+        echo(_computing(plan, feed, path, pilot))
         planning += time.perf_counter() - feed_started
         if line := dashboard_line(connected, dashboard_address):
             echo(line)
@@ -393,9 +393,11 @@ def _with_pilot(summary: Summary, pilot: Pilot, planning: float) -> Summary:
     return replace(summary, seconds=summary.seconds + pilot.seconds).with_driver(planning)
 
 
-def _computing(plan: Plan, feed: Feed, path: Any) -> str:
-    if isinstance(feed, FixedFeed):
-        return f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {feed.tasks} tasks -> {path}"
+def _computing(plan: Plan, feed: Feed, path: Any, pilot: Pilot) -> str:
+    if isinstance(feed, FixedFeed):  # the pilot's cells, computed already, among them
+        tasks = f"{feed.tasks} tasks" + (f" and the pilot's {len(pilot.pieces)}" if pilot.pieces else "")
+        return (f"computing {plan.cells_to_compute + pilot.cells} of {plan.planned_cells} planned cells in {tasks} "
+                f"-> {path}")
     return (f"computing up to {feed.total} of {plan.planned_cells} planned cells, adaptive methods in rounds "
             f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
 
