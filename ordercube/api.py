@@ -266,7 +266,9 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
     and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
     ``plan.config.data_lines`` holds the line the CLI prints for each dataset (``data iris: 150 rows x 4
     features ...; true k 3``), ``plan.config.defaults`` the keys the config omitted and the values they got
-    (the drawn ``seed`` among them: pass it to repeat the run).
+    (the drawn ``seed`` among them: pass it to repeat the run). ``plan.estimate()`` times a short pilot of a few
+    cells in this process (not written) and returns the estimated compute; ``.wall(workers, cluster=...)`` is the
+    wall time, ``.line(...)`` the line ``ordercube validate`` prints.
 
     Raises
     ------
