@@ -19,13 +19,15 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ordercube.pipeline.cube.grid import Chunk, estimated_seconds
 
 if TYPE_CHECKING:
-    from ordercube.pipeline.run.sweep import Plan
     from ordercube.tasks.cell import BlockResult
+
+#: A :class:`ordercube.pipeline.run.sweep.Plan` (not imported: the sweep imports this module).
+Plan = Any
 
 #: The pilot's budget: at most this share of the plan's modelled work ...
 PILOT_SHARE = 0.03
