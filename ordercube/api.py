@@ -39,11 +39,14 @@ log = logging.getLogger("ordercube")
 # The run options a caller may pass through ``**options`` (the CLI's flags of the same names).
 RUN_OPTIONS = {"retry_failed", "scheduler", "scheduler_file", "connect_timeout", "wait_for_workers"}
 Decide = Mapping[str, Mapping[str, Any]]
+#: ``sweep`` without ``progress`` prints its estimated wall time from this many seconds (the progress bar's
+#: threshold, :data:`ordercube.pipeline.run.progress.PROGRESS_FROM_SECONDS`); a shorter run only logs it.
+ESTIMATE_PRINTED_FROM = 10.0
 
 
 def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[str, Any] | None = None,
           client: Client | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
-          progress: bool = False, **options: Any) -> xr.Dataset:
+          progress: bool | None = None, **options: Any) -> xr.Dataset:
     """Compute every cell of ``config`` that its cube lacks, and return the cube.
 
     Parameters
@@ -68,9 +71,11 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         do not), so a script needs no ``if __name__ == "__main__":`` guard and may be read from standard
         input; a record registered by the script itself is refused (``InputError``): name its module in
         ``ORDERCUBE_PLUGINS`` or install it as a plug-in.
-    progress : bool
-        A progress bar and the CLI's lines (the data line of each dataset, the keys the config omitted with the
-        drawn seed, the plan, the dashboard address) on stderr/stdout; otherwise these lines go to the
+    progress : bool, optional
+        Default (None): the estimated wall time printed before computing and a progress bar drawn when the
+        estimate exceeds 10 s, the other lines logged. True: a progress bar (above 10 s), the estimate and the
+        CLI's lines (the data line of each dataset, the keys the config omitted with the drawn seed, the plan,
+        the dashboard address) on stderr/stdout; False: these lines (the estimate too) go to the
         ``ordercube`` logger at INFO level. The data lines are also ``validate(config).config.data_lines``.
     **options
         ``retry_failed=True``, ``scheduler="tcp://HOST:PORT"``, ``scheduler_file=PATH``,
@@ -99,7 +104,8 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
     echo = print if progress else log.info
     for line in _read_lines(parsed):
         echo(line)
-    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo, **options)
+    return _sweep_parsed(parsed, client=client, workers=workers, progress=progress, echo=echo,
+                         announce_from=0.0 if progress else ESTIMATE_PRINTED_FROM, **options)
 
 
 def _read_lines(parsed: Config) -> list[str]:
@@ -109,15 +115,18 @@ def _read_lines(parsed: Config) -> list[str]:
     return ([describe_defaults(parsed.defaults)] if parsed.defaults else []) + parsed.data_lines
 
 
-def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool,
-                  echo: Callable[[str], None], **options: Any) -> xr.Dataset:
-    """The sweep of a checked config (its place to run checked too), and its cube."""
+def _sweep_parsed(parsed: Config, *, client: Client | None, workers: int | None, progress: bool | None,
+                  echo: Callable[[str], None], announce_from: float = 0.0, **options: Any) -> xr.Dataset:
+    """The sweep of a checked config (its place to run checked too), and its cube. The estimated wall time is
+    printed when it is at least ``announce_from`` seconds (else given to ``echo``); ``progress`` False: never."""
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.run.sweep import Interrupted, run_sweep
 
     try:
         with _sigterm_interrupts():
-            run_sweep(parsed, client=client, workers=workers, show_progress=progress, echo=echo, **options)
+            run_sweep(parsed, client=client, workers=workers, show_progress=progress is not False, echo=echo,
+                      announce=None if progress is False else print,
+                      announce_from=announce_from, **options)
     except (Interrupted, KeyboardInterrupt):
         raise KeyboardInterrupt(f"sweep interrupted: every finished cell is in {parsed.out}; "
                                 "the same call resumes") from None
@@ -257,7 +266,9 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
     and ``cells_to_compute`` count cells (against the existing cube at ``out``, when there is one).
     ``plan.config.data_lines`` holds the line the CLI prints for each dataset (``data iris: 150 rows x 4
     features ...; true k 3``), ``plan.config.defaults`` the keys the config omitted and the values they got
-    (the drawn ``seed`` among them: pass it to repeat the run).
+    (the drawn ``seed`` among them: pass it to repeat the run). ``plan.estimate()`` times a short pilot of a few
+    cells in this process (not written) and returns the estimated compute; ``.wall(workers, cluster=...)`` is the
+    wall time, ``.line(...)`` the line ``ordercube validate`` prints.
 
     Raises
     ------
@@ -273,7 +284,7 @@ def validate(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mappin
 def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, criteria: Iterable[Any] | None = None,
              algorithm: str = "kmeans", resamples: int | None = None, seed: int | None = None,
              n: int | list[int] | None = None, out: str | os.PathLike[str] | None = None, workers: int | None = None,
-             client: Client | None = None, progress: bool = False, **options: Any) -> Choice:
+             client: Client | None = None, progress: bool | None = None, **options: Any) -> Choice:
     """Choose the number of clusters of ``X`` by resampling, with every criterion of the default set, in one call.
 
     A sweep of one dataset and one method (:func:`sweep`), read by the reducers (:func:`select_k`, the
@@ -310,7 +321,8 @@ def choose_k(X: Any, k: Iterable[int] = range(2, 11), *, labels: Any = None, cri
         The cube; default ``<temporary folder>/ordercube-choose_k/<digest>.zarr`` (printed), the digest of the
         data and every argument: the same call again reads the cube it wrote instead of computing.
     workers, client, progress
-        As for :func:`sweep` (by default a small sweep runs in this process; ``progress`` draws a bar).
+        As for :func:`sweep` (by default a small sweep runs in this process, and a bar is drawn when the estimated
+        wall time, printed before computing, exceeds 10 s; ``progress=False``: no bar, the estimate logged).
     **options
         ``params`` (the algorithm's parameters), ``predictor``, ``name`` (of the dataset and the study, default
         ``X``), ``baseline_draws``, ``execution`` (as in a config), and :func:`sweep`'s run options

@@ -248,7 +248,7 @@ def plan_command(config: str, out: str | None) -> tuple[Config, Plan, bool, int,
     parsed = load_config(config, out=out)
     _command_output(parsed.out, "--out" if out else "out")
     plan = preview_plan(parsed)
-    placement = where_to_compute(plan, workers=None, elsewhere=False)
+    placement = where_to_compute(plan, workers=None, elsewhere=False, work=plan.estimate().remaining)
     here = placement.here
     workers = placement.threads if here else usable_cores()
     return parsed, plan, here, workers, plan.task_count(workers=workers)

@@ -182,6 +182,7 @@ def print_plan(config: Config, plan: Any, *, here: bool, workers: int, tasks: in
     print(f"  cells: {plan.planned_cells} planned, {plan.cells_to_compute} to compute in "
           f"{tasks} tasks {place} (estimated work {'under' if here else 'over'} "
           f"execution.in_process_seconds = {config.execution.in_process_seconds:g}); criteria: {', '.join(config.criteria)}")
+    print(f"  {plan.estimate().line(workers, cluster=not here, written=False)}")
     from ordercube.pipeline.config.schemes import size_line
 
     if line := size_line(config, plan):

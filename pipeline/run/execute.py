@@ -14,7 +14,8 @@ import errno
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -92,6 +93,28 @@ class Summary:
         return replace(self, driver_seconds=self.driver_seconds + seconds)
 
 
+@dataclass(frozen=True)
+class Head:
+    """What a run brings to its executor before the first task: the pilot's results (stored first: real cells,
+    :mod:`ordercube.pipeline.run.estimate`) and what seeds the progress bar's ETA (``estimate``: the executor's
+    seconds; ``weight``: a chunk's modelled seconds, ``work`` their total)."""
+
+    ready: list[tuple[Chunk, BlockResult]] = field(default_factory=list)
+    estimate: float | None = None
+    weight: Callable[[Chunk], float] | None = None
+    work: float | None = None
+
+    def progress(self, total: int, *, enabled: bool) -> SweepProgress:
+        cells = sum(chunk.cells for chunk, _ in self.ready)
+        return SweepProgress(total + cells, enabled=enabled, estimate=self.estimate, weight=self.weight,
+                             work=self.work)
+
+    def store(self, tally: Tally, cube_arrays: BlockWriter) -> None:
+        if self.ready:
+            tally.kernel += float(sum(result.seconds.sum() for _, result in self.ready))
+            tally.store(cube_arrays, self.ready)
+
+
 class Tally:
     """Writes merged blocks into the cube, counts their cells by status and advances the progress bar, and adds
     up where the time went (:class:`Summary`): the tasks' kernel and worker seconds as they arrive
@@ -131,7 +154,7 @@ class Tally:
             for code in self.counts:
                 self.counts[code] += int((result.status == code).sum())
             broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
-            self.progress.advance(chunk.cells, failed=int(broken.sum()))
+            self.progress.advance(chunk.cells, failed=int(broken.sum()), chunk=chunk)
         self.writes += time.perf_counter() - started
 
     def skip(self, cells: int) -> None:
@@ -181,7 +204,7 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSourc
 
 
 def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube], *,
-                 show_progress: bool, threads: int = 1) -> Summary:
+                 show_progress: bool, threads: int = 1, head: Head | None = None) -> Summary:
     """Run every task of ``feed`` in this process on ``threads`` threads, writing each result as it finishes
     (an adaptive feed hands out a group's next round once its results are stored: ordercube.pipeline.run.rounds).
 
@@ -202,7 +225,8 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
         dataset = datasets[task.dataset]
         return _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels, tally)
 
-    with SweepProgress(feed.total, enabled=show_progress) as progress, \
+    head = head or Head()
+    with head.progress(feed.total, enabled=show_progress) as progress, \
             threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
         # BLAS held to one thread, as Dask's nanny does for a worker: the same BLAS, the same bits
         tally = Tally(progress)
@@ -210,6 +234,7 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
         try:
             running = {pool.submit(compute, task, tally) for task in feed.take(2 * threads)}
             cube_arrays = open_cube_for_writing().writer()  # while the first tasks compute
+            head.store(tally, cube_arrays)
             tally.skip(feed.stored([]))
             while running:
                 interrupts.check()
@@ -247,3 +272,27 @@ def _computed(task: Task, synthetic: SyntheticSource | None, data: np.ndarray | 
     computed = Computed(result for piece in pieces for result in piece)
     computed.wall = sum(getattr(piece, "wall", 0.0) for piece in pieces)
     return computed
+
+
+def piece_computer(config: Config, coords: Any) -> Callable[[Chunk], list[tuple[Chunk, BlockResult]]]:
+    """A function computing one chunk of ``config`` in this process, BLAS held to one thread as in
+    :func:`compute_here` (the same bits): the pilot's (:mod:`ordercube.pipeline.run.estimate`)."""
+    from threadpoolctl import threadpool_limits
+
+    from ordercube.pipeline.run.graph import build_tasks
+
+    synthetic = synthetic_sources(config)
+    datasets = {d.name: d for d in config.datasets}
+
+    def compute(piece: Chunk, *, warm_up: bool = False) -> list[tuple[Chunk, BlockResult]]:
+        """The piece's results; ``warm_up``: the same cells at a small n instead, to be thrown away (the
+        process's first calls of the method's kernels: imports, numba's cache)."""
+        task = build_tasks(config, coords, [[piece]])[0]
+        if warm_up:
+            task = replace(task, blocks=tuple((chunk, replace(spec, n=min(spec.n, max(40, 4 * max(spec.ks)))))
+                                              for chunk, spec in task.blocks))
+        dataset = datasets[task.dataset]
+        with threadpool_limits(limits=1):
+            return execute_task(task, synthetic.get(task.dataset), dataset.data, dataset.labels)
+
+    return compute

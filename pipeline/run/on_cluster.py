@@ -21,11 +21,10 @@ from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.run.cluster import NoWorkers, WorkerWatch
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
-from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, Tally, failed_results, \
-    killed_worker, synthetic_sources
+from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Head, Interrupted, Summary, Tally, \
+    failed_results, killed_worker, synthetic_sources
 from ordercube.pipeline.run.graph import Task, execute_task, isolate
 from ordercube.pipeline.cube.grid import Chunk
-from ordercube.pipeline.run.progress import SweepProgress
 from ordercube.pipeline.run.rounds import Feed
 from ordercube.tasks.cell import describe
 
@@ -58,7 +57,7 @@ def _allowed_failures(dask_scheduler) -> int:
 
 
 def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube],
-                       *, threads: int, show_progress: bool, watch: WorkerWatch) -> Summary:
+                       *, threads: int, show_progress: bool, watch: WorkerWatch, head: Head | None = None) -> Summary:
     """Submit ``feed``'s tasks through the window and write results as they arrive (an adaptive feed hands out
     a group's next round once its results are stored: ordercube.pipeline.run.rounds).
 
@@ -100,12 +99,14 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
     # it lives (dask/distributed#7977), and without one it opens a new default span each time the window
     # drains (between adaptive rounds): a span and a task group more per drain, 3.9 KB measured in the driver
     # of a LocalCluster.
-    with span("ordercube sweep"), SweepProgress(feed.total, enabled=show_progress) as progress:
+    head = head or Head()
+    with span("ordercube sweep"), head.progress(feed.total, enabled=show_progress) as progress:
         tally = Tally(progress)
         try:
             for _ in range(window):
                 submit_next()
             cube_arrays = open_cube_for_writing().writer()
+            head.store(tally, cube_arrays)
             tally.skip(feed.stored([]))
             # Whatever has finished while the driver was writing arrives as one batch, written together.
             for batch in _batches(futures, watch, tally):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,11 @@ from ordercube.pipeline.run.cluster import (
 from ordercube.pipeline.config.adaptive import check_looks
 from ordercube.pipeline.config.specs import Config, MethodSpec
 from ordercube.pipeline.system.cores import usable_cores
-from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Interrupted, Summary, compute_here
+from ordercube.pipeline.run.estimate import Estimate, Pilot, estimate, run_pilot, without
+from ordercube.pipeline.run.execute import (
+    DISK_FULL, ClusterLost, DiskFull, Head, Interrupted, Summary, compute_here, piece_computer,
+)
+from ordercube.pipeline.run.progress import PROGRESS_FROM_SECONDS
 from ordercube.pipeline.run.graph import Task, build_tasks
 from ordercube.pipeline.cube.grid import (
     CELL_SECONDS, CellCost, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds,
@@ -106,6 +110,25 @@ class Plan:
     def tasks(self, workers: int) -> list[Task]:
         return list(self.iter_tasks(workers))
 
+    def estimate(self, *, pilot: bool = True) -> Estimate:
+        """The estimated compute of the cells to compute (:mod:`ordercube.pipeline.run.estimate`): the cost model
+        calibrated by a short pilot timed in this process, whose cells are not kept (``run`` stores them);
+        ``.wall(workers, cluster=...)`` is the wall time, ``.line(...)`` the line ``validate`` prints. Computed
+        once per plan."""
+        key = "_estimate_pilot" if pilot else "_estimate_model"
+        if key not in self.__dict__:  # frozen: cached as functools.cached_property caches
+            self.__dict__[key] = pilot_and_estimate(self)[1] if pilot else estimate(self, note="cost model")
+        return self.__dict__[key]
+
+
+def pilot_and_estimate(plan: Plan) -> tuple[Pilot, Estimate]:
+    """The pilot of ``plan`` (none for an adaptive config: its rounds plan their cells from the cube) and the
+    estimate it calibrates."""
+    if plan.config.adaptive:
+        return Pilot(), estimate(plan, note="cost model; adaptive methods: at most")
+    pilot = run_pilot(plan, piece_computer(plan.config, plan.coords))
+    return pilot, estimate(plan, pilot, note="" if pilot.pieces else "cost model")
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -123,7 +146,8 @@ class Placement:
 MIN_THREAD_SECONDS = 0.25
 
 
-def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashboard_asked: bool = False) -> Placement:
+def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashboard_asked: bool = False,
+                     work: float | None = None) -> Placement:
     """In this process when the work is small and nobody asked for a cluster, else on Dask.
 
     ``workers``: 0 asks for this process, N >= 1 for a LocalCluster of N workers; ``elsewhere``: a
@@ -132,12 +156,14 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
     (one per core when every method's kernels release the GIL, else one), decides against the config's
     ``execution.in_process_seconds`` (default 5): a LocalCluster costs about 2.5-3 s to start, stop and warm
     up on this project's 2-core machine, so it pays only where its processes do what threads cannot (GIL-bound
-    kernels: from ~5 s of work its second core saves more than it costs) or where the work is long.
+    kernels: from ~5 s of work its second core saves more than it costs) or where the work is long. ``work``:
+    the compute left on one core when a pilot measured it (:meth:`Plan.estimate`), else the cost model's.
     """
+    work = plan.estimated_seconds if work is None else work
     # one thread per core when every method's kernels release the GIL (else threads would queue on it), and
     # only as many as have MIN_THREAD_SECONDS of work each
     threads = usable_cores() if all(get_algorithm(m.algorithm).releases_gil for m in plan.config.methods) else 1
-    threads = min(threads, max(1, int(plan.estimated_seconds / MIN_THREAD_SECONDS)))
+    threads = min(threads, max(1, int(work / MIN_THREAD_SECONDS)))
     if elsewhere:
         return Placement(False, "")
     if workers == 0:
@@ -146,7 +172,7 @@ def where_to_compute(plan: Plan, *, workers: int | None, elsewhere: bool, dashbo
         return Placement(False, "")
     if dashboard_asked:
         return Placement(False, "starting a local Dask cluster for the dashboard asked for (--dashboard-address)")
-    wall, threshold = plan.estimated_seconds / threads, plan.config.execution.in_process_seconds
+    wall, threshold = work / threads, plan.config.execution.in_process_seconds
     if wall < threshold:
         return Placement(True, f"computing in this process: about {wall:.1f} s of work on {threads} thread(s), "
                                f"under execution.in_process_seconds = {threshold:g}, below which a local cluster costs "
@@ -255,11 +281,17 @@ def _sweep_locked(
     dashboard_address: str | None = DEFAULT_DASHBOARD,
     client: Client | None = None,
     dashboard_asked: bool = False,
+    announce: Callable[[str], None] | None = None,
+    announce_from: float = 0.0,
 ) -> Summary:
     """The body of :func:`run_sweep`, its caller holding the cube's lock. A ``client`` given is used
     instead of connecting (``workers``, ``scheduler`` and ``scheduler_file`` are then unused) and left open.
-    ``dashboard_asked``: the user gave a dashboard address, so a small
-    sweep too runs on a LocalCluster (the only place a dashboard is served)."""
+    ``dashboard_asked: the user gave a dashboard address, so a small
+    sweep too runs on a LocalCluster (the only place a dashboard is served). ``announce`` says the estimated wall
+    time before computing when it is at least ``announce_from`` seconds (default: ``echo``, which gets it otherwise)."""
+    def say(line: str, wall: float) -> None:
+        (announce if announce is not None and wall >= announce_from else echo)(line)
+
     planning = time.perf_counter()  # the driver's own work before its executor: counted in the summary's driver_seconds
     path = location(config.out)
     if Cube.exists(path) and config.adaptive:  # before the cube changes: its chunks must fit the looks
@@ -291,8 +323,10 @@ def _sweep_locked(
             return Cube.create(path, config, coords, default_chunks(config),
                                prepare=lambda new: fill_baseline(new, config, coords))
 
+    pilot, guess = pilot_and_estimate(plan)
+    plan = without(plan, pilot)  # the pilot's cells are stored first (Head)
     placement = where_to_compute(plan, workers=workers, elsewhere=bool(client or scheduler or scheduler_file),
-                                 dashboard_asked=dashboard_asked)
+                                 dashboard_asked=dashboard_asked, work=guess.remaining)
     if config.adaptive and Cube.exists(path):  # the rounds read the cube from the start (a resumed run replays its decisions)
         cube = open_cube_for_writing()
         open_cube_for_writing = lambda: cube  # noqa: E731
@@ -307,16 +341,28 @@ def _sweep_locked(
                              count=plan.task_count(workers=threads), datasets=plan.datasets)
         return adaptive_feed(plan, cube, status, threads, retry_failed=retry_failed)
 
+    def head(threads: int) -> Head:
+        return Head(ready=pilot.results, estimate=guess.executor(threads), work=guess.modelled,
+                    weight=lambda chunk: estimated_seconds(chunk, plan.coords, plan.cell_costs))
+
+    def bar(threads: int) -> bool:
+        return show_progress and guess.wall(threads, cluster=False) > PROGRESS_FROM_SECONDS
+
     if placement.here:
         echo(placement.reason)
+        say(guess.line(placement.threads, cluster=False), guess.wall(placement.threads, cluster=False))
         feed = feed_for(placement.threads)
-        echo(_computing(plan, feed, path))
-        planning = time.perf_counter() - planning
-        return compute_here(config, feed, open_cube_for_writing, show_progress=show_progress,
-                            threads=placement.threads).with_driver(planning)
-    planning = time.perf_counter() - planning
+        echo(_computing(plan, feed, path, pilot))
+        planning = time.perf_counter() - planning - pilot.seconds
+        return _with_pilot(compute_here(config, feed, open_cube_for_writing, show_progress=bar(placement.threads),
+                                        threads=placement.threads, head=head(placement.threads)), pilot, planning)
+    planning = time.perf_counter() - planning - pilot.seconds
     if placement.reason:
         echo(placement.reason)
+    local = not (client or scheduler or scheduler_file)
+    if local:
+        at_hand = workers or usable_cores()
+        say(guess.line(at_hand, cluster=True), guess.wall(at_hand, cluster=True))
     from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
     from ordercube.pipeline.run.on_cluster import compute_on_cluster
 
@@ -325,18 +371,29 @@ def _sweep_locked(
         watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
         threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
         feed_started = time.perf_counter()
+        if not local:
+            say(guess.line(threads, cluster=False, where=f"on the {threads} worker thread(s) there"),
+                guess.wall(threads, cluster=False))
         feed = feed_for(threads)
-        echo(_computing(plan, feed, path))
+        echo(_computing(plan, feed, path, pilot))
         planning += time.perf_counter() - feed_started
         if line := dashboard_line(connected, dashboard_address):
             echo(line)
-        return compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
-                                  show_progress=show_progress, watch=watch).with_driver(planning)
+        return _with_pilot(compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
+                                              show_progress=bar(threads), watch=watch, head=head(threads)),
+                           pilot, planning)
 
 
-def _computing(plan: Plan, feed: Feed, path: Any) -> str:
-    if isinstance(feed, FixedFeed):
-        return f"computing {plan.cells_to_compute} of {plan.planned_cells} planned cells in {feed.tasks} tasks -> {path}"
+def _with_pilot(summary: Summary, pilot: Pilot, planning: float) -> Summary:
+    """The executor's summary with the pilot's time (its cells are among the computed) and the planning's."""
+    return replace(summary, seconds=summary.seconds + pilot.seconds).with_driver(planning)
+
+
+def _computing(plan: Plan, feed: Feed, path: Any, pilot: Pilot) -> str:
+    if isinstance(feed, FixedFeed):  # the pilot's cells, computed already, among them
+        tasks = f"{feed.tasks} tasks" + (f" and the pilot's {len(pilot.pieces)}" if pilot.pieces else "")
+        return (f"computing {plan.cells_to_compute + pilot.cells} of {plan.planned_cells} planned cells in {tasks} "
+                f"-> {path}")
     return (f"computing up to {feed.total} of {plan.planned_cells} planned cells, adaptive methods in rounds "
             f"({', '.join(plan.config.adaptive)}: their rule stops them) -> {path}")
 
