@@ -50,8 +50,9 @@ from ordercube.tasks.consensus import (
     consensus_partition, consensus_values, delta_area, pac_from_values, resample_agreement,
 )
 from ordercube.tasks.consensus.matrix import (
-    drawn_labels, exact_in_single, matrix_from_counts, pair_counts, values_from_counts,
+    drawn_labels, exact_in_single, matrix_from_quotients, pair_counts, pair_quotients, values_from_counts,
 )
+from ordercube.tasks.consensus.partition import partition_from_pairs
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.params import choice, integer, pair
 
@@ -251,12 +252,13 @@ def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: N
         bottom, items = denominators(labels)
         top = pair_counts(labels, W)
         matrix_needs = [need for need in needs if not isinstance(need, tuple)]
+        quotients = pair_quotients(top, bottom) if matrix_needs else None
         for r, w in enumerate(rows):
             values, counts = values_from_counts(top[r], bottom[r])
             extras = {need: _reading(values, counts, need) for need in needs if isinstance(need, tuple)}
-            if matrix_needs:
-                M = matrix_from_counts(top[r], bottom[r], items[r])
-                extras.update({need: _extra(M, k, need) for need in matrix_needs})
+            if quotients is not None:
+                M = matrix_from_quotients(quotients[r], items[r])
+                extras.update({need: _extra(M, k, need, (quotients[r], items[r])) for need in matrix_needs})
             entries[(id(labels), id(w), k)] = Summary(labels, w, None, None, extras)
         stack = clusterings.references.get(k) if m3c is not None else None
         if stack is None or not len(stack):
@@ -294,14 +296,20 @@ def batched_references(stack: Any, weights: NDArray[np.float64] | None, k: int, 
     return found[2]
 
 
-def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
+def _extra(M: NDArray[np.float64], k: int, need: str,
+           pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> Any:
+    """What ``need`` asks of the consensus matrix ``M`` at ``k``; ``pairs``: its pairs' quotients and the items'
+    draws, when at hand (the tree is then built from them, without reading the distances out of ``M``)."""
     if need == "consensusclustering":
         return cdf_area(M, method="consensusclustering")
     linkage = need.removeprefix("partition:")
     drawn = int(np.count_nonzero(~np.isnan(np.diagonal(M))))
     if drawn < k:  # fewer items than clusters: no partition
         return np.full(M.shape[0], -1, dtype=np.int64), np.full(k, np.nan)
-    partition = consensus_partition(M, k, linkage)  # type: ignore[arg-type]
+    if pairs is None:
+        partition = consensus_partition(M, k, linkage)  # type: ignore[arg-type]
+    else:
+        partition = partition_from_pairs(pairs[0], pairs[1], k, linkage)  # type: ignore[arg-type]
     return partition, cluster_consensus(M, partition, k)
 
 
