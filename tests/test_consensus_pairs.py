@@ -135,3 +135,24 @@ def test_the_consensus_tree_of_a_matrix_is_the_tree_of_its_pairs():
     upper = np.triu_indices(M.shape[0], 1)
     np.testing.assert_array_equal(tree, tree_of_distances(1.0 - np.nan_to_num(M[upper], nan=0.0)))
     assert items.tolist() == list(range(20))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_cluster_consensus_from_pairs_is_that_of_the_matrix(seed):
+    from ordercube.tasks.consensus import cluster_consensus
+    from ordercube.tasks.consensus.partition import cluster_consensus_from_pairs
+
+    rng = np.random.default_rng(seed)
+    n_items = int(rng.integers(2, 60))
+    labels = _labels(rng, int(rng.integers(1, 40)), n_items, int(rng.integers(1, 5)), float(rng.choice([0.0, 0.2, 0.7])))
+    weights = rng.poisson(1.0, size=labels.shape[0]).astype(np.float64)
+    top, bottom = pair_counts(labels, weights)[0], pair_counts(drawn_labels(labels), weights)[0]
+    items = weights @ (labels >= 0)
+    M = consensus_matrix(labels, weights=weights)
+    quotients = pair_quotients(top, bottom)
+    drawn = int(np.count_nonzero(items > 0))
+    for k in range(1, min(drawn, 8) + 1):
+        partition = consensus_partition(M, k)
+        expected = cluster_consensus(M, partition, k)
+        got = cluster_consensus_from_pairs(quotients, items, partition, k)
+        assert got.tobytes() == expected.tobytes(), (k, got, expected)

@@ -260,6 +260,39 @@ def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.
     M = np.asarray(M, dtype=np.float64)
     partition = np.asarray(partition)
     total, count = _member_sums(M, partition, k)
+    return _cluster_means(total, count, partition, k)
+
+
+def cluster_consensus_from_pairs(quotients: ArrayLike, drawn_items: ArrayLike, partition: ArrayLike,
+                                 k: int) -> NDArray[np.float64]:
+    """:func:`cluster_consensus` of the consensus matrix whose pairs i < j hold ``quotients`` (NaN: never drawn
+    together; ``drawn_items``: each item's weighted draws), without the matrix: the same values, bit for bit (the
+    same product of the same (N, N) values with the members; the pairs counted exactly, from the clusters' sizes
+    when every pair is defined)."""
+    from ordercube.tasks.consensus.matrix import matrix_from_quotients
+
+    quotients = np.asarray(quotients, dtype=np.float64)
+    partition = np.asarray(partition)
+    drawn_items = np.asarray(drawn_items)
+    undefined = np.isnan(quotients)
+    values = matrix_from_quotients(np.where(undefined, 0.0, quotients), drawn_items, fill=0.0)
+    np.fill_diagonal(values, 0.0)
+    inside = partition >= 0
+    members = np.zeros((partition.shape[0], k))
+    members[np.flatnonzero(inside), partition[inside]] = 1.0
+    total = values @ members
+    if undefined.any():
+        defined = matrix_from_quotients((~undefined).astype(np.float64), drawn_items, fill=0.0)
+        np.fill_diagonal(defined, 0.0)
+        count = defined @ members
+    else:  # every other member of each cluster
+        count = members.sum(axis=0)[None, :] - members
+    return _cluster_means(total, count, partition, k)
+
+
+def _cluster_means(total: NDArray[np.float64], count: NDArray[np.float64], partition: NDArray[np.integer],
+                   k: int) -> NDArray[np.float64]:
+    """Each cluster's sum of its members' consensus with it over its number of defined pairs (NaN: none)."""
     inside = partition >= 0
     within = np.zeros(k)
     pairs = np.zeros(k)

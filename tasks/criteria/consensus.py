@@ -52,7 +52,7 @@ from ordercube.tasks.consensus import (
 from ordercube.tasks.consensus.matrix import (
     drawn_labels, exact_in_single, matrix_from_quotients, pair_counts, pair_quotients, values_from_counts,
 )
-from ordercube.tasks.consensus.partition import partition_from_pairs
+from ordercube.tasks.consensus.partition import cluster_consensus_from_pairs, partition_from_pairs
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.params import choice, integer, pair
 
@@ -257,8 +257,7 @@ def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: N
             values, counts = values_from_counts(top[r], bottom[r])
             extras = {need: _reading(values, counts, need) for need in needs if isinstance(need, tuple)}
             if quotients is not None:
-                M = matrix_from_quotients(quotients[r], items[r])
-                extras.update({need: _extra(M, k, need, (quotients[r], items[r])) for need in matrix_needs})
+                extras.update({need: _extra_from_pairs(quotients[r], items[r], k, need) for need in matrix_needs})
             entries[(id(labels), id(w), k)] = Summary(labels, w, None, None, extras)
         stack = clusterings.references.get(k) if m3c is not None else None
         if stack is None or not len(stack):
@@ -296,21 +295,27 @@ def batched_references(stack: Any, weights: NDArray[np.float64] | None, k: int, 
     return found[2]
 
 
-def _extra(M: NDArray[np.float64], k: int, need: str,
-           pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None) -> Any:
-    """What ``need`` asks of the consensus matrix ``M`` at ``k``; ``pairs``: its pairs' quotients and the items'
-    draws, when at hand (the tree is then built from them, without reading the distances out of ``M``)."""
+def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
     if need == "consensusclustering":
         return cdf_area(M, method="consensusclustering")
     linkage = need.removeprefix("partition:")
     drawn = int(np.count_nonzero(~np.isnan(np.diagonal(M))))
     if drawn < k:  # fewer items than clusters: no partition
         return np.full(M.shape[0], -1, dtype=np.int64), np.full(k, np.nan)
-    if pairs is None:
-        partition = consensus_partition(M, k, linkage)  # type: ignore[arg-type]
-    else:
-        partition = partition_from_pairs(pairs[0], pairs[1], k, linkage)  # type: ignore[arg-type]
+    partition = consensus_partition(M, k, linkage)  # type: ignore[arg-type]
     return partition, cluster_consensus(M, partition, k)
+
+
+def _extra_from_pairs(quotients: NDArray[np.float64], drawn_items: NDArray[np.float64], k: int, need: str) -> Any:
+    """:func:`_extra` of the consensus matrix whose pairs hold ``quotients`` (the items drawn ``drawn_items``
+    times), the same values, without the (N, N) matrix where the need does not read it (a batch's replicates)."""
+    if need == "consensusclustering":
+        return _extra(matrix_from_quotients(quotients, drawn_items), k, need)
+    linkage = need.removeprefix("partition:")
+    if int(np.count_nonzero(drawn_items > 0)) < k:  # fewer items than clusters: no partition
+        return np.full(drawn_items.shape[0], -1, dtype=np.int64), np.full(k, np.nan)
+    partition = partition_from_pairs(quotients, drawn_items, k, linkage)  # type: ignore[arg-type]
+    return partition, cluster_consensus_from_pairs(quotients, drawn_items, partition, k)
 
 
 def _per_k(clusterings: Clusterings, compute: Callable[[int, NDArray[np.int16]], float]) -> NDArray[np.float64]:
