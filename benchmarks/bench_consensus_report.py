@@ -8,8 +8,9 @@ work, whose R run of the colon set takes 3.6 s with its figures); the bootstrap 
 
 Printed for every set:
 
-* the whole ``ordercube report`` process (wall seconds, a fresh process each time, the base commit's and this
-  checkout's interleaved: base, head, base, head, ...), their medians and the ratio head / base;
+* the whole ``ordercube report`` process (wall and CPU seconds, user + system with the figure helper's, a fresh
+  process each time, the base commit's and this checkout's interleaved: base, head, base, head, ...), their
+  medians and the ratios head / base (on a loaded machine the CPU seconds are the steadier);
 * whether both sides wrote the same ``selection.csv`` (byte for byte);
 * the split of one in-process report of this checkout: the reduction (``reduced_scores``: the criteria and their
   bootstrap) and the rest (figures, tables, the page).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -108,14 +110,17 @@ def ordercube(python: Path) -> list[str]:
     return [str(python), "-m", "ordercube.pipeline.cli"]
 
 
-def report_seconds(python: Path, cube: Path, out: Path) -> float:
+def report_seconds(python: Path, cube: Path, out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the figure helper's included) of one ``ordercube report`` process."""
     shutil.rmtree(out, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([*ordercube(python), "report", str(cube), "--out", str(out)], capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"ordercube report {cube} with {python} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -142,18 +147,21 @@ def main() -> None:
             subprocess.run([*ordercube(sides["head"]), "run", str(config_of(name, scratch)), "--out", str(cube),
                             "--workers", "0"], check=True, capture_output=True)
             print(f"\n{name}: cube built in {time.perf_counter() - started:.1f} s")
-            seconds: dict[str, list[float]] = {side: [] for side in sides}
+            seconds: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
             for repeat in range(args.repeats):
                 for side, python in sides.items():
                     seconds[side].append(report_seconds(python, cube, scratch / f"{name}-{side}"))
+            medians = {side: (statistics.median(wall for wall, _ in values), statistics.median(cpu for _, cpu in values))
+                       for side, values in seconds.items()}
             for side, values in seconds.items():
-                print(f"  {side}: report {' '.join(f'{value:.2f}' for value in values)} s, median "
-                      f"{statistics.median(values):.2f} s")
+                print(f"  {side}: report wall {' '.join(f'{wall:.2f}' for wall, _ in values)} s (median "
+                      f"{medians[side][0]:.2f}), CPU {' '.join(f'{cpu:.2f}' for _, cpu in values)} s (median "
+                      f"{medians[side][1]:.2f})")
             if "base" in seconds:
                 same = ((scratch / f"{name}-base" / "selection.csv").read_bytes()
                         == (scratch / f"{name}-head" / "selection.csv").read_bytes())
-                print(f"  head / base: {statistics.median(seconds['head']) / statistics.median(seconds['base']):.3f}; "
-                      f"selection.csv {'the same' if same else 'DIFFERS'}")
+                print(f"  head / base: wall {medians['head'][0] / medians['base'][0]:.3f}, CPU "
+                      f"{medians['head'][1] / medians['base'][1]:.3f}; selection.csv {'the same' if same else 'DIFFERS'}")
             runner = scratch / "split.py"
             runner.write_text(SPLIT)
             split = subprocess.run([str(sides["head"]), str(runner), str(cube), str(scratch / f"{name}-split")],
