@@ -65,6 +65,14 @@ def test_pair_counts_equal_the_row_by_row_counts(seed):
         np.testing.assert_array_equal(pair_counts(given, weights), _pair_counts_by_rows(given, weights))
 
 
+@pytest.mark.parametrize("items", [128, 129, 150])
+def test_pair_counts_either_side_of_the_gathering_limit_equal_the_row_by_row_counts(items):
+    rng = np.random.default_rng(items)
+    labels = _labels(rng, 12, items, 4, 0.3)
+    weights = rng.poisson(1.0, size=(3, 12)).astype(np.float64)
+    np.testing.assert_array_equal(pair_counts(labels, weights), _pair_counts_by_rows(labels, weights))
+
+
 def test_pair_counts_in_several_blocks_equal_one_block(monkeypatch):
     from ordercube.tasks.consensus import matrix
 

@@ -60,6 +60,9 @@ FLOAT32_EXACT = 2**24
 # Above this many distinct weights (real weights), the weighted sums go by one general product per block instead of
 # one symmetric rank update per weight.
 MAX_WEIGHT_GROUPS = 16
+# Up to this many items, pair_counts gathers each block of pairs' labels at once (1.5x faster at 62 items); above,
+# it writes them one row of pairs at a time (the gathered copies cost more than they save at 800 items).
+GATHER_ITEMS = 128
 
 
 def consensus_matrix(labels: ArrayLike, *, weights: ArrayLike | None = None, fill: float = math.nan) -> NDArray[np.float64]:
@@ -360,6 +363,8 @@ def pair_counts(labels: ArrayLike, weights: ArrayLike) -> NDArray[np.float32]:
     if out.shape[1] == 0 or n_resamples == 0:
         out[:] = 0.0
         return out
+    if n_items > GATHER_ITEMS:
+        return _pair_counts_by_rows(coded, w, out)
     per_block = max(1, BLOCK_BYTES // (5 * n_resamples))  # pairs per block: their indicators, bool and float32
     items = np.ascontiguousarray(coded.T)  # (N, R): an item's labels in one row, gathered per pair
     first, second = np.triu_indices(n_items, 1)
@@ -367,6 +372,23 @@ def pair_counts(labels: ArrayLike, weights: ArrayLike) -> NDArray[np.float32]:
         stop = min(start + per_block, out.shape[1])
         together = np.equal(items[first[start:stop]], items[second[start:stop]]).astype(np.float32)
         np.matmul(w, together.T, out=out[:, start:stop])
+    return out
+
+
+def _pair_counts_by_rows(coded: NDArray[np.int32], w: NDArray[np.float32], out: NDArray[np.float32]) -> NDArray[np.float32]:
+    """:func:`pair_counts` with the indicators written one row of pairs (i, i + 1..N) at a time, into blocks."""
+    n_resamples, n_items = coded.shape
+    per_block = max(n_items, BLOCK_BYTES // (4 * n_resamples))  # pair columns per block (at least one row's)
+    block = np.empty((n_resamples, per_block), dtype=np.float32)
+    start, i = 0, 0
+    while i < n_items - 1:
+        width = 0
+        while i < n_items - 1 and width + n_items - 1 - i <= per_block:
+            np.equal(coded[:, i:i + 1], coded[:, i + 1:], out=block[:, width:width + n_items - 1 - i])
+            width += n_items - 1 - i
+            i += 1
+        np.matmul(w, block[:, :width], out=out[:, start:start + width])
+        start += width
     return out
 
 
