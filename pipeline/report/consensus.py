@@ -141,27 +141,29 @@ def _cluster_colours(count: int) -> np.ndarray:
 
 def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
     """One consensus heat map per k (white 0 to dark blue 1, grey: never drawn together), each with its items'
-    clusters as a colour strip on the left and on top."""
+    clusters as a colour strip on the left and on top: three images in one axes per k (the strips placed beside
+    the map in its data coordinates, not in axes of their own, which cost more to make and draw than the maps)."""
+    from matplotlib import colormaps
     from matplotlib.colors import ListedColormap
 
     ks = sorted(maps)
     columns = min(len(ks), 3)
     rows = math.ceil(len(ks) / columns)
     figure, axes = grid(rows, columns, width=2.6, height=2.6, right=COLOUR_BAR_MARGIN)
-    from matplotlib import colormaps
-
     shades = colormaps["Blues"].with_extremes(bad="0.8")
     image = None
     for ax, k in zip(axes.ravel(), ks):
         shown = maps[k]
-        image = ax.imshow(shown.matrix, cmap=shades, vmin=0.0, vmax=1.0, interpolation="nearest", aspect="equal")
+        m = shown.matrix.shape[0]
+        image = ax.imshow(shown.matrix, cmap=shades, vmin=0.0, vmax=1.0, interpolation="nearest",
+                          extent=(0.0, m, m, 0.0))
         strip = ListedColormap(_cluster_colours(k)[: max(k, 1)])
-        for where, data in (((-0.07, 0.0, 0.05, 1.0), shown.clusters[:, None]),
-                            ((0.0, 1.02, 1.0, 0.05), shown.clusters[None, :])):
-            side = ax.inset_axes(where)
-            side.imshow(data, cmap=strip, vmin=-0.5, vmax=k - 0.5, aspect="auto", interpolation="nearest")
-            side.set_axis_off()
-        ax.set(xticks=[], yticks=[])
+        near, far = -0.02 * m, -0.07 * m  # the strips: 5% of the map wide, 2% away from it
+        for extent, data in (((far, near, m, 0.0), shown.clusters[:, None]),
+                             ((0.0, m, near, far), shown.clusters[None, :])):
+            ax.imshow(data, cmap=strip, vmin=-0.5, vmax=k - 0.5, interpolation="nearest", extent=extent)
+        ax.set(xlim=(far, m), ylim=(m, far), aspect="equal", xticks=[], yticks=[])
+        ax.spines[:].set_visible(False)
         ax.set_xlabel(f"k = {k}" + (f"; every {ordinal(shown.step)} of {shown.total} items" if shown.step > 1 else ""),
                       fontsize=8)
     for ax in axes.ravel()[len(ks):]:

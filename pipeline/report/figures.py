@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("png", "svg", "pdf")
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+READY = "ready"  # what the figure helper sends once warmed up
 DPI = 110
 # Margins in inches: room for a two-line y label on the left, a title above, tick labels and x label below.
 LEFT, RIGHT, TOP, BOTTOM, WSPACE, HSPACE = 1.0, 0.2, 0.4, 0.55, 1.1, 0.75
@@ -189,6 +190,10 @@ def _serve(connection: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _warm_up()
+    try:
+        connection.send(READY)
+    except (OSError, ValueError):
+        return
     while True:
         try:
             job = connection.recv()
@@ -203,12 +208,25 @@ class Helper:
     """A second process that draws figures beside this one, on a machine with two cores or more.
 
     Started by ``ordercube report`` before it reads the cube, while the process has one thread (forking a
-    process with threads can deadlock the child): it imports matplotlib meanwhile, then takes one figure at a
-    time. Where it cannot start (one core, another platform, threads already running), there is none.
+    process with threads can deadlock the child): it imports matplotlib meanwhile, says when it is ready, then
+    takes one figure at a time, lent only while another is left for this process to draw meanwhile. Where it
+    cannot start (one core, another platform, threads already running), there is none.
     """
 
     def __init__(self, process: Any, connection: Any) -> None:
         self.process, self.connection = process, connection
+        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether the helper has warmed up (imported matplotlib, drawn its first figure): until then a figure lent
+        to it would wait for its warm-up, which on two busy cores outlasts drawing the figure here."""
+        if not self._ready:
+            try:
+                self._ready = bool(self.connection.poll()) and self.connection.recv() == READY
+            except (EOFError, OSError):
+                return False
+        return self._ready
 
     @classmethod
     def start(cls) -> Helper | None:
@@ -233,8 +251,9 @@ class Helper:
 
     def stop(self, *, now: bool = False) -> None:
         """End the helper: after the figures it was sent, or ``now`` (the report ended early: an error or an
-        interrupt), without waiting for it and without a word from it."""
-        if now:
+        interrupt), without waiting for it and without a word from it. One still warming up was lent nothing: it
+        is ended at once, not waited for."""
+        if now or not self.ready:
             self.process.terminate()
         try:
             self.connection.send(None)
@@ -320,7 +339,7 @@ class Figures:
         """The asked-for figures, the helper taking the next one whenever it is free."""
         queue, lent = list(self._jobs), None
         while queue or lent is not None:
-            if self.helper is not None and lent is None and queue:
+            if self.helper is not None and lent is None and len(queue) > 1 and self.helper.ready:
                 lent = queue.pop(0)
                 try:
                     self.helper.connection.send(lent)

@@ -42,6 +42,7 @@ Where the tools differ (their sources read: ConsensusClusterPlus 1.23's ``ccRun`
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -59,6 +60,9 @@ FLOAT32_EXACT = 2**24
 # Above this many distinct weights (real weights), the weighted sums go by one general product per block instead of
 # one symmetric rank update per weight.
 MAX_WEIGHT_GROUPS = 16
+# Up to this many items, pair_counts gathers each block of pairs' labels at once (1.5x faster at 62 items); above,
+# it writes them one row of pairs at a time (the gathered copies cost more than they save at 800 items).
+GATHER_ITEMS = 128
 
 
 def consensus_matrix(labels: ArrayLike, *, weights: ArrayLike | None = None, fill: float = math.nan) -> NDArray[np.float64]:
@@ -359,6 +363,21 @@ def pair_counts(labels: ArrayLike, weights: ArrayLike) -> NDArray[np.float32]:
     if out.shape[1] == 0 or n_resamples == 0:
         out[:] = 0.0
         return out
+    if n_items > GATHER_ITEMS:
+        return _pair_counts_by_rows(coded, w, out)
+    per_block = max(1, BLOCK_BYTES // (5 * n_resamples))  # pairs per block: their indicators, bool and float32
+    items = np.ascontiguousarray(coded.T)  # (N, R): an item's labels in one row, gathered per pair
+    first, second = np.triu_indices(n_items, 1)
+    for start in range(0, out.shape[1], per_block):
+        stop = min(start + per_block, out.shape[1])
+        together = np.equal(items[first[start:stop]], items[second[start:stop]]).astype(np.float32)
+        np.matmul(w, together.T, out=out[:, start:stop])
+    return out
+
+
+def _pair_counts_by_rows(coded: NDArray[np.int32], w: NDArray[np.float32], out: NDArray[np.float32]) -> NDArray[np.float32]:
+    """:func:`pair_counts` with the indicators written one row of pairs (i, i + 1..N) at a time, into blocks."""
+    n_resamples, n_items = coded.shape
     per_block = max(n_items, BLOCK_BYTES // (4 * n_resamples))  # pair columns per block (at least one row's)
     block = np.empty((n_resamples, per_block), dtype=np.float32)
     start, i = 0, 0
@@ -404,15 +423,35 @@ def matrix_from_counts(together: ArrayLike, drawn: ArrayLike, drawn_items: Array
                        fill: float = math.nan) -> NDArray[np.float64]:
     """The (N, N) :func:`consensus_matrix` from the counts of its pairs i < j (:func:`pair_counts`) and the weighted
     count of each item's draws (``drawn_items``, shape (N,)): the same matrix, bit for bit."""
-    drawn_items = np.asarray(drawn_items)
-    n_items = drawn_items.shape[0]
-    upper = np.triu_indices(n_items, 1)
+    return matrix_from_quotients(pair_quotients(together, drawn, fill=fill), drawn_items, fill=fill)
+
+
+def pair_quotients(together: ArrayLike, drawn: ArrayLike, *, fill: float = math.nan) -> NDArray[np.float64]:
+    """The consensus M(i, j) of the pairs i < j from their counts (:func:`pair_counts`; any leading shape, e.g. one
+    row per weighting): together / drawn, ``fill`` where the pair was never drawn together."""
     drawn = np.asarray(drawn, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         quotient = np.asarray(together, dtype=np.float64) / drawn
     quotient[drawn == 0] = fill
+    return quotient
+
+
+def matrix_from_quotients(quotients: ArrayLike, drawn_items: ArrayLike, *, fill: float = math.nan) -> NDArray[np.float64]:
+    """The (N, N) consensus matrix whose pairs i < j hold ``quotients`` (:func:`pair_quotients`), 1 on the diagonal
+    of the items drawn (``drawn_items`` > 0), ``fill`` on the others'."""
+    drawn_items = np.asarray(drawn_items)
+    n_items = drawn_items.shape[0]
     M = np.empty((n_items, n_items))
-    M[upper] = quotient
-    M[upper[1], upper[0]] = quotient
+    upper = _upper(n_items)
+    M[upper] = quotients  # row-major order of the upper triangle: numpy.triu_indices's
+    M.T[upper] = quotients
     M[np.diag_indices(n_items)] = np.where(drawn_items > 0, 1.0, fill)
     return M
+
+
+@functools.lru_cache(maxsize=4)
+def _upper(n_items: int) -> NDArray[np.bool_]:
+    """The mask of the pairs i < j of an (N, N) matrix (read-only: shared between calls)."""
+    mask = np.triu(np.ones((n_items, n_items), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask

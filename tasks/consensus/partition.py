@@ -9,6 +9,7 @@ ConsensusClusterPlus's ``finalLinkage``, "average" by default). Its clusters are
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -83,8 +84,62 @@ def consensus_partition(M: ArrayLike, k: int, linkage: Linkage = "average") -> N
     straddle it.
     """
     M = np.asarray(M, dtype=np.float64)
-    partition = np.full(M.shape[0], -1, dtype=np.int64)
     items, tree = consensus_tree(M, linkage)
+    return _cut_partition(M.shape[0], items, tree, k)
+
+
+def partition_from_pairs(quotients: ArrayLike, drawn_items: ArrayLike, k: int,
+                         linkage: Linkage = "average") -> NDArray[np.int64]:
+    """:func:`consensus_partition` of the consensus matrix whose pairs i < j hold ``quotients`` (NaN: never drawn
+    together), without the (N, N) matrix: the same partition (the tree is built from the same distances).
+
+    Parameters
+    ----------
+    quotients : ndarray of shape (N (N - 1) / 2,)
+        M(i, j) of the pairs in ``numpy.triu_indices(N, 1)`` order (the quotients of
+        :func:`ordercube.tasks.consensus.matrix.pair_counts`).
+    drawn_items : ndarray of shape (N,)
+        Each item's weighted count of draws: the items drawn (count > 0) are those with M(i, i) defined.
+    k : int
+    linkage : {"average", "complete", "single", "weighted"}
+    """
+    drawn_items = np.asarray(drawn_items)
+    n_items = drawn_items.shape[0]
+    drawn = drawn_items > 0
+    items = np.flatnonzero(drawn)
+    distance = 1.0 - np.nan_to_num(np.asarray(quotients, dtype=np.float64), nan=0.0)
+    if items.size < n_items:  # the pairs of the drawn items, in the same row-major order
+        upper = np.triu_indices(n_items, 1)
+        distance = distance[drawn[upper[0]] & drawn[upper[1]]]
+    tree = tree_of_distances(distance, linkage) if items.size >= 2 else None
+    return _cut_partition(n_items, items, tree, k)
+
+
+def tree_of_distances(distance: NDArray[np.float64], linkage: Linkage = "average") -> NDArray[np.float64]:
+    """SciPy's ``linkage(distance, method=linkage)`` of finite condensed distances (float64, C-ordered), by the
+    compiled routine it calls (the same tree), without its per-call checks and array-API dispatch, which cost more
+    than the tree itself at a few dozen items (a bootstrap builds one tree per replicate and k); through
+    ``linkage`` itself where that routine is not found."""
+    try:
+        from scipy.cluster import _hierarchy
+        from scipy.cluster.hierarchy import _LINKAGE_METHODS
+    except ImportError:  # pragma: no cover - another SciPy layout
+        _hierarchy = None
+    n = int(round((1 + math.sqrt(1 + 8 * distance.size)) / 2))
+    if _hierarchy is None or n * (n - 1) // 2 != distance.size:
+        from scipy.cluster.hierarchy import linkage as hierarchical
+
+        return hierarchical(distance, method=linkage)
+    distance = np.ascontiguousarray(distance, dtype=np.float64)
+    if linkage == "single":
+        return _hierarchy.mst_single_linkage(distance, n)
+    return _hierarchy.nn_chain(distance, n, _LINKAGE_METHODS[linkage])
+
+
+def _cut_partition(n_items: int, items: NDArray[np.int64], tree: NDArray[np.float64] | None,
+                   k: int) -> NDArray[np.int64]:
+    """The partition of ``n_items`` items whose drawn ``items`` have the consensus ``tree``, cut at ``k``."""
+    partition = np.full(n_items, -1, dtype=np.int64)
     if items.size < k or k < 1:
         raise ValueError(f"k: expected 1 <= k <= {items.size} (the items drawn), got {k}")
     if k == 1 or tree is None:
@@ -125,16 +180,21 @@ def cut_clusters(tree: ArrayLike, k: int) -> NDArray[np.int64]:
     if merges <= 0:
         return np.arange(n, dtype=np.int64)
     children = tree[:, :2].astype(np.int64)
-    visited = np.empty(n - 1, dtype=np.int64)  # breadth-first position of each internal node
-    queue, position = [2 * n - 2], 0
-    while position < len(queue):
-        node = queue[position]
-        visited[node - n] = position
-        position += 1
-        for child in (children[node - n, 1], children[node - n, 0]):
-            if child >= n:
-                queue.append(int(child))
-    kept = np.lexsort((-visited, tree[:, 2]))[:merges]
+    heights = tree[:, 2]
+    if merges == n - 1 or (heights[merges - 1] < heights[merges] and bool(np.all(heights[1:] >= heights[:-1]))):
+        kept = np.arange(merges)  # no tie straddles the cut: the kept merges are the lowest, whatever the ties' order
+    else:
+        visited = np.empty(n - 1, dtype=np.int64)  # breadth-first position of each internal node
+        pairs = children.tolist()
+        queue, position = [2 * n - 2], 0
+        while position < len(queue):
+            node = queue[position]
+            visited[node - n] = position
+            position += 1
+            for child in (pairs[node - n][1], pairs[node - n][0]):
+                if child >= n:
+                    queue.append(child)
+        kept = np.lexsort((-visited, heights))[:merges]
     parent = np.arange(2 * n - 1, dtype=np.int64)
     parent[children[kept, 0]] = kept + n
     parent[children[kept, 1]] = kept + n
@@ -200,6 +260,39 @@ def cluster_consensus(M: ArrayLike, partition: ArrayLike, k: int) -> NDArray[np.
     M = np.asarray(M, dtype=np.float64)
     partition = np.asarray(partition)
     total, count = _member_sums(M, partition, k)
+    return _cluster_means(total, count, partition, k)
+
+
+def cluster_consensus_from_pairs(quotients: ArrayLike, drawn_items: ArrayLike, partition: ArrayLike,
+                                 k: int) -> NDArray[np.float64]:
+    """:func:`cluster_consensus` of the consensus matrix whose pairs i < j hold ``quotients`` (NaN: never drawn
+    together; ``drawn_items``: each item's weighted draws), without the matrix: the same values, bit for bit (the
+    same product of the same (N, N) values with the members; the pairs counted exactly, from the clusters' sizes
+    when every pair is defined)."""
+    from ordercube.tasks.consensus.matrix import matrix_from_quotients
+
+    quotients = np.asarray(quotients, dtype=np.float64)
+    partition = np.asarray(partition)
+    drawn_items = np.asarray(drawn_items)
+    undefined = np.isnan(quotients)
+    values = matrix_from_quotients(np.where(undefined, 0.0, quotients), drawn_items, fill=0.0)
+    np.fill_diagonal(values, 0.0)
+    inside = partition >= 0
+    members = np.zeros((partition.shape[0], k))
+    members[np.flatnonzero(inside), partition[inside]] = 1.0
+    total = values @ members
+    if undefined.any():
+        defined = matrix_from_quotients((~undefined).astype(np.float64), drawn_items, fill=0.0)
+        np.fill_diagonal(defined, 0.0)
+        count = defined @ members
+    else:  # every other member of each cluster
+        count = members.sum(axis=0)[None, :] - members
+    return _cluster_means(total, count, partition, k)
+
+
+def _cluster_means(total: NDArray[np.float64], count: NDArray[np.float64], partition: NDArray[np.integer],
+                   k: int) -> NDArray[np.float64]:
+    """Each cluster's sum of its members' consensus with it over its number of defined pairs (NaN: none)."""
     inside = partition >= 0
     within = np.zeros(k)
     pairs = np.zeros(k)

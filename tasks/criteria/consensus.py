@@ -50,8 +50,9 @@ from ordercube.tasks.consensus import (
     consensus_partition, consensus_values, delta_area, pac_from_values, resample_agreement,
 )
 from ordercube.tasks.consensus.matrix import (
-    drawn_labels, exact_in_single, matrix_from_counts, pair_counts, values_from_counts,
+    drawn_labels, exact_in_single, matrix_from_quotients, pair_counts, pair_quotients, values_from_counts,
 )
+from ordercube.tasks.consensus.partition import cluster_consensus_from_pairs, partition_from_pairs
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.params import choice, integer, pair
 
@@ -251,12 +252,12 @@ def _fill(clusterings: Clusterings, rows: list[NDArray[np.float64] | None], W: N
         bottom, items = denominators(labels)
         top = pair_counts(labels, W)
         matrix_needs = [need for need in needs if not isinstance(need, tuple)]
+        quotients = pair_quotients(top, bottom) if matrix_needs else None
         for r, w in enumerate(rows):
             values, counts = values_from_counts(top[r], bottom[r])
             extras = {need: _reading(values, counts, need) for need in needs if isinstance(need, tuple)}
-            if matrix_needs:
-                M = matrix_from_counts(top[r], bottom[r], items[r])
-                extras.update({need: _extra(M, k, need) for need in matrix_needs})
+            if quotients is not None:
+                extras.update({need: _extra_from_pairs(quotients[r], items[r], k, need) for need in matrix_needs})
             entries[(id(labels), id(w), k)] = Summary(labels, w, None, None, extras)
         stack = clusterings.references.get(k) if m3c is not None else None
         if stack is None or not len(stack):
@@ -303,6 +304,18 @@ def _extra(M: NDArray[np.float64], k: int, need: str) -> Any:
         return np.full(M.shape[0], -1, dtype=np.int64), np.full(k, np.nan)
     partition = consensus_partition(M, k, linkage)  # type: ignore[arg-type]
     return partition, cluster_consensus(M, partition, k)
+
+
+def _extra_from_pairs(quotients: NDArray[np.float64], drawn_items: NDArray[np.float64], k: int, need: str) -> Any:
+    """:func:`_extra` of the consensus matrix whose pairs hold ``quotients`` (the items drawn ``drawn_items``
+    times), the same values, without the (N, N) matrix where the need does not read it (a batch's replicates)."""
+    if need == "consensusclustering":
+        return _extra(matrix_from_quotients(quotients, drawn_items), k, need)
+    linkage = need.removeprefix("partition:")
+    if int(np.count_nonzero(drawn_items > 0)) < k:  # fewer items than clusters: no partition
+        return np.full(drawn_items.shape[0], -1, dtype=np.int64), np.full(k, np.nan)
+    partition = partition_from_pairs(quotients, drawn_items, k, linkage)  # type: ignore[arg-type]
+    return partition, cluster_consensus_from_pairs(quotients, drawn_items, partition, k)
 
 
 def _per_k(clusterings: Clusterings, compute: Callable[[int, NDArray[np.int16]], float]) -> NDArray[np.float64]:
