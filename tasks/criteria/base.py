@@ -298,7 +298,7 @@ class Criterion:
     extra_fits : callable
         ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (one fit of the
         trial's n points at every k), as a function of its resolved options: the Gap statistic's sample and its
-        ``references`` sets, Clest's ``splits``, BIC's mixture. Used only to estimate the work (to size tasks,
+        ``references`` sets (made once per process, spread over its trials), Clest's ``splits``, BIC's mixture. Used only to estimate the work (to size tasks,
         to choose between this process and a cluster, the "about N s of work" line). Default: no fits (0), as
         for a criterion computed from the halves' fits alone; a plug-in whose criterion fits models of its own
         declares them here, else its work is underestimated.
