@@ -133,5 +133,6 @@ def test_gap_agrees_with_clusgap_on_iris(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # R's kmeans with 10 starts on 20 reference sets of 1797 x 64 at k = 1..10: minutes
 def test_gap_agrees_with_clusgap_on_digits(tmp_path):
     _agrees_with_clusgap(load_digits().data, tmp_path, k_max=10, references=20, resamples=3)
