@@ -86,9 +86,21 @@ def _whole_sample(spec: BlockSpec, trial: int, data: Any, ks: list[int], fits: d
             return algorithm.cluster_many(X, wanted, fit_rng(0, key), **params)
         return {k: algorithm.cluster(X, k, fit_rng(k, key), **params) for k in wanted}
 
+    def shared_cluster(X: NDArray[np.float64], wanted: list[int], key: tuple[int, int, int, int]) -> dict[int, Labels]:
+        def rng(k: int) -> np.random.Generator:
+            return stream(spec.root_seed, Purpose.SHARED_FIT, spec.dataset_id, spec.n, spec.method_id, k, *key)
+
+        if algorithm.cluster_many is not None:
+            return algorithm.cluster_many(X, wanted, rng(0), **params)
+        return {k: algorithm.cluster(X, k, rng(k), **params) for k in wanted}
+
+    scope = (spec.root_seed, spec.dataset_id, spec.n, spec.method_id, spec.algorithm, repr(sorted(params.items())))
     return TrialSample(X=np.concatenate([data.first, data.second]), ks=ks, fits=fits, cluster=cluster,
                        rng=lambda key: stream(spec.root_seed, Purpose.REFERENCE, *ids, *key), fit_rng=fit_rng,
-                       algorithm=spec.algorithm, params=params)
+                       algorithm=spec.algorithm, params=params,
+                       shared_rng=lambda key: stream(spec.root_seed, Purpose.SHARED_REFERENCE, spec.dataset_id, spec.n,
+                                                     *key),
+                       shared_cluster=shared_cluster, scope=scope)
 
 
 def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Source) -> TrialRunner:

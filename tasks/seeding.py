@@ -29,6 +29,8 @@ class Purpose(IntEnum):
     SUBSAMPLE = 10  # a consensus resample's items and features (Monti et al. 2003): shared by every method and k
     NULL_DATA = 11  # reference data sets that keep the data's feature correlation (John et al. 2020, M3C)
     BOOTSTRAP = 12  # resampling the stored resamples to state a reduction's Monte Carlo error
+    SHARED_REFERENCE = 13  # reference data addressed without the trial: the same for every trial of a (dataset, n)
+    SHARED_FIT = 14  # a method's fits on such reference data: the same for every trial of a (dataset, n)
 
 
 def label_id(label: str) -> int:

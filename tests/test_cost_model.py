@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from ordercube.tasks.criteria.gap import TRIALS_PER_PROCESS
+
 import ordercube
 from ordercube.pipeline.config.specs import MethodSpec
 from ordercube.pipeline.cube.grid import CELL_SECONDS
@@ -45,8 +47,9 @@ def test_the_estimate_is_linear_in_the_gap_reference_sets():
     assert step > 0
     assert by_b[21] - by_b[11] == pytest.approx(10 * step, rel=1e-9)
     assert by_b[41] - by_b[21] == pytest.approx(20 * step, rel=1e-9)
-    # a reference set costs what the trial's own fits cost (one fit of the n points at every k)
-    assert by_b[1] == pytest.approx(estimate(["lange"]) + 2 * step, rel=1e-9)
+    # a reference set costs what the trial's own fits cost (one fit of the n points at every k), made once per
+    # process and spread over its trials: the sample's fit is TRIALS_PER_PROCESS steps, one reference set one
+    assert by_b[1] == pytest.approx(estimate(["lange"]) + (TRIALS_PER_PROCESS + 1) * step, rel=1e-9)
 
 
 def test_each_criterion_adds_the_fits_it_declares_for_its_options():
@@ -57,7 +60,8 @@ def test_each_criterion_adds_the_fits_it_declares_for_its_options():
     both = fit_work(method("gap", "clest", "lange", gap={"references": 5}, clest={"splits": 7}))
     assert both == 1.0 + gap.extra_fits({**gap.options, "references": 5}) + clest.extra_fits({**clest.options,
                                                                                                "splits": 7})
-    assert both == 1.0 + 6 + 7  # Gap: the sample and 5 reference sets; Clest: both halves of 7 splits, as one fit each
+    # Gap: the sample and 5 reference sets shared by a process's trials; Clest: both halves of 7 splits, one fit each
+    assert both == 1.0 + 1 + 5 / TRIALS_PER_PROCESS + 7
 
 
 def test_criteria_sharing_their_fits_count_them_once():

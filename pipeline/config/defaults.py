@@ -18,8 +18,9 @@ worth its price. The stability of Lange et al. (2002; Roth et al. 2002, eq. 5) a
 read the halves' fits every criterion of the trial shares (a predictor and a matching: small beside the fits);
 the silhouette (Rousseeuw 1987) reads the halves' own solutions (O(m^2) distances on at most 2,000 points
 per half); the Gap statistic (Tibshirani, Walther & Hastie 2001) is clusGap's answer, the one a user of R
-compares with, and the costly one: its 20 reference sets are 21 fits of the whole sample per trial (on
-iris with k = 2..10 and 20 resamples in one process: 2.6 s of CPU with it, 0.8 s without). Clest refits splits of splits
+compares with, and the costly one: one fit of the whole sample per trial, and its 20 reference sets 20 fits
+of the whole sample made once per worker process for every trial whose sample has the same box (every trial
+when n is every row: Tibshirani et al.'s E* is then one estimate for the data, as clusGap makes it). Clest refits splits of splits
 (Dudoit & Fridlyand 2002: 20 splits by default, tens of times the Gap's cost); BIC and AIC need a mixture;
 Shamir & Tishby's pairwise criterion needs an independent evaluation sample of n points, which data of n rows
 lack: none is in the default set, each is one name away (``criteria=[...]``).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 import math
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -99,6 +100,15 @@ class TrialSample:
         ``fit_rng(k, key)`` → a generator addressed by the trial, the method, k and ``key``.
     algorithm : str
         The method's algorithm name, and ``params`` its parameters.
+    shared_rng : callable
+        ``shared_rng(key)`` → a generator addressed by the dataset, n and ``key`` only, not the trial: the same
+        for every trial and method (the Gap statistic's reference sets, the same whatever the resample).
+    shared_cluster : callable
+        ``shared_cluster(X, ks, key)`` → ``{k: labels}``: as ``cluster``, its randomness addressed by the dataset,
+        n, method, k and ``key``, not the trial: the same data give the same labels in every trial.
+    scope : tuple
+        What the shared streams and ``shared_cluster`` depend on besides their arguments (the root seed, dataset,
+        n, method, algorithm and its parameters): with the criterion's own key, it addresses :meth:`shared`.
 
     Keys are tuples of four non-negative integers, the first naming the use (1: Gap, 2: Clest,
     3: mixture fits), so that the streams of different uses never coincide.
@@ -112,6 +122,9 @@ class TrialSample:
     fit_rng: Callable[[int, tuple[int, int, int, int]], np.random.Generator]
     algorithm: str
     params: Mapping[str, Any]
+    shared_rng: Callable[[tuple[int, int, int, int]], np.random.Generator] | None = None
+    shared_cluster: Callable[[NDArray[np.float64], list[int], tuple[int, int, int, int]], dict[int, Labels]] | None = None
+    scope: tuple[Any, ...] = ()
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
@@ -120,6 +133,28 @@ class TrialSample:
         if key not in self.memo:
             self.memo[key] = compute()
         return self.memo[key]
+
+    def shared(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per worker process for every trial that asks with the same ``key``: a value that is a
+        function of ``key`` and :attr:`scope` alone (drawn from ``shared_rng`` and fitted by ``shared_cluster`` on
+        data ``key`` determines), so that which trial computes it, in which process, cannot change a bit.
+        ``key`` must then hold everything of the trial the value depends on (a reference box's bytes, the ks)."""
+        full = (self.scope, key)
+        found = _SHARED.get(full)
+        if found is None:  # two threads may both compute it: the same bits, one kept
+            found = compute()
+            with _SHARED_LOCK:
+                while len(_SHARED) >= SHARED_ENTRIES:  # oldest first: a long-lived process visits many datasets
+                    del _SHARED[next(iter(_SHARED))]
+                _SHARED[full] = found
+        return found
+
+
+# The per-process memo of :meth:`TrialSample.shared`: values of a few floats per k (the Gap statistic's log W*_kb),
+# kept for the last SHARED_ENTRIES (dataset, n, method, sample content) a process computed.
+SHARED_ENTRIES = 64
+_SHARED: dict[Any, Any] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -263,7 +298,7 @@ class Criterion:
     extra_fits : callable
         ``extra_fits(options)`` → the fits it adds to a trial, in units of the halves' fits (one fit of the
         trial's n points at every k), as a function of its resolved options: the Gap statistic's sample and its
-        ``references`` sets, Clest's ``splits``, BIC's mixture. Used only to estimate the work (to size tasks,
+        ``references`` sets (made once per process, spread over its trials), Clest's ``splits``, BIC's mixture. Used only to estimate the work (to size tasks,
         to choose between this process and a cluster, the "about N s of work" line). Default: no fits (0), as
         for a criterion computed from the halves' fits alone; a plug-in whose criterion fits models of its own
         declares them here, else its work is underestimated.

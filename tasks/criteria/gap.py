@@ -18,11 +18,23 @@ and the decision (step 3): the smallest k with Gap(k) >= Gap(k+1) - s_{k+1} ("Ti
 other rules of R's ``cluster::maxSE`` are available for re-deciding. Two differences from clusGap,
 both stated: clusGap's ``SE.sim`` uses the unbiased variance (B - 1 in the denominator) where the paper
 uses 1/B; and its W_k carries an extra factor 1/2 (it sums over pairs i < j), which cancels in Gap(k).
-The reference sets are drawn per trial, keyed by the trial's coordinates and b only, so every method
-and every k of a trial sees the same B reference sets.
+What ordercube's Gap is computed over. Each trial's sample is clustered with the trial's own randomness
+(log W_k per trial). The reference sets depend on the trial only through its box: reference set b is
+drawn from a stream addressed by the dataset, n and b (not the trial) and clustered with a stream addressed
+by the dataset, n, the method, k and b, so every trial whose sample has the same box sees the same B
+reference sets, bit for bit, and the same log W*_kb. With n = every row (the default of a data file and of
+``choose_k``), every trial's sample holds the same rows, so E*_n{log W*_k} and s_k are computed once, as
+clusGap computes them for its one data set, instead of once per resample for no gain: a worker process
+computes them once (a memo keyed by the box's bytes, n, the ks and the options) and every trial reads them;
+which trial or process computes them cannot change a bit. Samples of fewer rows than the data have boxes of
+their own and get reference sets of their own (the same draws, scaled to their box). The ``pca`` box is
+computed from the sample's rows in a canonical (sorted) order, so that the same rows give the same bits
+in any order.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +45,7 @@ from ordercube.tasks.params import choice, integer
 REFERENCES = ("uniform", "pca")
 # Each reference set costs as much as the trial's own fits: more than this is a typo, not a study.
 MAX_REFERENCES = 10_000
+TRIALS_PER_PROCESS = 10
 
 
 def within_dispersion(X: NDArray[np.float64], labels: NDArray[np.int64], *, d_power: int = 2) -> float:
@@ -49,30 +62,73 @@ def within_dispersion(X: NDArray[np.float64], labels: NDArray[np.int64], *, d_po
     return total
 
 
+def reference_frame(X: NDArray[np.float64], *, reference: str) -> tuple[NDArray[np.float64], ...]:
+    """The box reference data are drawn in: (low, high) of ``X`` (``uniform``), or (low, high, vt, mean) of its
+    rows rotated onto their principal axes (``pca``; Tibshirani et al. 2001, sec. 3, second proposal).
+
+    The ``pca`` frame is computed from the rows in lexicographic order, so that the same rows in any order give
+    the same bits (a trial's sample is a permutation of the rows of another's when both hold every row).
+    """
+    if reference == "uniform":
+        return X.min(axis=0), X.max(axis=0)
+    if reference == "pca":
+        rows = X[np.lexsort(X.T[::-1])]
+        mean = rows.mean(axis=0)
+        _, _, vt = np.linalg.svd(rows - mean, full_matrices=False)
+        rotated = (rows - mean) @ vt.T
+        return rotated.min(axis=0), rotated.max(axis=0), vt, mean
+    raise ValueError(f"reference = {reference!r} is not one of {list(REFERENCES)}")
+
+
+def draw_reference(frame: tuple[NDArray[np.float64], ...], n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """n points drawn uniformly over the box ``frame`` (:func:`reference_frame`), rotated back for ``pca``."""
+    low, high = frame[0], frame[1]
+    drawn = rng.uniform(low, high, size=(n, low.shape[0]))
+    if len(frame) == 2:
+        return drawn
+    vt, mean = frame[2], frame[3]
+    return drawn @ vt + mean
+
+
 def reference_sample(X: NDArray[np.float64], rng: np.random.Generator, *, reference: str) -> NDArray[np.float64]:
     """n points drawn uniformly over the bounding box of ``X`` (``uniform``) or its principal-axes box (``pca``)."""
-    if reference == "uniform":
-        return rng.uniform(X.min(axis=0), X.max(axis=0), size=X.shape)
-    if reference == "pca":
-        mean = X.mean(axis=0)
-        _, _, vt = np.linalg.svd(X - mean, full_matrices=False)
-        rotated = (X - mean) @ vt.T
-        drawn = rng.uniform(rotated.min(axis=0), rotated.max(axis=0), size=(X.shape[0], rotated.shape[1]))
-        return drawn @ vt + mean
-    raise ValueError(f"reference = {reference!r} is not one of {list(REFERENCES)}")
+    return draw_reference(reference_frame(X, reference=reference), X.shape[0], rng)
+
+
+def reference_dispersions(sample: TrialSample, *, references: int, reference: str,
+                          d_power: int) -> NDArray[np.float64]:
+    """log W*_kb of shape (references, len(ks)): B reference sets over the sample's box, each clustered at every
+    k. Drawn and fitted with the sample's shared streams (the same for every trial whose sample has this box)
+    and computed once per process for every such trial (:meth:`TrialSample.shared`)."""
+    ks = list(sample.ks)
+    frame = reference_frame(sample.X, reference=reference)
+    n = sample.X.shape[0]
+    rng = sample.shared_rng if sample.shared_rng is not None else sample.rng
+    cluster = sample.shared_cluster if sample.shared_cluster is not None else sample.cluster
+
+    def compute() -> NDArray[np.float64]:
+        log_w_ref = np.empty((references, len(ks)))
+        for b in range(references):
+            Z = draw_reference(frame, n, rng((1, b + 1, 0, 0)))
+            fitted = cluster(Z, ks, (1, b + 1, 0, 0))
+            log_w_ref[b] = [np.log(within_dispersion(Z, fitted[k], d_power=d_power)) for k in ks]
+        log_w_ref.flags.writeable = False  # shared by every trial of the process
+        return log_w_ref
+
+    if sample.shared_rng is None or sample.shared_cluster is None:  # a sample without shared streams: its own
+        return compute()
+    box = hashlib.blake2b(b"".join(np.ascontiguousarray(part).tobytes() for part in frame), digest_size=16).digest()
+    return sample.shared(("gap", box, n, tuple(ks), references, reference, d_power), compute)
 
 
 def gap_statistic(sample: TrialSample, *, references: int = 20, reference: str = "uniform",
                   d_power: int = 2) -> dict[str, dict[int, float]]:
-    """Gap(k) and s_k of one trial's sample for every k of the block (eq. 3 and section 3, step 3)."""
+    """Gap(k) and s_k of one trial's sample for every k of the block (eq. 3 and section 3, step 3): log W_k of the
+    trial's own fit against the reference sets of its box (:func:`reference_dispersions`)."""
     ks = sample.ks
     observed = sample.cluster(sample.X, ks, (1, 0, 0, 0))
     log_w = {k: np.log(within_dispersion(sample.X, observed[k], d_power=d_power)) for k in ks}
-    log_w_ref = np.empty((references, len(ks)))
-    for b in range(references):
-        Z = reference_sample(sample.X, sample.rng((1, b + 1, 0, 0)), reference=reference)
-        fitted = sample.cluster(Z, ks, (1, b + 1, 0, 0))
-        log_w_ref[b] = [np.log(within_dispersion(Z, fitted[k], d_power=d_power)) for k in ks]
+    log_w_ref = reference_dispersions(sample, references=references, reference=reference, d_power=d_power)
     expected = log_w_ref.mean(axis=0)
     s = log_w_ref.std(axis=0, ddof=0) * np.sqrt(1.0 + 1.0 / references)
     return {"gap": {k: float(expected[i] - log_w[k]) for i, k in enumerate(ks)},
@@ -117,7 +173,10 @@ GAP = Criterion(
     outputs=("gap", "gap_sd"),
     options={"references": 20, "reference": "uniform", "d_power": 2},
     ranges={"references": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES), "d_power": choice(1, 2)},
-    extra_fits=lambda options: options["references"] + 1,  # the sample and each reference set, all k
+    # The sample's own fit per trial; the reference sets once per worker process for every trial whose sample
+    # has the same box (n = every row): spread here over the trials a process runs at the default 20 resamples
+    # on 2 workers (TRIALS_PER_PROCESS), an estimate of the work, not a count.
+    extra_fits=lambda options: 1 + options["references"] / TRIALS_PER_PROCESS,
     # and W_k of each: 0.02-0.2 ms at n = 35-1,500
-    seconds_per_cell=lambda options, n: (options["references"] + 1) * (2e-5 + 1e-7 * n),
+    seconds_per_cell=lambda options, n: (1 + options["references"] / TRIALS_PER_PROCESS) * (2e-5 + 1e-7 * n),
 )

@@ -1,0 +1,138 @@
+"""The Gap statistic's reference sets: shared by every trial whose sample has the same box, the same bits whatever
+the worker or order, and in agreement with R's ``cluster::clusGap`` within Monte Carlo error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+from sklearn.datasets import load_digits, load_iris
+
+import ordercube
+from ordercube.tasks.criteria import base
+from ordercube.tasks.criteria.gap import max_se, reference_frame
+
+
+def _choose(X, tmp_path, name, **kwargs):
+    kwargs.setdefault("criteria", ["gap"])
+    return ordercube.choose_k(X, seed=7, out=str(tmp_path / f"{name}.zarr"), **kwargs)
+
+
+def _values(choice, variable):
+    return choice.cube[variable].isel(dataset=0, n=0, model=0).values  # (k, trial)
+
+
+def test_the_pca_box_of_the_same_rows_in_any_order_is_the_same_bits():
+    X = load_iris().data
+    order = np.random.default_rng(3).permutation(X.shape[0])
+    for reference in ("uniform", "pca"):
+        ours, permuted = reference_frame(X, reference=reference), reference_frame(X[order], reference=reference)
+        assert all(np.array_equal(a, b) for a, b in zip(ours, permuted))
+
+
+def test_trials_of_the_same_rows_share_their_references_and_a_fresh_process_memo_gives_the_same_bits(tmp_path):
+    X = load_iris().data  # n = every row: every trial's sample holds the same rows, in its own order
+    base._SHARED.clear()
+    first = _choose(X, tmp_path, "first", resamples=4, workers=0)
+    sd = _values(first, "gap_sd")
+    assert np.all(sd == sd[:, :1]) and np.all(sd > 0)  # one set of references: one s_k, bit for bit
+    assert len({key for key in base._SHARED if key[1][0] == "gap"}) == 1
+    gap = _values(first, "gap")
+    assert not np.all(gap == gap[:, :1])  # the trials' own fits still differ (their restarts)
+    base._SHARED.clear()  # computed again, by whichever trial comes first: the same bits
+    again = _choose(X, tmp_path, "again", resamples=4, workers=0)
+    assert np.array_equal(_values(again, "gap"), gap) and np.array_equal(_values(again, "gap_sd"), sd)
+
+
+def test_fewer_rows_than_the_data_draw_references_over_each_trials_own_box(tmp_path):
+    X = load_iris().data
+    base._SHARED.clear()
+    choice = _choose(X, tmp_path, "half", resamples=3, n=60, workers=0)
+    sd = _values(choice, "gap_sd")
+    assert not np.all(sd == sd[:, :1])  # the boxes differ: so do the references
+    assert len({key for key in base._SHARED if key[1][0] == "gap"}) == 3
+
+
+def test_the_same_bits_in_this_process_and_on_two_worker_processes(tmp_path):
+    X = load_iris().data
+    here = _choose(X, tmp_path, "here", resamples=6, workers=0)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+        there = _choose(X, tmp_path, "there", resamples=6, client=client, execution={"task_seconds": 0.01})
+    for variable in ("gap", "gap_sd"):
+        assert np.array_equal(_values(here, variable), _values(there, variable), equal_nan=True)
+
+
+CLUSGAP = r'''
+library(cluster)
+args <- commandArgs(trailingOnly = TRUE)
+x <- as.matrix(read.csv(args[1], header = FALSE))
+set.seed(1)
+g <- clusGap(x, FUNcluster = function(x, k) kmeans(x, k, nstart = 10, iter.max = 100), K.max = as.integer(args[2]),
+             B = as.integer(args[3]), d.power = 2, spaceH0 = "original", verbose = FALSE)
+tab <- g$Tab
+cat(paste0('{"gap": [', paste(tab[, "gap"], collapse = ","), '], "se": [',
+    paste(tab[, "SE.sim"], collapse = ","), ']}'))
+'''
+
+
+def _clusgap(X, k_max, references, tmp_path):
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript is not installed: the comparison with R's clusGap needs R and r-cran-cluster")
+    found = subprocess.run(["Rscript", "-e", "library(cluster)"], capture_output=True, text=True, timeout=120)
+    if found.returncode != 0:
+        pytest.skip("R's package cluster is not installed (apt: r-cran-cluster)")
+    data, script = tmp_path / "x.csv", tmp_path / "gap.R"
+    np.savetxt(data, X, delimiter=",")
+    script.write_text(CLUSGAP)
+    done = subprocess.run(["Rscript", str(script), str(data), str(k_max), str(references)], capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0, f"clusGap failed: {done.stderr[-2000:]}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return np.array(out["gap"]), np.array(out["se"])
+
+
+def _agrees_with_clusgap(X, tmp_path, *, k_max, references, resamples):
+    """Gap(k) per k: our mean over the resamples against clusGap's, both with B uniform reference sets of the data's
+    box, k-means with 10 starts, d_power 2. Each estimate's Monte Carlo standard error is sd_k / sqrt(B) (sd_k the
+    spread of log W*_kb; s_k = sd_k sqrt(1 + 1/B)), so the difference of two independent estimates has a standard
+    error sqrt(s_ours^2 + s_R^2) / sqrt(B + 1) (up to clusGap's B - 1): we ask for 4 of those, plus the spread of
+    our own log W_k over the resamples (k-means' local optima: R's Hartigan-Wong may find another), per k. And k̂ by
+    Tibs2001SEmax: both within the k̂'s the rule gives when each Gap(k) moves by up to that tolerance
+    (:func:`_not_separated`; on iris the rule's inequality at k = 6 holds by 0.005, within the Monte Carlo error)."""
+    choice = _choose(X, tmp_path, "ours", k=range(1, k_max + 1), resamples=resamples,
+                     criteria=[{"gap": {"references": references}}], workers=0)
+    gap, sd = _values(choice, "gap"), _values(choice, "gap_sd")
+    ours, s_ours = gap.mean(axis=1), sd.mean(axis=1)
+    theirs, s_theirs = _clusgap(X, k_max, references, tmp_path)
+    tolerance = 4 * np.sqrt(s_ours ** 2 + s_theirs ** 2) / np.sqrt(references + 1) + gap.std(axis=1) + 1e-3
+    assert np.all(np.abs(ours - theirs) <= tolerance), (ours - theirs, tolerance)
+    k_ours, k_theirs = max_se(ours, s_ours) + 1, max_se(theirs, s_theirs) + 1
+    low, high = _not_separated(ours, s_ours, tolerance)
+    assert low <= k_ours <= high and low <= k_theirs <= high, (k_ours, k_theirs, low, high)
+    return k_ours, k_theirs
+
+
+def _not_separated(gap, s, tolerance):
+    """The k̂'s Tibs2001SEmax gives when each Gap(k) moves by up to its tolerance: from the first k whose inequality
+    Gap(k) >= Gap(k+1) - s_{k+1} holds with the slack tolerance_k + tolerance_{k+1}, to the first that holds
+    without it taken away (the last k when none does)."""
+    slack = tolerance[:-1] + tolerance[1:]
+    loose = np.flatnonzero(gap[:-1] >= gap[1:] - s[1:] - slack)
+    strict = np.flatnonzero(gap[:-1] >= gap[1:] - s[1:] + slack)
+    last = gap.size
+    return (int(loose[0]) + 1 if loose.size else last), (int(strict[0]) + 1 if strict.size else last)
+
+
+def test_gap_agrees_with_clusgap_on_iris(tmp_path):
+    _agrees_with_clusgap(load_iris().data, tmp_path, k_max=8, references=50, resamples=5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # R's kmeans with 10 starts on 20 reference sets of 1797 x 64 at k = 1..10: minutes
+def test_gap_agrees_with_clusgap_on_digits(tmp_path):
+    _agrees_with_clusgap(load_digits().data, tmp_path, k_max=10, references=20, resamples=3)
