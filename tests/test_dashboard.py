@@ -103,7 +103,8 @@ def test_no_dashboard_prints_no_link_and_the_run_completes(tmp_path):
     assert run.finish(timeout=180) == 0, (run.stdout, run.stderr)
     assert not [line for line in run.stdout if line.startswith("dask dashboard")], run.stdout
     progress = [line for line in run.stdout if not line.startswith("data ")]  # one 'data NAME: ...' line per dataset
-    assert progress[0].startswith("computing ") and progress[1].startswith("done: "), run.stdout
+    assert progress[0].startswith("estimated ") and progress[1].startswith("computing ") \
+        and progress[2].startswith("done: "), run.stdout
     assert run.stderr == [], run.stderr
 
 

@@ -322,7 +322,8 @@ def test_an_interrupt_to_the_whole_process_group_prints_one_line_and_the_resume_
     assert not waiting, f"not reached in 150 s: {[cases[i] for i in waiting]}"
     for (moment, signum), run, cube in zip(cases, runs, cubes):
         assert run.finish(timeout=90) == 130, (moment, signum, run.stdout, run.stderr)
-        assert all(line.startswith(("data ", "computing ", "dask dashboard: ")) for line in run.stdout), run.stdout
+        assert all(line.startswith(("data ", "estimated ", "computing ", "dask dashboard: ")) for line in run.stdout), \
+                run.stdout
         assert len(run.stderr) == 2, (moment, signum, run.stderr)  # no worker traceback, no log line of Dask
         assert re.fullmatch(rf"interrupted: (every finished cell is in|nothing was written to) {re.escape(str(cube))}"
                             r"\. Resume with:", run.stderr[0]), run.stderr

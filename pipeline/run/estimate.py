@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ordercube.pipeline.cube.grid import Chunk, estimated_seconds
+from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.system.cores import usable_cores
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]
     started = time.perf_counter()
     warm: set[int] = set()
     for piece, cost in pilot_pieces(plan, pilot_budget(plan)):
+        if interrupts.REQUESTED.is_set():  # a stop asked for (its KeyboardInterrupt maybe swallowed): the run stops
+            break
         if piece.model not in warm:
             warm.add(piece.model)
             begun = time.perf_counter()
@@ -281,8 +284,6 @@ def slowdown() -> float:
     """How much slower a new process runs than on an idle machine: the runnable processes per core (the 1-minute
     load average, this process's pilot among them), at least 1. Processes share the cores fairly."""
     import os
-
-    from ordercube.pipeline.system.cores import usable_cores
 
     try:
         load = os.getloadavg()[0]
