@@ -210,7 +210,8 @@ def write_checked_report(cube: xr.Dataset, folder: Path, decide: Decide | None, 
     from ordercube.pipeline.report.write import status_counts, write_report
 
     try:
-        decisions_of(criteria_of(criterion_scores(cube)) + reduced_names(cube), decide)
+        if decide:  # without options there is nothing to check, and the report computes the scores itself
+            decisions_of(criteria_of(criterion_scores(cube)) + reduced_names(cube), decide)
         resolved_options(cube, decide)
     except ValueError as error:
         raise InputError(f"{decide_key}: {error}") from None
