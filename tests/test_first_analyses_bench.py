@@ -51,8 +51,9 @@ def test_written_config_parses_to_the_design(bench, tmp_path, name):
 
 
 def test_estimate_regex(bench):
-    assert bench.estimate_of("cells 180\nestimated wall time 3.2 s with 2 workers\n") == 3.2
-    assert bench.estimate_of("Estimated: about 12 s") == 12.0
+    assert bench.estimate_of("data X: ...\nestimated 3.2 s in this process on 1 thread(s) (pilot of 36 cells: 0.5 s)\n") == 3.2
+    assert bench.estimate_of("estimated 1.5 min on 2 local worker(s) (cost model)") == 90.0
+    assert bench.estimate_of("estimated 2.0 h on 2 local worker(s)") == 7200.0
     assert bench.estimate_of("cells 180, tasks 4") is None
 
 
