@@ -37,6 +37,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_scale import build_base, default_base, git  # noqa: E402  (one worktree builder for every benchmark)
 SETS = {"colon": "consensus_colon.yaml", "gaussian3": "consensus_gaussian3.yaml", "yeast": "consensus_yeast.yaml"}
 CRITERIA = ["consensus_area", "pac", "cluster_consensus"]
 
@@ -63,29 +65,6 @@ write_report(cube, Path(sys.argv[2]))
 total = time.perf_counter() - started
 print(f"{sum(spent):.3f} {total - sum(spent):.3f}")
 '''
-
-
-def git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def default_base() -> str:
-    for main in ("main", "origin/main"):
-        try:
-            return git("merge-base", "HEAD", main)
-        except subprocess.CalledProcessError:
-            continue
-    return git("rev-parse", "HEAD~1")
-
-
-def build_base(revision: str, folder: Path) -> Path:
-    """A worktree of ``revision`` in ``folder`` with a copy of this venv, the project installed in it; its python."""
-    git("worktree", "add", "--detach", str(folder), revision)
-    shutil.copytree(Path(sys.prefix), folder / ".venv", symlinks=True)
-    python = folder / ".venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", ".", "--no-deps", "--no-build-isolation"],
-                   cwd=folder, check=True, capture_output=True)
-    return python
 
 
 def config_of(name: str, scratch: Path) -> Path:
