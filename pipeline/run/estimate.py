@@ -187,12 +187,10 @@ def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]
             except Exception:  # noqa: BLE001 - a family whose data cannot be drawn that small: no warm-up
                 pass
             pilot.warm_up = max(pilot.warm_up, time.perf_counter() - begun)
-        try:
-            begun = time.perf_counter()
-            results = compute(piece)
-        except Exception:  # noqa: BLE001 - the run computes (and records) it as any task
+        timed = _timed(compute, piece)
+        if timed is None:
             break
-        measured = time.perf_counter() - begun
+        results, measured = timed
         pilot.results.extend(results)
         pilot.pieces.append((piece, cost, measured))
         _time_fixed_cost(plan, pilot, piece, cost, measured, compute, left=PILOT_SECONDS - (time.perf_counter() - started))
@@ -200,6 +198,17 @@ def run_pilot(plan: Plan, compute: Callable[..., list[tuple[Chunk, BlockResult]]
             break
     pilot.seconds = time.perf_counter() - started
     return pilot
+
+
+def _timed(compute: Callable[..., list[tuple[Chunk, BlockResult]]], piece: Chunk
+           ) -> tuple[list[tuple[Chunk, BlockResult]], float] | None:
+    """``compute(piece)``'s results and seconds; None when it raised (the run computes and records it as any task)."""
+    begun = time.perf_counter()
+    try:
+        results = compute(piece)
+    except Exception:  # noqa: BLE001 - recorded by the run, not the pilot
+        return None
+    return results, time.perf_counter() - begun
 
 
 #: Trials of the second piece that tells a task's fixed cost from its trials' (:func:`_time_fixed_cost`).
@@ -214,19 +223,17 @@ def _time_fixed_cost(plan: Plan, pilot: Pilot, piece: Chunk, cost: float, measur
     (a consensus resample of 49 items: 0.6 ms, its task's set-up 4-5 ms)."""
     if piece.model in pilot.fixed or measured * (1 + SECOND_PIECE_TRIALS) > left:
         return
-    chunk = next((c for c in plan.iter_chunks() if (c.dataset, c.n, c.model, c.k) == (piece.dataset, piece.n,
-                                                                                      piece.model, piece.k)
-                  and piece.trial[0] in c.trial), None)
-    after = [t for t in (chunk.trial if chunk is not None else ()) if t > piece.trial[0]][:SECOND_PIECE_TRIALS]
+    # the trials after the piece's in its chunk (those with a cell of its ks to compute), read off the plan's mask
+    first, size = piece.trial[0], plan.chunk_shape["trial"]
+    slab = plan.wanted[piece.dataset, piece.n, piece.model][list(piece.k)]
+    after = [t for t in range(first + 1, min((first // size + 1) * size, slab.shape[1])) if slab[:, t].any()]
     if len(after) < SECOND_PIECE_TRIALS:
         return
-    second = Chunk(piece.dataset, piece.n, piece.model, piece.k, tuple(after))
-    try:
-        begun = time.perf_counter()
-        results = compute(second)
-    except Exception:  # noqa: BLE001 - the run computes (and records) it as any task
+    second = Chunk(piece.dataset, piece.n, piece.model, piece.k, tuple(after[:SECOND_PIECE_TRIALS]))
+    timed = _timed(compute, second)
+    if timed is None:
         return
-    both = time.perf_counter() - begun
+    results, both = timed
     pilot.results.extend(results)
     trial = max((both - measured) / (SECOND_PIECE_TRIALS - 1), 0.0)
     fixed = max(measured - trial, 0.0)
