@@ -105,16 +105,22 @@ def test_the_tree_of_distances_is_scipys_linkage(linkage_method):
                                       linkage(distance, method=linkage_method))
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_the_partition_from_pairs_is_the_consensus_partition_of_the_matrix(seed):
-    rng = np.random.default_rng(seed)
-    n_items = int(rng.integers(2, 40))
-    labels = _labels(rng, int(rng.integers(1, 40)), n_items, int(rng.integers(1, 5)), float(rng.choice([0.0, 0.3, 0.8])))
+def _weighted_case(rng, max_items, missing):
+    """Random clusterings of 2..max_items - 1 items (a share ``missing`` of the choices: items not drawn), Poisson
+    weights per row, and what both sides read: the pair counts, each item's weight, the matrix, the drawn items."""
+    n_items = int(rng.integers(2, max_items))
+    labels = _labels(rng, int(rng.integers(1, 40)), n_items, int(rng.integers(1, 5)), float(rng.choice(missing)))
     weights = rng.poisson(1.0, size=labels.shape[0]).astype(np.float64)
     top, bottom = pair_counts(labels, weights)[0], pair_counts(drawn_labels(labels), weights)[0]
     items = weights @ (labels >= 0)
     M = consensus_matrix(labels, weights=weights)
-    drawn = int(np.count_nonzero(items > 0))
+    return top, bottom, items, M, int(np.count_nonzero(items > 0))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_partition_from_pairs_is_the_consensus_partition_of_the_matrix(seed):
+    rng = np.random.default_rng(seed)
+    top, bottom, items, M, drawn = _weighted_case(rng, 40, [0.0, 0.3, 0.8])
     linkage_method = str(rng.choice(["average", "complete", "single", "weighted"]))
     for k in range(1, drawn + 1):
         np.testing.assert_array_equal(partition_from_pairs(pair_quotients(top, bottom), items, k, linkage_method),
@@ -151,14 +157,8 @@ def test_the_cluster_consensus_from_pairs_is_that_of_the_matrix(seed):
     from ordercube.tasks.consensus.partition import cluster_consensus_from_pairs
 
     rng = np.random.default_rng(seed)
-    n_items = int(rng.integers(2, 60))
-    labels = _labels(rng, int(rng.integers(1, 40)), n_items, int(rng.integers(1, 5)), float(rng.choice([0.0, 0.2, 0.7])))
-    weights = rng.poisson(1.0, size=labels.shape[0]).astype(np.float64)
-    top, bottom = pair_counts(labels, weights)[0], pair_counts(drawn_labels(labels), weights)[0]
-    items = weights @ (labels >= 0)
-    M = consensus_matrix(labels, weights=weights)
+    top, bottom, items, M, drawn = _weighted_case(rng, 60, [0.0, 0.2, 0.7])
     quotients = pair_quotients(top, bottom)
-    drawn = int(np.count_nonzero(items > 0))
     for k in range(1, min(drawn, 8) + 1):
         partition = consensus_partition(M, k)
         expected = cluster_consensus(M, partition, k)
