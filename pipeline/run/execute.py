@@ -203,6 +203,19 @@ def synthetic_sources(config: Config) -> dict[str, SyntheticSource | MatrixSourc
     return sources
 
 
+def task_inputs(config: Config) -> Callable[[Task], tuple[SyntheticSource | MatrixSource | None, Any, Any]]:
+    """``inputs(task)`` → what :func:`ordercube.pipeline.run.graph.execute_task` takes besides the task: the
+    generator of its synthetic dataset (None for a file or in-memory one), the dataset's array and its labels."""
+    synthetic = synthetic_sources(config)
+    datasets = {d.name: d for d in config.datasets}
+
+    def inputs(task: Task) -> tuple[SyntheticSource | MatrixSource | None, Any, Any]:
+        dataset = datasets[task.dataset]
+        return synthetic.get(task.dataset), dataset.data, dataset.labels
+
+    return inputs
+
+
 def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[], Cube], *,
                  show_progress: bool, threads: int = 1, head: Head | None = None) -> Summary:
     """Run every task of ``feed`` in this process on ``threads`` threads, writing each result as it finishes
@@ -218,12 +231,10 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
 
     from threadpoolctl import threadpool_limits
 
-    synthetic = synthetic_sources(config)
-    datasets = {d.name: d for d in config.datasets}
+    inputs = task_inputs(config)
 
     def compute(task: Task, tally: Tally) -> list[tuple[Chunk, BlockResult]]:
-        dataset = datasets[task.dataset]
-        return _computed(task, synthetic.get(task.dataset), dataset.data, dataset.labels, tally)
+        return _computed(task, *inputs(task), tally)
 
     head = head or Head()
     with head.progress(feed.total, enabled=show_progress) as progress, \
@@ -281,8 +292,7 @@ def piece_computer(config: Config, coords: Any) -> Callable[[Chunk], list[tuple[
 
     from ordercube.pipeline.run.graph import build_tasks
 
-    synthetic = synthetic_sources(config)
-    datasets = {d.name: d for d in config.datasets}
+    inputs = task_inputs(config)
 
     def compute(piece: Chunk, *, warm_up: bool = False) -> list[tuple[Chunk, BlockResult]]:
         """The piece's results; ``warm_up``: the same cells at a small n instead, to be thrown away (the
@@ -291,8 +301,7 @@ def piece_computer(config: Config, coords: Any) -> Callable[[Chunk], list[tuple[
         if warm_up:
             task = replace(task, blocks=tuple((chunk, replace(spec, n=min(spec.n, max(40, 4 * max(spec.ks)))))
                                               for chunk, spec in task.blocks))
-        dataset = datasets[task.dataset]
         with threadpool_limits(limits=1):
-            return execute_task(task, synthetic.get(task.dataset), dataset.data, dataset.labels)
+            return execute_task(task, *inputs(task))
 
     return compute
