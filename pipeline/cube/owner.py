@@ -113,7 +113,7 @@ class Cube:
         if not is_cube(place):
             raise InputError(f"CUBE: {place} is not a cube (no zarr.json); give the --out path of an ordercube run")
         check_metadata(place)
-        group = zarr.open_group(place.store(read_only=True), mode="r", use_consolidated=False)
+        group = ReadOnlyGroup(zarr.open_group(place.store(read_only=True), mode="r", use_consolidated=False))
         if "ordercube_plan" not in group.attrs:
             raise InputError(f"CUBE: {place} is a zarr store but not an ordercube cube")
         check_cube(group, place)
@@ -318,3 +318,31 @@ def load_cube(path: str | Path | Location, *, storage_options: dict[str, Any] | 
     """:func:`open_cube`, read into memory (``Cube.open(path).load()``); ``InputError`` naming the damaged chunks
     when a read fails."""
     return Cube.open(path, storage_options=storage_options).load()
+
+
+class ReadOnlyGroup:
+    """A cube's zarr group opened for reading, each member opened once: the checks of :meth:`Cube.open` and the
+    counts of ``status`` look an array up many times (``status`` 13 times), and every lookup is a metadata read
+    and a round trip to zarr's event loop (0.5-1 ms each). Anything else is the group's own."""
+
+    def __init__(self, group: zarr.Group) -> None:
+        self._group = group
+        self._members: dict[str, Any] = {}
+        self._present: dict[str, bool] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._members:
+            self._members[name] = self._group[name]
+        return self._members[name]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._members:
+            return True
+        if name not in self._present:
+            self._present[name] = name in self._group
+        return self._present[name]
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._group, attribute)
