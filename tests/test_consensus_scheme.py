@@ -25,6 +25,7 @@ from ordercube.tasks.algorithms.hierarchical import agglomerative_many
 from ordercube.tasks.algorithms.kinds import Clusterer
 from ordercube.tasks.algorithms.kmeans import kmeans_labels
 from ordercube.tasks.datasets import ArraySource, SyntheticSource
+from ordercube.tasks import process_memo
 from ordercube.tasks.params import ParamError
 from ordercube.tasks.schemes import SCHEMES, get_scheme, scheme_of
 from ordercube.tasks.seeding import Purpose, label_id, stream
@@ -210,9 +211,19 @@ def test_references_are_parts_one_to_b_drawn_once_per_dataset_n_and_b_and_resamp
         built.append(data.shape)
         return _shuffled_columns(data, rng)
 
+    process_memo.clear()
     runner = get_scheme("consensus").runner(get_algorithm("kmeans"), spec, ArraySource(X), reference=reference)
     outcomes = {trial: runner(trial) for trial in (0, 1)}
-    assert built == [(45, 6), (45, 6)]  # once per b for the block, not per trial
+    assert built == [(45, 6), (45, 6)]  # once per b, not per trial
+    # another block of the dataset in this process (a task of its own, its data shipped again): nothing built again
+    other_block = get_scheme("consensus").runner(get_algorithm("kmeans"), spec, ArraySource(X.copy()),
+                                                 reference=reference)(2)
+    assert built == [(45, 6), (45, 6)]
+    process_memo.clear()  # a fresh process: built again, the same bits
+    fresh = get_scheme("consensus").runner(get_algorithm("kmeans"), spec, ArraySource(X), reference=reference)(2)
+    assert built == [(45, 6)] * 4
+    for k in (2, 3):
+        np.testing.assert_array_equal(fresh.assignments[k], other_block.assignments[k])
     sets = [_shuffled_columns(X, stream(SEED, Purpose.NULL_DATA, DATASET, 45, b)) for b in (0, 1)]
     for trial, outcome in outcomes.items():
         for k in (2, 3):

@@ -13,7 +13,7 @@ from distributed import Client, LocalCluster
 from sklearn.datasets import load_digits, load_iris
 
 import ordercube
-from ordercube.tasks.criteria import base
+from ordercube.tasks import process_memo
 from ordercube.tasks.criteria.gap import max_se, reference_frame
 
 
@@ -36,26 +36,26 @@ def test_the_pca_box_of_the_same_rows_in_any_order_is_the_same_bits():
 
 def test_trials_of_the_same_rows_share_their_references_and_a_fresh_process_memo_gives_the_same_bits(tmp_path):
     X = load_iris().data  # n = every row: every trial's sample holds the same rows, in its own order
-    base._SHARED.clear()
+    process_memo.clear()
     first = _choose(X, tmp_path, "first", resamples=4, workers=0)
     sd = _values(first, "gap_sd")
     assert np.all(sd == sd[:, :1]) and np.all(sd > 0)  # one set of references: one s_k, bit for bit
     # one entry of the sample's n (the run's pilot warms the kernels up at a small n: an entry of its own)
-    assert len({key for key in base._SHARED if key[1][0] == "gap" and key[1][2] == X.shape[0]}) == 1
+    assert len({key for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == X.shape[0]}) == 1
     gap = _values(first, "gap")
     assert not np.all(gap == gap[:, :1])  # the trials' own fits still differ (their restarts)
-    base._SHARED.clear()  # computed again, by whichever trial comes first: the same bits
+    process_memo.clear()  # computed again, by whichever trial comes first: the same bits
     again = _choose(X, tmp_path, "again", resamples=4, workers=0)
     assert np.array_equal(_values(again, "gap"), gap) and np.array_equal(_values(again, "gap_sd"), sd)
 
 
 def test_fewer_rows_than_the_data_draw_references_over_each_trials_own_box(tmp_path):
     X = load_iris().data
-    base._SHARED.clear()
+    process_memo.clear()
     choice = _choose(X, tmp_path, "half", resamples=3, n=60, workers=0)
     sd = _values(choice, "gap_sd")
     assert not np.all(sd == sd[:, :1])  # the boxes differ: so do the references
-    assert len({key for key in base._SHARED if key[1][0] == "gap" and key[1][2] == 60}) == 3
+    assert len({key for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == 60}) == 3
 
 
 def test_the_same_bits_in_this_process_and_on_two_worker_processes(tmp_path):

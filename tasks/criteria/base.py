@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 import math
-import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -14,6 +13,7 @@ from numpy.typing import NDArray
 
 from ordercube.tasks.params import Param, check_params, choice, number, undeclared
 from ordercube.tasks.predictors import Predictor
+from ordercube.tasks.process_memo import once_per_process
 
 Labels = NDArray[np.int64]
 
@@ -139,22 +139,7 @@ class TrialSample:
         function of ``key`` and :attr:`scope` alone (drawn from ``shared_rng`` and fitted by ``shared_cluster`` on
         data ``key`` determines), so that which trial computes it, in which process, cannot change a bit.
         ``key`` must then hold everything of the trial the value depends on (a reference box's bytes, the ks)."""
-        full = (self.scope, key)
-        found = _SHARED.get(full)
-        if found is None:  # two threads may both compute it: the same bits, one kept
-            found = compute()
-            with _SHARED_LOCK:
-                while len(_SHARED) >= SHARED_ENTRIES:  # oldest first: a long-lived process visits many datasets
-                    del _SHARED[next(iter(_SHARED))]
-                _SHARED[full] = found
-        return found
-
-
-# The per-process memo of :meth:`TrialSample.shared`: values of a few floats per k (the Gap statistic's log W*_kb),
-# kept for the last SHARED_ENTRIES (dataset, n, method, sample content) a process computed.
-SHARED_ENTRIES = 64
-_SHARED: dict[Any, Any] = {}
-_SHARED_LOCK = threading.Lock()
+        return once_per_process((self.scope, key), compute)
 
 
 @dataclass(frozen=True)

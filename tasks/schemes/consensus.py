@@ -24,6 +24,7 @@ and the columns of its items together; features do not apply there, nor do refer
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube.tasks.params import integer, number
+from ordercube.tasks.process_memo import once_per_process
 from ordercube.tasks.schemes.base import Scheme
 from ordercube.tasks.seeding import Purpose, stream
 from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, describe
@@ -176,24 +178,40 @@ def trial_runner(algorithm: Any, spec: BlockSpec, source: Any, *,
     by_distances = (objects == "points" and p_feature >= 1.0 and getattr(algorithm, "on_distances", None) is not None
                     and (1 + references) * 8.0 * spec.n ** 2 <= MAX_DISTANCE_BYTES)
 
+    def key() -> tuple[Any, ...]:
+        """What the universe, the reference sets and their distances are a function of: the seed, the dataset and
+        its bytes, n, the number of reference sets and their builder (one digest of the data per block)."""
+        if "key" not in cache:
+            digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=16).hexdigest()
+            cache["key"] = ("consensus", spec.root_seed, spec.dataset_id, spec.n, references, build, objects,
+                            data.shape, str(data.dtype), digest)
+        return cache["key"]  # type: ignore[no-any-return]
+
     def distances(part: int) -> NDArray[np.float64]:
         """The square matrix of Euclidean distances of the universe's data (part 0) or of a reference set."""
-        if ("distances", part) not in cache:
+        def compute() -> NDArray[np.float64]:
             from scipy.spatial.distance import pdist, squareform
 
-            cache["distances", part] = squareform(pdist(parts()[part]))
-        return cache["distances", part]  # type: ignore[no-any-return]
+            square = squareform(pdist(parts()[part]))
+            square.flags.writeable = False  # shared by every block of the process
+            return square  # type: ignore[no-any-return]
+
+        return once_per_process((key(), "distances", part), compute)
 
     def parts() -> list[NDArray[np.float64]]:
-        """The universe's data, then each reference set, built on the first trial and kept for the block."""
-        if "parts" not in cache:
+        """The universe's data, then each reference set: built once per worker process for every block of the
+        dataset (each is drawn from its own stream and the data alone: the same bits whichever block builds it)."""
+        def compute() -> tuple[NDArray[np.int64], list[NDArray[np.float64]]]:
             kept = universe(data.shape[0], spec.n, spec.root_seed, spec.dataset_id)
             X = data[np.ix_(kept, kept)] if objects in SQUARE else data[kept]
-            cache["universe"] = kept
-            cache["parts"] = [X] + [np.asarray(build(X, stream(spec.root_seed, Purpose.NULL_DATA, spec.dataset_id,
-                                                               spec.n, b)), dtype=np.float64)
-                                    for b in range(references)]
-        return cache["parts"]  # type: ignore[no-any-return]
+            built = [X] + [np.asarray(build(X, stream(spec.root_seed, Purpose.NULL_DATA, spec.dataset_id, spec.n, b)),
+                                      dtype=np.float64) for b in range(references)]
+            for array in (kept, *built):
+                array.flags.writeable = False  # shared by every block of the process
+            return kept, built
+
+        cache["universe"], built = once_per_process((key(), "parts"), compute)
+        return built
 
     def compute_trial(trial: int) -> TrialOutcome:
         if refused is not None:
