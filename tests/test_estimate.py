@@ -79,6 +79,54 @@ def test_the_wall_time_adds_the_pilot_the_writes_and_a_cluster_start(tmp_path):
     assert "not written" in guess.line(2, cluster=False, written=False)
 
 
+class FakeClock:
+    """``perf_counter`` of the estimate module, moved on by the fake computes below: no real time is measured."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+@pytest.mark.parametrize(("process", "task", "trial"), [(5.0, 0.004, 0.03), (0.0, 0.005, 0.0006), (2.0, 0.0, 0.4)])
+def test_the_pilot_tells_a_processs_set_up_from_a_tasks_and_a_trials(tmp_path, monkeypatch, process, task, trial):
+    """A = P + F + c, B1 = F + c, B3 = F + 3c: P once per process (the first piece of a group pays it), F per piece
+    (a task), c per trial; the estimate adds F per task, P once to a cluster's start and c per remaining trial."""
+    plan = ordercube.validate(two_methods(resamples=40, execution={"trials_per_chunk": 20}), out=tmp_path / "c.zarr")
+    clock, built = FakeClock(), set()
+    monkeypatch.setattr(est, "time", clock)
+    monkeypatch.setattr(est, "PILOT_SECONDS", 100.0)
+
+    def compute(piece, warm_up=False):
+        if warm_up:
+            return []
+        group = (piece.dataset, piece.n, piece.model)
+        clock.now += (0.0 if group in built else process) + task + trial * len(piece.trial)
+        built.add(group)
+        return []
+
+    pilot = est.Pilot()
+    first = next(est.pilot_pieces(plan, float("inf")))[0]
+    pilot.pieces.append((first, 1.0, process + task + trial))
+    built.add((first.dataset, first.n, first.model))
+    est._time_fixed_cost(plan, pilot, first, 1.0, process + task + trial, compute, left=100.0)
+    assert [len(piece.trial) for piece, _, _ in pilot.pieces] == [1, 1, est.SECOND_PIECE_TRIALS]
+    assert pilot.process_set_up[first.model] == pytest.approx(process, abs=1e-12)
+    assert pilot.fixed[first.model] == pytest.approx(task, abs=1e-12)
+    assert [measured for _, _, measured in pilot.pieces] == pytest.approx([trial, trial, 3 * trial], abs=1e-12)
+    guess = est.estimate(plan, pilot)
+    assert guess.process_set_up == pytest.approx(process, abs=1e-12)
+    assert guess.wall(2, cluster=True) - guess.wall(2, cluster=False) == pytest.approx(
+        est.CLUSTER_START_SECONDS * guess.slowdown + process, rel=1e-9)
+    # no room for the third piece: F is taken as 0, the second piece's seconds as a trial's
+    short = est.Pilot(pieces=[(first, 1.0, process + task + trial)])
+    est._time_fixed_cost(plan, short, first, 1.0, process + task + trial, compute, left=0.0)
+    assert len(short.pieces) == 2 and short.fixed[first.model] == 0.0
+    assert short.process_set_up[first.model] == pytest.approx(process, abs=1e-12)
+    assert [measured for _, _, measured in short.pieces] == pytest.approx([task + trial] * 2, abs=1e-12)
+
+
 def test_the_pilot_stays_within_its_budget_and_skips_a_tiny_plan(tmp_path):
     plan = ordercube.validate(two_methods(), out=tmp_path / "c.zarr")
     budget = plan.estimated_seconds * 0.1

@@ -58,13 +58,15 @@ START_SECONDS = 0.2
 class Pilot:
     """The pilot's timed pieces: (piece, modelled seconds, measured seconds) and their results; ``fixed``: per
     method, the seconds a task pays once whatever its trials (its block's set-up: a consensus block's distances,
-    the arrays of its results), when a second piece of more trials told it apart from the trials' own cost."""
+    the arrays of its results), and ``process_set_up``: per method, the seconds a process pays once for every task
+    of the dataset (what it keeps: reference sets), when more pieces told them apart from the trials' own cost."""
 
     pieces: list[tuple[Chunk, float, float]] = field(default_factory=list)
     results: list[tuple[Chunk, BlockResult]] = field(default_factory=list)
     seconds: float = 0.0
     warm_up: float = 0.0
     fixed: dict[int, float] = field(default_factory=dict)
+    process_set_up: dict[int, float] = field(default_factory=dict)
 
     @property
     def cells(self) -> int:
@@ -87,6 +89,7 @@ class Estimate:
     note: str = ""
     warm_up: float = 0.0
     slowdown: float = 1.0
+    process_set_up: float = 0.0
 
     @property
     def remaining(self) -> float:
@@ -106,9 +109,10 @@ class Estimate:
 
     @property
     def cluster_start(self) -> float:
-        """A LocalCluster's start and stop (:data:`CLUSTER_START_SECONDS`, longer on a busy machine: ``slowdown``)
-        and its workers' first calls of the kernels (each pays the pilot's warm-up again, in parallel)."""
-        return CLUSTER_START_SECONDS * self.slowdown + self.warm_up
+        """A LocalCluster's start and stop (:data:`CLUSTER_START_SECONDS`, longer on a busy machine: ``slowdown``),
+        its workers' first calls of the kernels (each pays the pilot's warm-up again, in parallel) and what each
+        worker process builds once and keeps (``process_set_up``, in parallel; in this process the pilot built it)."""
+        return CLUSTER_START_SECONDS * self.slowdown + self.warm_up + self.process_set_up
 
     def line(self, workers: int, *, cluster: bool, written: bool = True, where: str | None = None) -> str:
         """One short line: ``estimated 23 s on 2 local worker(s) (pilot of 12 cells: 0.4 s)``."""
@@ -211,36 +215,56 @@ def _timed(compute: Callable[..., list[tuple[Chunk, BlockResult]]], piece: Chunk
     return results, time.perf_counter() - begun
 
 
-#: Trials of the second piece that tells a task's fixed cost from its trials' (:func:`_time_fixed_cost`).
+#: Trials of the third piece that tells a task's fixed cost from its trials' (:func:`_time_fixed_cost`).
 SECOND_PIECE_TRIALS = 3
+#: A method's first piece of at most this many seconds is followed by one more trial (:func:`_time_fixed_cost`):
+#: a first piece that long is mostly a set-up its process keeps (a consensus dataset's reference sets, the Gap
+#: statistic's) or a plan whose pilot is a small share of it.
+SET_UP_PIECE_SECONDS = 30.0
 
 
 def _time_fixed_cost(plan: Plan, pilot: Pilot, piece: Chunk, cost: float, measured: float,
                      compute: Callable[..., list[tuple[Chunk, BlockResult]]], *, left: float) -> None:
-    """When a method's first piece (one trial) was cheap enough to time :data:`SECOND_PIECE_TRIALS` more of the same
-    chunk within the ``left`` seconds, time them as one piece: a task's fixed cost F and a trial's c then follow from
-    A = F + c and B = F + 3c. A cheap trial would otherwise carry its task's whole set-up into every trial's estimate
-    (a consensus resample of 49 items: 0.6 ms, its task's set-up 4-5 ms)."""
-    if piece.model in pilot.fixed or measured * (1 + SECOND_PIECE_TRIALS) > left:
+    """Tell apart what a method's first piece (one trial, ``measured`` A seconds) paid once for this process, once
+    for its task and for its trial. A second piece of the next trial of the chunk (B1 = F + c) takes out what the
+    process keeps for later tasks (P = A - B1: reference sets built once per process, kernels' first calls); when
+    :data:`SECOND_PIECE_TRIALS` more trials fit in the ``left`` seconds, a third piece of them (B3 = F + 3c) tells
+    a task's fixed cost F (its block's set-up, its results' arrays) from a trial's c. Without the third piece F is
+    taken as 0. A cheap trial would otherwise carry its task's or its process's whole set-up into every trial's
+    estimate (a consensus resample of 49 items: 0.6 ms, its task's set-up 4-5 ms; of the colon set with 25 reference
+    sets: 30 ms, the process's set-up 5 s)."""
+    if piece.model in pilot.fixed or measured > SET_UP_PIECE_SECONDS:
         return
     # the trials after the piece's in its chunk (those with a cell of its ks to compute), read off the plan's mask
     first, size = piece.trial[0], plan.chunk_shape["trial"]
     slab = plan.wanted[piece.dataset, piece.n, piece.model][list(piece.k)]
     after = [t for t in range(first + 1, min((first // size + 1) * size, slab.shape[1])) if slab[:, t].any()]
-    if len(after) < SECOND_PIECE_TRIALS:
+    if not after:
         return
-    second = Chunk(piece.dataset, piece.n, piece.model, piece.k, tuple(after[:SECOND_PIECE_TRIALS]))
-    timed = _timed(compute, second)
+    begun = time.perf_counter()
+    one = Chunk(piece.dataset, piece.n, piece.model, piece.k, (after[0],))
+    timed = _timed(compute, one)
     if timed is None:
         return
-    results, both = timed
+    results, alone = timed
     pilot.results.extend(results)
-    trial = max((both - measured) / (SECOND_PIECE_TRIALS - 1), 0.0)
-    fixed = max(measured - trial, 0.0)
+    trial, fixed, pieces = alone, 0.0, [(one, cost, alone)]
+    more = after[1:1 + SECOND_PIECE_TRIALS]
+    if len(more) == SECOND_PIECE_TRIALS and alone * SECOND_PIECE_TRIALS <= left - (time.perf_counter() - begun):
+        three = Chunk(piece.dataset, piece.n, piece.model, piece.k, tuple(more))
+        timed = _timed(compute, three)
+        if timed is not None:
+            results, both = timed
+            pilot.results.extend(results)
+            trial = max((both - alone) / (SECOND_PIECE_TRIALS - 1), 0.0)
+            fixed = max(alone - trial, 0.0)
+            pieces = [(one, cost, trial), (three, cost * SECOND_PIECE_TRIALS, trial * SECOND_PIECE_TRIALS)]
     pilot.fixed[piece.model] = fixed
-    # the pieces' measured seconds as the trials' own: the ratio then scales the trials, the tasks add F each
+    pilot.process_set_up[piece.model] = max(measured - alone, 0.0)
+    # the pieces' measured seconds as the trials' own: the ratio then scales the trials, the tasks add F each and
+    # each process P once
     pilot.pieces[-1] = (piece, cost, trial)
-    pilot.pieces.append((second, cost * SECOND_PIECE_TRIALS, trial * SECOND_PIECE_TRIALS))
+    pilot.pieces.extend(pieces)
 
 
 def ratios(pilot: Pilot, plan: Plan) -> tuple[dict[int, float], float]:
@@ -284,7 +308,7 @@ def estimate(plan: Plan, pilot: Pilot | None = None, *, note: str = "") -> Estim
     ratio = work / modelled if modelled else 1.0
     return Estimate(work=work, modelled=modelled, chunks=chunks, tasks=tasks, pilot_cells=pilot.cells,
                     pilot_seconds=pilot.seconds, pilot_work=sum(timed.values()), ratio=ratio, note=note,
-                    warm_up=pilot.warm_up, slowdown=slowdown())
+                    warm_up=pilot.warm_up, slowdown=slowdown(), process_set_up=sum(pilot.process_set_up.values()))
 
 
 def slowdown() -> float:
