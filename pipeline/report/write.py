@@ -26,6 +26,7 @@ from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
 from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, LEVEL
+from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from ordercube.pipeline.cube.owner import count_planned
@@ -225,11 +226,6 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
         rows.append(shown)
     return pd.DataFrame(rows)
-def label_of(criterion: str) -> str:
-    """The y label of a criterion's figures: what its value is and where it is defined."""
-    return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
-
-
 def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
     """The (dataset, model) pairs with a value somewhere in ``data``."""
     present = data.notnull().any([dim for dim in data.dims if dim not in ("dataset", "model")])
@@ -238,9 +234,11 @@ def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
 
 
 def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None) -> Figure:
-    """Mean ± 1 SE against k for every (dataset, method), one line per n; k̂ starred.
+    """Mean ± 1 SE of the variable ``criterion`` against k for every (dataset, method), one line per n; k̂ starred.
 
-    Prediction Strength's threshold is drawn as a line; the Gap statistic gets bars of its mean s_k (the
+    The y label and the reference lines are the variable's (:func:`label_of`, :func:`reference_lines`): the
+    threshold of a rule that reads this curve (Prediction Strength's), none for another output of the criterion
+    (``consensus_area``'s areas A(k), whose rule reads Delta(k)). The Gap statistic gets bars of its mean s_k (the
     spread its rule uses) instead of the band.
     """
     mean, standard_error = summary[f"{criterion}_mean"], summary[f"{criterion}_se"]
@@ -262,8 +260,9 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray |
             k_hat = int(chosen.sel(at)) if chosen is not None else -1
             if k_hat in ks and not np.isnan(float(curve.sel(k=k_hat))):
                 ax.plot([k_hat], [float(curve.sel(k=k_hat))], "*", ms=12, color=line.get_color(), mec="black", mew=0.7)
-        if decision is not None and decision.threshold is not None:
-            ax.axhline(float(decision.threshold), color="grey", ls="--", lw=0.9, label=f"threshold {decision.threshold:g}")
+        for value, name in reference_lines(criterion, decision).items():
+            ax.axhline(value, color="grey", ls="--", lw=0.9, label=name)
+        ax.set_gid(criterion)  # the variable the panel plots
         title(ax, f"{dataset} / {model}")
         ax.set_xlabel("k (star: k̂)" if chosen is not None else "k")
         ax.set_ylabel(label_of(criterion), fontsize=8)

@@ -144,7 +144,7 @@ def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tupl
 
 
 M3C = Criterion(
-    name="m3c",
+    name="m3c", citation="John et al. 2020",
     min_k=2,
     description="M3C (John et al. 2020): the data's PAC against reference data sets that keep its feature "
                 "correlation; k̂ the largest relative cluster stability index among the significant k",
@@ -157,6 +157,10 @@ M3C = Criterion(
     ranges={"objective": choice(*OBJECTIVES), "window": pair(0.0, 1.0),
             "alpha": number(0.0, 1.0, low_open=True, high_open=True), "test": choice(*TESTS),
             "rcsi_of": choice("mean_log", "log_mean"), "among": choice(*AMONG)},
-    label="RCSI: mean log(PAC of the references / PAC of the data)",
+    label="RCSI at the k that may be chosen",
+    labels={"rcsi": "RCSI: mean log(PAC of references / PAC of data)", "rcsi_se": "standard error of the RCSI",
+            "rcsi_p": "Monte Carlo p-value (K = 1 against k)",
+            "rcsi_fit_p": "fitted p-value (K = 1 against k)", "m3c_data": "PAC (or entropy) of the data",
+            "m3c_reference": "mean PAC (or entropy) of the references"},
     report_sections=("ordercube.pipeline.report.consensus:section",),
 )

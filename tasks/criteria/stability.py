@@ -35,12 +35,12 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
 
 
 LANGE = Criterion(
-    name="lange",
+    name="lange", citation="Lange et al. 2004",
     evaluate=lange_disagreement,
     min_k=2,
     needs_evaluation_sample=False,
     description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
     normalised_by_random_labels=True,
-    label="normalised instability S / S(random)\n(Roth et al. 2002, eq. 5)",
+    label="normalised instability S / S(random)",
     sqrt_n_scaling=True,
 )
