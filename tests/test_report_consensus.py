@@ -331,3 +331,28 @@ def test_m3c_on_the_consensus_scheme_draws_rcsi_and_says_its_k_hat(tmp_path):
     assert (f"M3C {k_hat} (beta fit p = " if k_hat > 0 else "M3C none") in line
     assert k_hat < 0 or ", Monte Carlo p = " in line
     assert f'alt="{GROUP}_rcsi"' in (folder / "index.html").read_text()
+
+
+def test_every_curve_the_figures_draw_is_a_column_of_a_csv_and_a_table_of_the_page(consensus_report):
+    """Δ(k), the areas, PAC and its bootstrap bounds per k, as the reduction gives them, in
+    ``<group>_curves.csv`` and in a table of index.html; the item consensus the figure draws in ``<group>_items.csv``."""
+    import pandas as pd
+
+    from ordercube.pipeline.cube.owner import open_cube
+    from ordercube.pipeline.report.section import Reduced
+
+    cube_path, folder, _ = consensus_report
+    curves = pd.read_csv(folder / f"{GROUP}_curves.csv")
+    reduced = Reduced.of(open_cube(cube_path).load()).reduced
+    at = {"dataset": "blobs", "n": 60, "model": "km"}
+    assert curves["k"].tolist() == [2, 3, 4, 5]
+    for name in ("consensus_area", "consensus_delta", "pac", "pac_lo", "pac_hi"):
+        np.testing.assert_allclose(curves[name], reduced[name].sel(at).values, rtol=1e-12, err_msg=name)
+    page = (folder / "index.html").read_text()
+    table = page[page.index(f'<table id="{GROUP}_curves">'):]
+    table = table[:table.index("</table>")]
+    assert "<th>consensus_delta</th>" in table and f"<td>{curves['consensus_delta'].iloc[0]:.4g}</td>" in table
+    items = pd.read_csv(folder / f"{GROUP}_items.csv")
+    stored = np.load(folder / f"{GROUP}_matrices.npz")
+    k = int(pd.read_csv(folder / "selection.csv").set_index("criterion").loc["consensus_area", "k_hat"])
+    assert len(items) == 60 and (items["cluster"] - 1).tolist() == stored[f"partition_k{k}"].tolist()

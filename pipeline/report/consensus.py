@@ -43,6 +43,7 @@ import xarray as xr
 from ordercube.pipeline.files.outputs import write_output
 from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
+from ordercube.pipeline.report.consensus_tables import curves_table, items_table, write_tables
 from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 from ordercube.tasks.criteria import Decision
@@ -485,6 +486,9 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
                                 label=label, name=NAMES.get(name, name))
         row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
     parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
+    parts.append(write_tables(figures.folder, stem, curves_table(scores, at),
+                              items_table(consensus.own[shown[1]], consensus.partitions[shown[1]]) if shown else None,
+                              shown[1] if shown else None))
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line
 
