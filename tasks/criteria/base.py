@@ -343,6 +343,9 @@ class Criterion:
     labels : mapping
         The same for each of its other outputs (``consensus_delta``: Monti's Delta(k)); an output not named here is
         labelled by its name.
+    no_choice : str
+        Why its rule chose no k (a k̂ of -1, printed ``none``), in words, when its rule can choose none; empty: the
+        report says it from the rule (no k reached the threshold).
     citation : str
         The one paper the report, the figures and the docs credit for it, as "Author year", "Author & Author year"
         or "Author et al. year" (Lange et al. 2004); empty for a diagnostic that follows no paper.
@@ -390,6 +393,7 @@ class Criterion:
     label: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     citation: str = ""
+    no_choice: str = ""
     sqrt_n_scaling: bool = False
     needs_coordinates: bool = False
     report_sections: tuple[str, ...] = ()

@@ -162,5 +162,6 @@ M3C = Criterion(
             "rcsi_p": "Monte Carlo p-value (K = 1 against k)",
             "rcsi_fit_p": "fitted p-value (K = 1 against k)", "m3c_data": "PAC (or entropy) of the data",
             "m3c_reference": "mean PAC (or entropy) of the references"},
+    no_choice="no k has a p-value below alpha: M3C's K = 1, no cluster structure against the reference data",
     report_sections=("ordercube.pipeline.report.consensus:section",),
 )

@@ -50,4 +50,7 @@ PREDICTION_STRENGTH = Criterion(
     decision=Decision(rule="largest_above", threshold=0.9, threshold_range=(0.0, 1.0)),
     needs_coordinates=True,  # it predicts by nearest centroids, whatever the method's predictor
     label="prediction strength ps(k)",
+    no_choice="no k of the grid has a mean prediction strength at or above the threshold; Tibshirani & Walther's "
+              "rule (the largest k above it) then answers k = 1, since ps(1) = 1 by definition: start the grid at "
+              "k = 1 to have it chosen and printed",
 )
