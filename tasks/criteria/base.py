@@ -284,7 +284,7 @@ class Criterion:
     description : str
     normalised_by_random_labels : bool
         Whether its score divides the raw value by the same statistic for random labelings of n/2
-        points with k labels (Roth et al. 2002, eq. 5); the driver then estimates that baseline per (n, k).
+        points with k labels (Lange et al. 2004, eq. 5); the driver then estimates that baseline per (n, k).
     decision : Decision
         Its default decision rule; the reducers can re-decide a stored cube with other parameters.
     outputs : tuple of str
