@@ -87,8 +87,6 @@ class Choice:
         table = rows.drop(columns=["dataset", "n", "method"]).set_index("criterion")
         known = len(rows) and bool((rows["true_k"] >= 0).any())  # labels or true_k: the failure rate beside k̂
         shown = printable(rows)[[*SHOWN, *(("true k", "failure") if known else ())]] if len(rows) else None
-        if shown is not None:  # a criterion whose rule chose no k (stored as -1) reads "none"
-            shown["k̂"] = [k if int(k) >= 0 else "none" for k in shown["k̂"]]
         counts = _agreement(table["k_hat"] if len(table) else None)
         most = int(counts["criteria"].max()) if len(counts) else 0
         tied = tuple(int(k) for k in counts.index[counts["criteria"] == most]) if most else ()

@@ -245,7 +245,7 @@ def test_an_interval_from_identical_trials_is_shown_as_not_computable_with_its_r
     assert shown["difference [95%]"] == "0.1 [n/a]" and shown["share [95%]"] == "1 [n/a]"
     notes = "\n".join(flag_notes(table))
     assert "difference [n/a]: one trial, or the same value in every trial" in notes
-    assert "share [n/a]: every trial with a choice chose k̂" in notes
+    assert "share 1 [n/a]: every trial with a choice chose k̂" in notes and "share 0" not in notes
     assert "at_grid_edge" not in notes  # k̂ = 2 at the grid's start: Prediction Strength could not go lower
 
 
@@ -424,3 +424,22 @@ def test_every_rank_table_config_includes_opcv():
             if method.get("algorithm") in ("truncated_svd", "boolean_svd"):
                 criteria = [c if isinstance(c, str) else next(iter(c)) for c in method["criteria"]]
                 assert {"opcv_half", "opcv_fifth"} <= set(criteria), path.name
+
+
+def test_the_share_footnote_is_the_one_each_row_s_numbers_say_and_none_is_explained():
+    """A share of 1 is explained as every trial choosing k̂; a share below 1 without an interval (a criterion reduced
+    from stored assignments: the bootstrap replicates' share) never is; a k̂ of -1 is printed "none" with why."""
+    from ordercube.pipeline.report.write import SHARE_MEANINGS, share_kind
+
+    assert share_kind("prediction_strength", 1.0, np.nan) == "all"
+    assert share_kind("prediction_strength", 0.0, np.nan) == "none"
+    assert share_kind("prediction_strength", 0.7, 0.4) == ""
+    for share in (0.49, 0.75, 0.99, 1.0):
+        assert share_kind("pac", share, np.nan) == "replicates"
+    # no k reaches 0.9 in the mean: prediction strength chooses none
+    table = selection_table(ps_cube([[0.5] * 6, [0.4] * 6, [0.3] * 6], [2, 3, 4]))
+    row = table.iloc[0]
+    assert row.k_hat == -1 and printable(table).iloc[0]["k̂"] == "none"
+    notes = "\n".join(flag_notes(table))
+    assert "none (prediction_strength, 1 of 1 rows): the rule chose no k" in notes and "ps(1) = 1" in notes
+    assert SHARE_MEANINGS["all"] not in notes

@@ -247,13 +247,68 @@ def test_normal_p_is_the_normal_cdf_with_the_references_mean_and_sd():
     assert p[1] == 0.0 and normal_p(np.array([0.0, 3.0]), references)[1] == 1.0   # R's pnorm(x, m, 0)
 
 
-def test_m3c_choice_is_the_largest_rcsi_once_some_k_is_significant():
+def test_m3c_choice_is_the_largest_rcsi_among_the_significant_k():
     ks = [2, 3, 4, 5]
-    assert m3c_choice([0.1, 2.0, 2.0, 0.5], [0.3, 0.01, 0.2, 0.5], ks) == 3    # the first of equal maxima
-    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.2, 0.01, 0.5], ks) == 3    # significance elsewhere suffices
-    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.06, 0.2, 0.5], ks) == 1    # none below 0.05: K = 1
+    assert m3c_choice([0.1, 2.0, 2.0, 0.5], [0.3, 0.01, 0.01, 0.5], ks) == 3    # the first of equal maxima
+    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.2, 0.01, 0.5], ks) == 4     # k = 3 is not significant itself
+    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.2, 0.01, 0.5], ks, among="all") == 3  # once any k is
+    assert m3c_choice([0.1, 2.0, 0.4, 0.5], None, ks) == 3                       # no test: R/M3C.R line 360
+    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.06, 0.2, 0.5], ks) == 1     # none below 0.05: K = 1
+    assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.06, 0.2, 0.5], ks, among="all") == 1
     assert m3c_choice([0.1, 2.0, 0.4, 0.5], [0.3, 0.06, 0.2, 0.5], ks, alpha=0.1) == 3
     assert m3c_choice([np.nan, 2.0, np.nan, 0.5], [np.nan, 0.01, np.nan, 0.5], ks) == 3
+
+
+def _hand_built(monkeypatch) -> tuple[Clusterings, np.ndarray, np.ndarray]:
+    """PAC curves where the largest RCSI (k = 2: the references spread widely) is not significant by its own beta
+    fit while k = 3 (the references tightly above the data) is: the reducer reads them in place of the consensus
+    matrices."""
+    import ordercube.tasks.criteria.m3c as module
+
+    rng = np.random.default_rng(3)
+    data = np.array([0.10, 0.20, 0.30])
+    references = np.column_stack([np.linspace(0.05, 0.9, 25), 0.3 + 0.01 * rng.standard_normal(25),
+                                  0.3 + 0.05 * rng.standard_normal(25)])
+    monkeypatch.setattr(module, "statistic_table", lambda clusterings, **options: (data, references))
+    ks = (2, 3, 4)
+    stored = {k: np.zeros((1, 4), dtype=np.int16) for k in ks}
+    clusterings = Clusterings(ks=ks, data=stored, references={k: np.zeros((25, 1, 4), dtype=np.int16) for k in ks},
+                              trials=np.arange(1), items=4, rng=np.random.default_rng)
+    return clusterings, data, references
+
+
+def test_the_default_rule_chooses_a_significant_k_where_m3c_code_does_not(monkeypatch):
+    """The largest RCSI is at k = 2, whose own beta-fit p-value is above 0.05, while k = 3's is far below: M3C's
+    code (the largest RCSI whatever the p-values, ``test: none``) and the test of K = 1 followed by the largest RCSI
+    (``among: all``) choose 2; the default chooses among the significant k, 3."""
+    clusterings, data, references = _hand_built(monkeypatch)
+    ks = clusterings.ks
+    fitted = []
+    for column in range(3):   # the beta fit by moments, from scipy
+        mean, var = references[:, column].mean(), references[:, column].var(ddof=1)
+        a = ((1 - mean) / var - 1 / mean) * mean ** 2
+        fitted.append(stats.beta.cdf(data[column], a, a * (1 / mean - 1)))
+    rcsi_values = np.log(references).mean(axis=0) - np.log(data)
+    assert np.argmax(rcsi_values) == 0 and fitted[0] > 0.05 and fitted[1] < 1e-6   # the set is what it claims
+    outputs = CRITERIA["m3c"].reduce(clusterings)
+    np.testing.assert_allclose(outputs["rcsi_fit_p"], fitted, rtol=1e-10)
+    np.testing.assert_allclose(outputs["rcsi"], rcsi_values, rtol=1e-12)
+    chosen = _k_hat(outputs, ks)
+    assert chosen == 3 and outputs["rcsi_fit_p"][ks.index(chosen)] < 0.05
+    assert np.isnan(outputs["m3c"][0]) and outputs["m3c"][1] == outputs["rcsi"][1]
+    assert _k_hat(CRITERIA["m3c"].reduce(clusterings, among="all"), ks) == 2
+    assert _k_hat(CRITERIA["m3c"].reduce(clusterings, test="none"), ks) == 2
+    # the Monte Carlo p-value of k = 2 counts two references below 0.10 (0.050, 0.085): (2 + 1) / 26 = 0.115, not
+    # significant either; k = 3's is the bound 1 / 26
+    assert outputs["rcsi_p"][:2] == pytest.approx([3 / 26, 1 / 26])
+    assert _k_hat(CRITERIA["m3c"].reduce(clusterings, test="monte_carlo"), ks) == 3
+
+
+def test_among_is_a_decision_option_refused_with_its_values():
+    criterion = CRITERIA["m3c"]
+    assert criterion.options["among"] == "significant"
+    with pytest.raises(ParamError, match="'significant', 'all'"):
+        criterion.resolve({"among": "any"})
 
 
 # --- the criterion on stored clusterings -----------------------------------------------------------------------------
@@ -307,7 +362,8 @@ def test_m3c_finds_three_clusters(three_clusters):
     assert outputs["rcsi_fit_p"][1] < 1e-3
     assert outputs["rcsi_p"][1] == pytest.approx(1 / 26)       # every reference less stable: the bound 1 / (B + 1)
     assert m3c_choice(outputs["rcsi"], outputs["rcsi_fit_p"], three_clusters.ks) == 3
-    assert np.array_equal(outputs["m3c"], outputs["rcsi"])      # significant: the curve is the RCSI
+    # the curve is the RCSI at the significant k, no value elsewhere
+    assert np.array_equal(outputs["m3c"], np.where(outputs["rcsi_fit_p"] < 0.05, outputs["rcsi"], np.nan), equal_nan=True)
     # M3C's RCSI before December 2019 is the log ratio of the table's reference mean to the data's PAC, and (Jensen)
     # never below the mean log ratio.
     log_mean = CRITERIA["m3c"].reduce(three_clusters, rcsi_of="log_mean")

@@ -108,7 +108,7 @@ def test_the_cdf_of_clean_blocks_is_a_step_at_0_and_at_1_one_line_per_k():
 def test_k_hat_is_starred_at_its_k_with_the_bootstrap_bars():
     ks = np.arange(2, 8)
     pac = np.array([0.3, 0.02, 0.1, 0.15, 0.2, 0.25])
-    figure = plot_against_k(ks, pac, 3, ylabel="PAC", label="g", name="PAC", low=pac - 0.01, high=pac + 0.03)
+    figure = plot_against_k(ks, pac, 3, variable="pac", label="g", name="PAC", low=pac - 0.01, high=pac + 0.03)
     ax = figure.axes[0]
     stars = [line for line in ax.lines if line.get_marker() == "*"]
     assert len(stars) == 1 and stars[0].get_xdata()[0] == 3 and stars[0].get_ydata()[0] == pytest.approx(0.02)
@@ -117,11 +117,11 @@ def test_k_hat_is_starred_at_its_k_with_the_bootstrap_bars():
     np.testing.assert_allclose([segment[:, 0] for segment in segments], np.c_[ks, ks])
     np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[pac - 0.01, pac + 0.03])
     # a percentile interval that leaves the curve outside it is drawn as it is
-    figure = plot_against_k(ks, pac, 3, ylabel="PAC", label="g", name="PAC", low=pac + 0.01, high=pac + 0.02)
+    figure = plot_against_k(ks, pac, 3, variable="pac", label="g", name="PAC", low=pac + 0.01, high=pac + 0.02)
     segments = [c for c in figure.axes[0].collections if isinstance(c, LineCollection)][0].get_segments()
     np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[pac + 0.01, pac + 0.02])
     # no k̂ (the criterion decided none), no bars without an interval
-    ax = plot_against_k(ks, pac, -1, ylabel="PAC", label="g", name="PAC").axes[0]
+    ax = plot_against_k(ks, pac, -1, variable="pac", label="g", name="PAC").axes[0]
     assert not [line for line in ax.lines if line.get_marker() == "*"] and not ax.collections
 
 
@@ -129,7 +129,8 @@ def test_rcsi_marks_k_hat_in_both_panels_and_draws_the_p_values_and_se_bars():
     ks = np.arange(2, 6)
     rcsi, mc, beta = np.array([0.1, 0.9, 0.4, 0.2]), np.array([0.3, 0.002, 0.04, 0.5]), np.array([0.2, 0.001, 0.03, 0.6])
     se = np.array([0.05, 0.1, 0.02, 0.03])
-    figure = plot_rcsi(ks, rcsi, {"Monte Carlo": mc, "beta": beta}, 3, label="g", se=se, alpha=0.01)
+    figure = plot_rcsi(ks, rcsi, {"rcsi_fit_p": ("beta fit", beta), "rcsi_p": ("Monte Carlo", mc)}, 3, label="g", se=se,
+                       alpha=0.01)
     left, right = [ax for ax in figure.axes if ax.get_visible()]
     star = [line for line in left.lines if line.get_marker() == "*"]
     assert star[0].get_xdata()[0] == 3 and star[0].get_ydata()[0] == pytest.approx(0.9)
@@ -137,7 +138,7 @@ def test_rcsi_marks_k_hat_in_both_panels_and_draws_the_p_values_and_se_bars():
     np.testing.assert_allclose([segment[:, 1] for segment in segments], np.c_[rcsi - se, rcsi + se])
     curves = {line.get_label(): line.get_ydata() for line in right.lines if line.get_marker() == "o"}
     np.testing.assert_array_equal(curves["Monte Carlo"], mc)
-    np.testing.assert_array_equal(curves["beta"], beta)
+    np.testing.assert_array_equal(curves["beta fit"], beta)
     assert [line.get_ydata()[0] for line in right.lines if line.get_linestyle() == "--"] == [0.01]
     assert right.get_yscale() == "log"
     assert len([ax for ax in plot_rcsi(ks, rcsi, {}, 3, label="g").axes if ax.get_visible()]) == 1
@@ -155,16 +156,26 @@ def test_item_consensus_has_a_box_and_the_points_of_every_cluster():
     assert [label.get_text() for label in ax.get_xticklabels()] == ["1\n(3)", "2\n(2)", "3\n(4)"]
 
 
+def test_a_cluster_of_one_item_is_counted_and_said_alone_not_drawn_empty():
+    """An item alone in its cluster has no pair within it, so no item consensus (NaN): its cluster still counts one
+    item and says so, as ConsensusClusterPlus's item consensus is a mean over the other items of the cluster."""
+    partition = np.array([0, 0, 0, 1, 0, 0])
+    own = np.array([0.9, 0.8, 0.7, np.nan, 0.85, 0.6])
+    ax = plot_item_consensus(own, partition, 2, label="g", name="PAC").axes[0]
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["1\n(5)", "2\n(1)"]
+    assert [text.get_text() for text in ax.texts] == ["alone"] and ax.texts[0].get_position()[0] == 1
+
+
 def test_a_figure_drawn_now_is_written_kept_when_unchanged_and_left_out_of_the_page_list(tmp_path):
     ks, pac = np.arange(2, 5), np.array([0.2, 0.1, 0.3])
     figures = Figures(tmp_path)
-    figures.draw("other", plot_against_k, ks, pac, 3, ylabel="PAC", label="g", name="PAC")
-    path = figures.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, ylabel="PAC", label="g", name="PAC")
+    figures.draw("other", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC")
+    path = figures.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC")
     assert path == tmp_path / "consensus_g_pac.png" and path.is_file() and path.read_bytes()[:4] == b"\x89PNG"
     assert figures.drawn == ["consensus_g_pac.png"] and figures.names == ["other.png"]
     figures.finish()
     again = Figures(tmp_path)
-    assert again.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, ylabel="PAC", label="g", name="PAC") == path
+    assert again.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC") == path
     assert again.kept == ["consensus_g_pac.png"] and again.drawn == []
     assert again.draw_now("nothing", lambda: None) is None
 
@@ -317,5 +328,31 @@ def test_m3c_on_the_consensus_scheme_draws_rcsi_and_says_its_k_hat(tmp_path):
     table = pd.read_csv(folder / "selection.csv").set_index("criterion")
     k_hat = int(table.loc["m3c", "k_hat"])
     line = next(line for line in result.stdout.splitlines() if line.startswith("blobs, n = 60, km: k̂ by"))
-    assert (f"M3C {k_hat} (Monte Carlo p = " if k_hat > 0 else "M3C none") in line
+    assert (f"M3C {k_hat} (beta fit p = " if k_hat > 0 else "M3C none") in line
+    assert k_hat < 0 or ", Monte Carlo p = " in line
     assert f'alt="{GROUP}_rcsi"' in (folder / "index.html").read_text()
+
+
+def test_every_curve_the_figures_draw_is_a_column_of_a_csv_and_a_table_of_the_page(consensus_report):
+    """Δ(k), the areas, PAC and its bootstrap bounds per k, as the reduction gives them, in
+    ``<group>_curves.csv`` and in a table of index.html; the item consensus the figure draws in ``<group>_items.csv``."""
+    import pandas as pd
+
+    from ordercube.pipeline.cube.owner import open_cube
+    from ordercube.pipeline.report.section import Reduced
+
+    cube_path, folder, _ = consensus_report
+    curves = pd.read_csv(folder / f"{GROUP}_curves.csv")
+    reduced = Reduced.of(open_cube(cube_path).load()).reduced
+    at = {"dataset": "blobs", "n": 60, "model": "km"}
+    assert curves["k"].tolist() == [2, 3, 4, 5]
+    for name in ("consensus_area", "consensus_delta", "pac", "pac_lo", "pac_hi"):
+        np.testing.assert_allclose(curves[name], reduced[name].sel(at).values, rtol=1e-12, err_msg=name)
+    page = (folder / "index.html").read_text()
+    table = page[page.index(f'<table id="{GROUP}_curves">'):]
+    table = table[:table.index("</table>")]
+    assert "<th>consensus_delta</th>" in table and f"<td>{curves['consensus_delta'].iloc[0]:.4g}</td>" in table
+    items = pd.read_csv(folder / f"{GROUP}_items.csv")
+    stored = np.load(folder / f"{GROUP}_matrices.npz")
+    k = int(pd.read_csv(folder / "selection.csv").set_index("criterion").loc["consensus_area", "k_hat"])
+    assert len(items) == 60 and (items["cluster"] - 1).tolist() == stored[f"partition_k{k}"].tolist()

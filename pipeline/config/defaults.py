@@ -14,7 +14,7 @@ The same for a YAML file, a dict given to :func:`ordercube.sweep` and :func:`ord
   ``criteria``: :data:`CLUSTERING_CRITERIA` for a clustering algorithm (those of them defined for it).
 
 Why this set of criteria: one of each family NbClust and the papers compare, each cheap beside the fits or
-worth its price. The stability of Lange et al. (2002; Roth et al. 2002, eq. 5) and Prediction Strength (Tibshirani & Walther 2005)
+worth its price. The stability of Lange et al. (2004, eq. 5) and Prediction Strength (Tibshirani & Walther 2005)
 read the halves' fits every criterion of the trial shares (a predictor and a matching: small beside the fits);
 the silhouette (Rousseeuw 1987) reads the halves' own solutions (O(m^2) distances on at most 2,000 points
 per half); the Gap statistic (Tibshirani, Walther & Hastie 2001) is clusGap's answer, the one a user of R

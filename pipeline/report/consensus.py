@@ -43,6 +43,8 @@ import xarray as xr
 from ordercube.pipeline.files.outputs import write_output
 from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
+from ordercube.pipeline.report.consensus_tables import curves_table, items_table, write_tables
+from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 from ordercube.tasks.criteria import Decision
 from ordercube.tasks.criteria.base import Clusterings
@@ -57,7 +59,10 @@ if TYPE_CHECKING:
 CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th item of the ordered list
 # How the text and the figures name the consensus criteria (others: by their own name).
 NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
+# A figure's title names the variable it plots, short (its axis label says what it is).
+SHORT = {"consensus_delta": "Δ(k)", "consensus_area": "A(k)", "pac": "PAC"}
 MIME = {"png": "image/png", "svg": "image/svg+xml"}
+NO_CHOICE = "none"  # how the text says that a criterion chose no k
 # The page's own styles (no style sheet is loaded): the smaller figures side by side, each captioned below.
 ROW_STYLE = "display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start"
 FIGURE_STYLE = "margin: 0 0 1em; max-width: 100%"
@@ -214,75 +219,91 @@ def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -
         ax.legend(fontsize=7, loc="best")
 
 
-def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, ylabel: str, label: str, name: str,
-                   low: np.ndarray | None = None, high: np.ndarray | None = None,
-                   threshold: float | None = None) -> Figure:
-    """One criterion's curve against k with k̂ starred (``k_hat`` < 0: none); ``low``/``high``: its bootstrap
-    interval over resamples, drawn as bars; ``threshold``: its decision's, dashed."""
+def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, variable: str, label: str, name: str,
+                   rule: Decision | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None
+                   ) -> Figure:
+    """The curve of ``variable`` (a criterion's output) against k with k̂ starred (``k_hat`` < 0: none); its y label
+    and dashed reference lines are the variable's (:func:`ordercube.pipeline.report.labels.label_of`,
+    ``reference_lines`` of ``rule``, drawn only when that rule reads this variable); ``low``/``high``: its bootstrap interval over
+    resamples, drawn as bars."""
     figure, axes = grid(1, 1, width=4.2, height=2.8)
     ax = axes[0, 0]
     ks, values = np.asarray(ks), np.asarray(values, dtype=float)
-    ax.plot(ks, values, marker="o", ms=4, color="C0")
+    ax.plot(ks, values, marker="o", ms=4, color="C0", gid=variable)
     if low is not None and high is not None:  # a percentile interval need not hold the curve: drawn as it is
         _interval(ax, ks, low, high)
-    if threshold is not None:
-        ax.axhline(threshold, color="grey", ls="--", lw=0.9)
+    for value, text in reference_lines(variable, rule).items():
+        ax.axhline(value, color="grey", ls="--", lw=0.9, label=text)
     _mark(ax, ks, values, k_hat, name)
     ax.set_xticks(ks)
-    ax.set(xlabel="k", ylabel=ylabel)
-    title(ax, f"{label}: {ylabel}" + (" (bars: bootstrap interval over resamples)" if low is not None else ""))
+    ax.set(xlabel="k")
+    ax.set_ylabel(label_of(variable), fontsize=8)
+    ax.set_gid(variable)
+    title(ax, f"{label}: {SHORT.get(variable, variable)}")
     return figure
 
 
-def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, np.ndarray], k_hat: int, *, label: str,
-              se: np.ndarray | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None,
-              alpha: float = 0.05) -> Figure:
+def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, tuple[str, np.ndarray]], k_hat: int, *,
+              label: str, se: np.ndarray | None = None, low: np.ndarray | None = None,
+              high: np.ndarray | None = None, alpha: float = 0.05) -> Figure:
     """M3C's RCSI against k with k̂ starred (John et al. 2020, Fig. 2), bars ± 1 ``se`` (over the reference data sets,
     as M3C draws them), a band from ``low`` to ``high`` (the bootstrap over resamples); beside it, each of
-    ``p_values`` (name → p per k: Monte Carlo, beta) on a log scale, ``alpha`` dashed."""
+    ``p_values`` (output → (its name in the legend, p per k): the fitted p-value that decides, the Monte Carlo one)
+    on a log scale, ``alpha`` dashed."""
     ks, rcsi = np.asarray(ks), np.asarray(rcsi, dtype=float)
     figure, axes = grid(1, 2 if p_values else 1, width=3.6, height=2.8)
     ax = axes[0, 0]
-    ax.plot(ks, rcsi, marker="o", ms=4, color="C0")
+    ax.plot(ks, rcsi, marker="o", ms=4, color="C0", gid="rcsi")
     if se is not None:
         ax.errorbar(ks, rcsi, yerr=np.asarray(se, dtype=float), fmt="none", ecolor="C0", capsize=3, lw=1)
     if low is not None and high is not None:
         ax.fill_between(ks, low, high, color="C0", alpha=0.15, lw=0)
     _mark(ax, ks, rcsi, k_hat, "M3C")
     ax.set_xticks(ks)
-    ax.set(xlabel="k", ylabel="RCSI")
-    title(ax, f"{label}: relative cluster stability index")
+    ax.set(xlabel="k")
+    ax.set_ylabel(label_of("rcsi"), fontsize=8)
+    ax.set_gid("rcsi")
+    title(ax, f"{label}: RCSI")
     if p_values:
         ax = axes[0, 1]
-        for i, (name, p) in enumerate(p_values.items()):
-            p = np.asarray(p, dtype=float)
-            ax.plot(ks, p, marker="o", ms=4, color=f"C{i + 1}", label=name)
+        for i, (output, (name, p)) in enumerate(p_values.items()):
+            ax.plot(ks, np.asarray(p, dtype=float), marker="o", ms=4, color=f"C{i + 1}", label=name, gid=output)
         ax.axhline(alpha, color="grey", ls="--", lw=0.9, label=f"alpha = {alpha:g}")
         ax.legend(fontsize=7, loc="best")
-        every = np.concatenate([np.asarray(p, dtype=float) for p in p_values.values()])
+        every = np.concatenate([np.asarray(p, dtype=float) for _, p in p_values.values()])
         if np.all(np.isfinite(every) & (every > 0)) and every.min() < 0.5:
             log_axis(ax, "y")
         ax.set_xticks(ks)
-        ax.set(xlabel="k", ylabel="p-value (K = 1 against k)")
+        ax.set(xlabel="k")
+        ax.set_ylabel("p-value (K = 1 against k)\n(John et al. 2020)", fontsize=8)
+        ax.set_gid(",".join(p_values))
         title(ax, f"{label}: p-value per k")
     return figure
 
 
 def plot_item_consensus(own: np.ndarray, partition: np.ndarray, k: int, *, label: str, name: str) -> Figure:
     """Each item's consensus with its own cluster at ``k`` (Monti et al. 2003, Sec. 3.2): a box per cluster and its
-    items as points spread evenly across the box."""
+    items as points spread evenly across the box; each cluster labelled with its number of items. An item alone in
+    its cluster has no consensus with it (no other item to pair with): its cluster is marked "alone", not drawn as
+    empty."""
     figure, axes = grid(1, 1, width=max(3.0, 0.55 * k + 1.5), height=2.8)
     ax = axes[0, 0]
     colours = _cluster_colours(k)
-    groups = [np.asarray(own)[np.asarray(partition) == c] for c in range(k)]
+    partition = np.asarray(partition)
+    sizes = [int((partition == c).sum()) for c in range(k)]
+    groups = [np.asarray(own)[partition == c] for c in range(k)]
     groups = [np.sort(group[np.isfinite(group)]) for group in groups]
     ax.boxplot([group if group.size else [np.nan] for group in groups], positions=range(k), widths=0.6,
                showfliers=False, medianprops={"color": "black"})
     for c, group in enumerate(groups):
         spread = np.linspace(-0.22, 0.22, group.size) if group.size > 1 else np.zeros(group.size)
         ax.plot(c + spread, group, "o", ms=2.5, alpha=0.6, color=colours[c], ls="none")
-    ax.set_xticks(range(k), [f"{c + 1}\n({groups[c].size})" for c in range(k)], fontsize=7)
-    ax.set(ylim=(-0.02, 1.02), xlabel="consensus cluster (items)", ylabel="item consensus\nwith its cluster")
+        if not group.size and sizes[c]:
+            ax.text(c, 0.5, "alone" if sizes[c] == 1 else "no pair", rotation=90, ha="center", va="center",
+                    fontsize=7, color=colours[c])
+    ax.set_xticks(range(k), [f"{c + 1}\n({sizes[c]})" for c in range(k)], fontsize=7)
+    ax.set(ylim=(-0.02, 1.02), xlabel="consensus cluster (items)")
+    ax.set_ylabel("item consensus\nwith its cluster", fontsize=8)
     title(ax, f"{label}: item consensus at k̂ = {k} ({name})")
     return figure
 
@@ -375,18 +396,17 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
     delta = _curve(scores, "consensus_delta", at)
     if delta is not None:
         rule = rules.get("consensus_area")
-        threshold = None if rule is None or rule.threshold is None else float(rule.threshold)
+        lines = reference_lines("consensus_delta", rule)
         path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
-                                ylabel="Δ(k)", label=label, name=NAMES["consensus_area"], threshold=threshold)
+                                variable="consensus_delta", label=label, name=NAMES["consensus_area"], rule=rule)
         parts.append(_embed(path, "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
-                                  "Sec. 3.3.1)." + ("" if threshold is None else
-                                                    f" Dashed: the rule's threshold {threshold:g} (k̂: the largest k "
-                                                    "whose Δ(k) reaches it).")))
+                                  "Sec. 3.3.1)." + "".join(f" Dashed: the rule's threshold {value:g} (k̂: the largest "
+                                                           "k whose Δ(k) reaches it)." for value in lines)))
     pac = _curve(scores, "pac", at)
     if pac is not None:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
-        path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), ylabel="PAC",
-                                label=label, name="PAC", low=low, high=high)
+        path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), variable="pac",
+                                label=label, name="PAC", rule=rules.get("pac"), low=low, high=high)
         window = tuple(options.get("pac", {}).get("window", ()))
         parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
                                   "whose consensus falls inside the window"
@@ -395,22 +415,38 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
     rcsi = _curve(scores, "rcsi", at)
     if rcsi is not None:
         k_hat = _k_hat(chosen, "m3c", at)
-        p_values = {name: p for name, output in (("Monte Carlo", "rcsi_p"), ("beta", "rcsi_beta_p"))
-                    if (p := _curve(scores, output, at)) is not None}
+        own = options.get("m3c", {})
+        p_values = p_value_curves(scores, at, own)
         low, high = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at)
         se = _curve(scores, "rcsi_se", at)
         path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low,
-                                high=high, alpha=float(options.get("m3c", {}).get("alpha", 0.05)))
+                                high=high, alpha=float(own.get("alpha", 0.05)))
         parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and the "
-                                  "p-values of each k against K = 1 (John et al. 2020)."
+                                  "p-values of each k against K = 1 (John et al. 2020); k̂ is the largest RCSI among "
+                                  "the k whose p-value marked 'decides' is below alpha."
                             + (" Bars: ± 1 SE over the reference data sets." if se is not None else "")
                             + (" Band: bootstrap interval over resamples." if low is not None else "")))
         if k_hat in ks:
             at_k = list(ks).index(k_hat)
-            notes["m3c"] = " (" + ", ".join(f"{name} p = {p[at_k]:.3g}" for name, p in p_values.items()) + ")"
+            notes["m3c"] = " (" + ", ".join(f"{name.replace(' (decides)', '')} p = {p[at_k]:.3g}"
+                                            for name, p in p_values.values()) + ")"
         else:
-            notes["m3c"] = " none: no k significant (M3C's k = 1)"
+            notes["m3c"] = f" {NO_CHOICE}: no k significant (M3C's K = 1)"
     return parts, notes
+
+
+def p_value_curves(scores: xr.Dataset, at: Mapping[str, object], options: Mapping[str, Any]
+                   ) -> dict[str, tuple[str, np.ndarray]]:
+    """M3C's p-values per k that the reduction gave, each with its name in a legend: the fitted one (beta for PAC,
+    normal for the entropy) first, then the Monte Carlo one; the one the rule reads (``test``) marked "decides"."""
+    test = str(options.get("test", "fit"))
+    fitted = "normal fit" if options.get("objective", "pac") == "entropy" else "beta fit"
+    out = {}
+    for output, name, deciding in (("rcsi_fit_p", fitted, test == "fit"), ("rcsi_p", "Monte Carlo", test == "monte_carlo")):
+        p = _curve(scores, output, at)
+        if p is not None:
+            out[output] = (name + (" (decides)" if deciding else ""), p)
+    return out
 
 
 def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
@@ -450,6 +486,9 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
                                 label=label, name=NAMES.get(name, name))
         row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
     parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
+    parts.append(write_tables(figures.folder, stem, curves_table(scores, at),
+                              items_table(consensus.own[shown[1]], consensus.partitions[shown[1]]) if shown else None,
+                              shown[1] if shown else None))
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line
 

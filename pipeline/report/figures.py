@@ -89,9 +89,31 @@ def log_axis(ax: Axes, axis: str, ticks: np.ndarray | None = None) -> None:
     target.set_minor_locator(NullLocator())
 
 
+TITLE_GID = "ordercube-title"  # the id of every title in an SVG figure: a browser can measure where it falls
+CHAR_WIDTH = 0.52  # a character of DejaVu Sans, on average, in ems: how many fit on a line
+
+
+def wrapped(text: str, inches: float, fontsize: float) -> str:
+    """``text`` broken at spaces into lines of at most as many characters as ``inches`` hold at ``fontsize``."""
+    import textwrap
+
+    width = max(12, int(inches * 72 / (CHAR_WIDTH * fontsize)))
+    return "\n".join(textwrap.fill(line, width, break_long_words=False) for line in text.split("\n"))
+
+
 def title(ax: Axes, text: str) -> None:
-    """A panel's title at a fixed height (matplotlib's automatic placement measures every tick label)."""
-    ax.set_title(text, fontsize=9, y=1.0, pad=4)
+    """A panel's title at a fixed height (matplotlib's automatic placement measures every tick label), broken into
+    lines that fit the panel's width, and smaller when it takes more than two: it never runs past the figure's
+    edge or its top margin."""
+    figure_width, figure_height = ax.figure.get_size_inches()
+    position = ax.get_position()
+    inches = position.width * figure_width
+    fontsize = 9.0
+    lines = wrapped(text, inches, fontsize)
+    if lines.count("\n") >= 2:
+        fontsize = 7.0
+        lines = wrapped(text, inches, fontsize)
+    ax.set_title(lines, fontsize=fontsize, y=1.0, pad=4, gid=TITLE_GID)
 
 
 def say(ax: Axes, text: str) -> None:

@@ -26,11 +26,12 @@ from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
 from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, LEVEL
+from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from ordercube.pipeline.cube.owner import count_planned
 from ordercube.pipeline.config.sweeps import swept
-from ordercube.tasks.criteria import CRITERIA, Decision
+from ordercube.tasks.criteria import CRITERIA, Decision, is_reduced
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -179,26 +180,62 @@ FLAG_MEANINGS = {
 
 
 NOT_COMPUTABLE = "n/a"
-# Why an interval is shown as n/a, per column of ``selection_table`` whose bounds are NaN beside a value.
-NOT_COMPUTABLE_MEANINGS = {
-    "k_hat_frequency": "share [n/a]: every trial with a choice chose k̂ (or none did): a bootstrap of a share of 0 or 1 "
-                       "has no width, so no interval is given; for a criterion computed from stored assignments the "
-                       "share is that of the bootstrap replicates over resamples choosing k̂, itself the interval's "
-                       "measure",
-    "difference": "difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at k = 2): "
-                  "a t interval needs a spread, so none is given; the value is exact for these trials, not certain",
+# Why the share of trials choosing k̂ has no interval (shown n/a), by what the row's own numbers say.
+SHARE_MEANINGS = {
+    "all": "share 1 [n/a]: every trial with a choice chose k̂; a bootstrap of a share of 1 has no width, so no "
+           "interval is given",
+    "none": "share 0 [n/a]: no trial's own choice was k̂ (the rule read the mean curve; the trials chose other k); a "
+            "bootstrap of a share of 0 has no width, so no interval is given",
+    "replicates": "share [n/a] of a criterion computed from stored assignments: the share of the bootstrap replicates "
+                  "over resamples whose curve chooses k̂, itself the measure of how settled k̂ is; no interval is given "
+                  "around it",
 }
+DIFFERENCE_MEANING = ("difference [n/a]: one trial, or the same value in every trial (e.g. Prediction Strength 1 at "
+                      "k = 2): a t interval needs a spread, so none is given; the value is exact for these trials, not "
+                      "certain")
+NO_CHOICE = "none"  # how a k̂ of -1 (no k chosen) is printed
 
 
-def flag_notes(table: pd.DataFrame) -> list[str]:
-    """One line per flag raised somewhere in ``table`` (its name, how many rows, what it means), and one per
-    kind of interval shown as n/a."""
+def share_kind(criterion: str, share: float, low: float) -> str:
+    """Which of :data:`SHARE_MEANINGS` explains a row's share shown without an interval, from its own numbers;
+    empty when it has an interval (or no share)."""
+    if np.isnan(share) or np.isfinite(low):
+        return ""
+    if criterion in CRITERIA and is_reduced(criterion):
+        return "replicates"
+    return "all" if share == 1 else "none" if share == 0 else ""
+
+
+def no_choice_reason(criterion: str, decision: Decision | None) -> str:
+    """Why ``criterion`` chose no k (a k̂ of -1, printed ``none``), from its rule."""
+    owner = CRITERIA.get(criterion)
+    if owner is not None and owner.no_choice:
+        return owner.no_choice
+    if decision is not None and decision.threshold is not None:
+        side = "fell below" if decision.rule == "first_below" else "reached"
+        return f"no k's value {side} the threshold {float(decision.threshold):g}"
+    return "no k of the grid has a value for it"
+
+
+def flag_notes(table: pd.DataFrame, rules: Mapping[str, Decision] | None = None) -> list[str]:
+    """One line per flag raised somewhere in ``table`` (its name, how many rows, what it means); one per kind of
+    share shown as n/a, each counting the rows whose numbers it describes; one for the differences shown as n/a;
+    one per criterion that chose no k (``none``), saying why (``rules``: the decisions, default each criterion's)."""
     notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
              for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
-    for column, meaning in NOT_COMPUTABLE_MEANINGS.items():
-        if column in table:
-            count = int((table[column].notna() & table[f"{column}_low"].isna()).sum())
-            notes += [f"{meaning} ({count} of {len(table)} rows)"] if count else []
+    if "k_hat_frequency" in table:
+        kinds = [share_kind(row.criterion, row.k_hat_frequency, row.k_hat_frequency_low) for row in table.itertuples()]
+        notes += [f"{meaning} ({kinds.count(kind)} of {len(table)} rows)" for kind, meaning in SHARE_MEANINGS.items()
+                  if kind in kinds]
+    if "difference" in table:
+        count = int((table["difference"].notna() & table["difference_low"].isna()).sum())
+        notes += [f"{DIFFERENCE_MEANING} ({count} of {len(table)} rows)"] if count else []
+    if "k_hat" in table:
+        for criterion in dict.fromkeys(table.loc[table["k_hat"] < 0, "criterion"]):
+            rows = int(((table["k_hat"] < 0) & (table["criterion"] == criterion)).sum())
+            decision = (rules or {}).get(criterion) or (CRITERIA[criterion].decision if criterion in CRITERIA else None)
+            notes.append(f"{NO_CHOICE} ({criterion}, {rows} of {len(table)} rows): the rule chose no k: "
+                         f"{no_choice_reason(criterion, decision)}")
     return notes
 
 
@@ -213,7 +250,8 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
 
     rows = []
     for row in table.itertuples():
-        shown = {"dataset": row.dataset, "n": row.n, "method": row.method, "criterion": row.criterion, "k̂": row.k_hat,
+        shown = {"dataset": row.dataset, "n": row.n, "method": row.method, "criterion": row.criterion,
+                 "k̂": row.k_hat if row.k_hat >= 0 else NO_CHOICE,
                  f"share [{LEVEL:.0%}]": interval(row.k_hat_frequency, row.k_hat_frequency_low, row.k_hat_frequency_high),
                  "score ± SE": "-" if np.isnan(row.score_at_k_hat) else f"{row.score_at_k_hat:.3g} ± {row.score_se:.2g}",
                  "runner-up": row.runner_up if row.runner_up >= 0 else "-",
@@ -225,11 +263,6 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
             shown["agreement"] = "-" if np.isnan(row.agreement_at_k_hat) else f"{row.agreement_at_k_hat:.2f}"
         rows.append(shown)
     return pd.DataFrame(rows)
-def label_of(criterion: str) -> str:
-    """The y label of a criterion's figures: what its value is and where it is defined."""
-    return (CRITERIA[criterion].label if criterion in CRITERIA else "") or criterion
-
-
 def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
     """The (dataset, model) pairs with a value somewhere in ``data``."""
     present = data.notnull().any([dim for dim in data.dims if dim not in ("dataset", "model")])
@@ -238,9 +271,11 @@ def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
 
 
 def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None) -> Figure:
-    """Mean ± 1 SE against k for every (dataset, method), one line per n; k̂ starred.
+    """Mean ± 1 SE of the variable ``criterion`` against k for every (dataset, method), one line per n; k̂ starred.
 
-    Prediction Strength's threshold is drawn as a line; the Gap statistic gets bars of its mean s_k (the
+    The y label and the reference lines are the variable's (:func:`label_of`, :func:`reference_lines`): the
+    threshold of a rule that reads this curve (Prediction Strength's), none for another output of the criterion
+    (``consensus_area``'s areas A(k), whose rule reads Delta(k)). The Gap statistic gets bars of its mean s_k (the
     spread its rule uses) instead of the band.
     """
     mean, standard_error = summary[f"{criterion}_mean"], summary[f"{criterion}_se"]
@@ -262,8 +297,9 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray |
             k_hat = int(chosen.sel(at)) if chosen is not None else -1
             if k_hat in ks and not np.isnan(float(curve.sel(k=k_hat))):
                 ax.plot([k_hat], [float(curve.sel(k=k_hat))], "*", ms=12, color=line.get_color(), mec="black", mew=0.7)
-        if decision is not None and decision.threshold is not None:
-            ax.axhline(float(decision.threshold), color="grey", ls="--", lw=0.9, label=f"threshold {decision.threshold:g}")
+        for value, name in reference_lines(criterion, decision).items():
+            ax.axhline(value, color="grey", ls="--", lw=0.9, label=name)
+        ax.set_gid(criterion)  # the variable the panel plots
         title(ax, f"{dataset} / {model}")
         ax.set_xlabel("k (star: k̂)" if chosen is not None else "k")
         ax.set_ylabel(label_of(criterion), fontsize=8)
@@ -456,7 +492,7 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     from ordercube.pipeline.report.html import write_html
 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
-               flag_notes=flag_notes(table) if not table.empty else [], missing=missing, adaptive=adaptive,
+               flag_notes=flag_notes(table, reduced.rules) if not table.empty else [], missing=missing, adaptive=adaptive,
                figures=figures.names, published=published, published_table=table.attrs["published"],
                summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results)
     return table

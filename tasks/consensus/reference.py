@@ -36,10 +36,12 @@ input is the transpose (features as rows).
 - With the entropy objective (the package's default since December 2019, :func:`consensus_entropy`) in place of
   PAC, the same RCSI and Monte Carlo p-value, and a normal distribution fitted to the references' entropies in
   place of the beta (lines 236-244, :func:`normal_p`).
-- k̂ (line 360): the k of the largest RCSI (R's ``which.max``: the first of equal values). The vignette adds the
-  test: "If none of the p values reach significance over a reasonable range of K (e.g. 10), then we accept the
-  null hypothesis" K = 1, at alpha = 0.05 (the significance colour of the p-value plot, line 269), with the
-  beta p-values it shows. :func:`m3c_choice`.
+- k̂ (line 360): the k of the largest RCSI (R's ``which.max``: the first of equal values), whatever the
+  p-values. The vignette adds the test: "If none of the p values reach significance over a reasonable range of
+  K (e.g. 10), then we accept the null hypothesis" K = 1, at alpha = 0.05 (the significance colour of the p-value
+  plot, line 269), with the beta p-values it shows, and reads its example's maximum as one "the p value
+  supports". Line 360 alone can thus print a k whose own p-value is above alpha; ordercube's default chooses
+  among the significant k only (:func:`decision_curve`, :func:`m3c_choice`).
 
 M3C's defaults: 25 references (``iters``; 100 before December 2019), 100 resamples of 80% of the samples for
 the data and for each reference, PAM with Euclidean distance, PAC window (0.1, 0.9), k = 2 .. 10.
@@ -321,29 +323,63 @@ def normal_p(statistic_data: FloatArray, statistic_references: FloatArray) -> Fl
     return out
 
 
-def m3c_choice(rcsi_values: FloatArray, p_values: FloatArray, ks: NDArray[np.int64] | list[int], *,
-               alpha: float = ALPHA) -> int:
-    """M3C's k̂: the k of the largest RCSI (R/M3C.R line 360, the first of equal values), or 1 (the null
-    hypothesis K = 1 accepted) when no k has a p-value below ``alpha`` (the vignette, section "M3C").
+AMONG = ("significant", "all")
+
+
+def decision_curve(rcsi_values: FloatArray, p_values: FloatArray | None, *, alpha: float = ALPHA,
+                   among: str = "significant") -> FloatArray:
+    """The RCSI at the k a choice may fall on, NaN elsewhere: k̂ is this curve's largest value.
+
+    Parameters
+    ----------
+    rcsi_values, p_values : ndarray of shape (K,)
+        ``p_values`` None: no test, every k may be chosen (R/M3C.R line 360, ``which.max(real$RCSI)``, the
+        "optimal K" M3C prints whatever the p-values).
+    alpha : float
+    among : {"significant", "all"}
+        ``significant``: only the k whose own p-value is below ``alpha`` (the k̂ is then significant itself, as
+        the vignette reads its GBM example: "the RCSI reaches a maxima at K = 4, the p value supports this optimal
+        K decision"); ``all``: every k once some k is significant (the vignette's test of K = 1 followed by line
+        360's maximum, which can fall on a k whose own p-value is above ``alpha``).
+
+    Returns
+    -------
+    ndarray of shape (K,)
+        No value anywhere when no k may be chosen (the null hypothesis K = 1 kept).
+    """
+    rcsi_values = np.asarray(rcsi_values, dtype=np.float64)
+    if p_values is None:
+        return rcsi_values.copy()
+    if among not in AMONG:
+        raise ValueError(f"m3c: among = {among!r} is not one of {list(AMONG)}; e.g. among: significant")
+    with np.errstate(invalid="ignore"):
+        significant = np.asarray(p_values, dtype=np.float64) < alpha
+    if among == "all":
+        return rcsi_values.copy() if significant.any() else np.full(rcsi_values.shape, np.nan)
+    return np.where(significant, rcsi_values, np.nan)
+
+
+def m3c_choice(rcsi_values: FloatArray, p_values: FloatArray | None, ks: NDArray[np.int64] | list[int], *,
+               alpha: float = ALPHA, among: str = "significant") -> int:
+    """The k of the largest value of :func:`decision_curve` (the first of equal values, as R's ``which.max``), or 1
+    (the null hypothesis K = 1 kept) when it has none.
 
     Parameters
     ----------
     rcsi_values : ndarray of shape (K,)
-    p_values : ndarray of shape (K,)
-        The p-values the test reads (M3C's vignette: the beta p-values).
+    p_values : ndarray of shape (K,) or None
+        The p-values the test reads (M3C's vignette: the beta p-values); None: no test (M3C's line 360 alone).
     ks : sequence of int of length K
     alpha : float
+    among : {"significant", "all"}
+        :func:`decision_curve`'s.
 
     Returns
     -------
     int
-        1 when no p-value is below ``alpha`` or no RCSI is a number, else the argmax's k.
+        1 when no k may be chosen, else the argmax's k.
     """
-    rcsi_values = np.asarray(rcsi_values, dtype=np.float64)
-    p_values = np.asarray(p_values, dtype=np.float64)
-    present = ~np.isnan(rcsi_values)
-    with np.errstate(invalid="ignore"):
-        significant = bool((p_values < alpha).any())
-    if not significant or not present.any():
+    curve = decision_curve(rcsi_values, p_values, alpha=alpha, among=among)
+    if not np.isfinite(curve).any():
         return 1
-    return int(np.asarray(ks)[np.nanargmax(rcsi_values)])
+    return int(np.asarray(ks)[np.nanargmax(curve)])

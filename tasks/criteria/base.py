@@ -269,7 +269,7 @@ class Criterion:
     description : str
     normalised_by_random_labels : bool
         Whether its score divides the raw value by the same statistic for random labelings of n/2
-        points with k labels (Roth et al. 2002, eq. 5); the driver then estimates that baseline per (n, k).
+        points with k labels (Lange et al. 2004, eq. 5); the driver then estimates that baseline per (n, k).
     decision : Decision
         Its default decision rule; the reducers can re-decide a stored cube with other parameters.
     outputs : tuple of str
@@ -323,7 +323,17 @@ class Criterion:
         It reads the noise-free data (the clean image, X*): its k̂ is the best order, k*, not a choice a user
         without the clean data could make; the report measures the other criteria's loss against it.
     label : str
-        The y axis of its figures: what the value is and where it is defined (default: its name).
+        The y axis of the figures of its own variable (``name``): what the value is (default: its name). The
+        figures add :attr:`citation` below it (:meth:`axis_label`).
+    labels : mapping
+        The same for each of its other outputs (``consensus_delta``: Monti's Delta(k)); an output not named here is
+        labelled by its name.
+    no_choice : str
+        Why its rule chose no k (a k̂ of -1, printed ``none``), in words, when its rule can choose none; empty: the
+        report says it from the rule (no k reached the threshold).
+    citation : str
+        The one paper the report, the figures and the docs credit for it, as "Author year", "Author & Author year"
+        or "Author et al. year" (Lange et al. 2004); empty for a diagnostic that follows no paper.
     sqrt_n_scaling : bool
         An instability that shrinks like 1/sqrt(n) at a stable k (Shamir & Tishby 2007, Thm. 3): the report draws
         sqrt(n) x its mean against n, flat where that holds.
@@ -366,6 +376,9 @@ class Criterion:
     needs_paired_halves: bool = False
     oracle: bool = False
     label: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    citation: str = ""
+    no_choice: str = ""
     sqrt_n_scaling: bool = False
     needs_coordinates: bool = False
     report_sections: tuple[str, ...] = ()
@@ -379,6 +392,26 @@ class Criterion:
     def decided_on(self) -> str:
         """The output whose curve its decision rule reads (``decision.output``, else its name)."""
         return self.decision.output or self.name
+
+    def label_of(self, variable: str) -> str:
+        """What its output ``variable`` is, in words: :attr:`label` for its own variable, :attr:`labels` for the
+        others, else the variable's name."""
+        if variable == self.name:
+            return self.label or self.name
+        return self.labels.get(variable, variable)
+
+    def axis_label(self, variable: str) -> str:
+        """The axis label of a figure that plots ``variable``: :meth:`label_of` and, below it, :attr:`citation`."""
+        return self.label_of(variable) + (f"\n({self.citation})" if self.citation else "")
+
+    def reference_lines(self, variable: str, decision: Decision | None = None) -> dict[float, str]:
+        """The horizontal lines a figure of ``variable`` draws: the threshold of ``decision`` (default: its own)
+        when the rule reads this variable's curve (:attr:`decided_on`), none for another output (the areas A(k) of
+        ``consensus_area`` are not compared with Delta(k)'s threshold)."""
+        decision = self.decision if decision is None else decision
+        if variable != (decision.output or self.name) or decision.threshold is None:
+            return {}
+        return {float(decision.threshold): f"threshold {float(decision.threshold):g}"}
 
     def __post_init__(self) -> None:
         missing = undeclared(self.options, self.ranges)

@@ -93,12 +93,12 @@ def clest_choice(observed: NDArray[np.float64], null: NDArray[np.float64], ks: N
 
 
 CLEST = Criterion(
-    name="clest",
+    name="clest", citation="Dudoit & Fridlyand 2002",
     min_k=2,
     description="Dudoit & Fridlyand's Clest: LDA transfer, Fowlkes-Mallows index, against the Gap statistic's baseline",
     evaluate_trial=clest,
     decision=Decision(rule="clest", p_max=0.05, d_min=0.05),
-    label="Clest t_k: Fowlkes-Mallows index\n(Dudoit & Fridlyand 2002)",
+    label="Clest t_k: Fowlkes-Mallows index", labels={"clest_null": "Clest reference statistic t0_k"},
     outputs=("clest", "clest_null"),
     options={"splits": 20, "reference": "uniform"},
     ranges={"splits": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES)},

@@ -396,7 +396,7 @@ def reduce_agreement(clusterings: Clusterings, *, pairs: int = 500) -> dict[str,
 
 
 CONSENSUS_AREA = Criterion(
-    name="consensus_area",
+    name="consensus_area", citation="Monti et al. 2003",
     min_k=2,
     description="area under the consensus CDF A(k) and its relative increase Delta(k) (Monti, Tamayo, Mesirov & "
                 "Golub 2003, Sec. 3.3.1); k̂: the largest k whose Delta(k) reaches the threshold",
@@ -406,11 +406,12 @@ CONSENSUS_AREA = Criterion(
     options={"method": "monti", "running_max": True},
     ranges={"method": choice(*AREA_METHODS), "running_max": choice(True, False)},
     decision=Decision(rule="largest_above", threshold=0.025, threshold_range=(0.0, math.inf), output="consensus_delta"),
-    label="relative increase of the consensus CDF area Delta(k)\n(Monti et al. 2003)",
+    label="area under the consensus CDF A(k)",
+    labels={"consensus_delta": "relative increase of the consensus CDF area Δ(k)"},
     report_sections=REPORT,
 )
 PAC = Criterion(
-    name="pac",
+    name="pac", citation="Senbabaoglu et al. 2014",
     min_k=2,
     description="proportion of ambiguous clustering CDF(u2) - CDF(u1) of the consensus matrix (Senbabaoglu, "
                 "Michailidis & Li 2014); the smallest is best",
@@ -419,11 +420,11 @@ PAC = Criterion(
     options={"window": (0.1, 0.9)},
     ranges={"window": pair(0.0, 1.0)},
     decision=Decision(rule="smallest"),
-    label="PAC(k): share of pairs with consensus in (u1, u2]\n(Senbabaoglu et al. 2014)",
+    label="PAC(k): share of pairs with consensus in (u1, u2]",
     report_sections=REPORT,
 )
 CLUSTER_CONSENSUS = Criterion(
-    name="cluster_consensus",
+    name="cluster_consensus", citation="Monti et al. 2003",
     min_k=2,
     description="mean cluster consensus of the consensus partition's clusters (Monti et al. 2003; Wilkerson & "
                 "Hayes 2010); the largest is best",
@@ -432,11 +433,11 @@ CLUSTER_CONSENSUS = Criterion(
     options={"linkage": "average"},
     ranges={"linkage": choice(*LINKAGES)},
     decision=Decision(rule="largest"),
-    label="mean cluster consensus m(k)\n(Monti et al. 2003; Wilkerson & Hayes 2010)",
+    label="mean cluster consensus m(k)",
     report_sections=REPORT,
 )
 CLUSTERWISE_JACCARD = Criterion(
-    name="clusterwise_jaccard",
+    name="clusterwise_jaccard", citation="Hennig 2007",
     min_k=2,
     description="mean over the consensus partition's clusters of the clusterwise Jaccard stability against the "
                 "resamples (Hennig 2007); the largest is best",
@@ -445,7 +446,7 @@ CLUSTERWISE_JACCARD = Criterion(
     options={"linkage": "average"},
     ranges={"linkage": choice(*LINKAGES)},
     decision=Decision(rule="largest"),
-    label="mean clusterwise Jaccard\n(Hennig 2007)",
+    label="mean clusterwise Jaccard",
     report_sections=REPORT,
 )
 RESAMPLE_AGREEMENT = Criterion(

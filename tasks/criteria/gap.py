@@ -164,12 +164,12 @@ def max_se(f: NDArray[np.float64], se: NDArray[np.float64], *, method: str = "Ti
 
 
 GAP = Criterion(
-    name="gap",
+    name="gap", citation="Tibshirani et al. 2001",
     min_k=1,
     description="Tibshirani, Walther & Hastie's Gap statistic on the trial's sample against uniform reference sets",
     evaluate_trial=gap_statistic,
     decision=Decision(rule="gap", method="Tibs2001SEmax", se_factor=1.0),
-    label="Gap(k), bars: mean s_k\n(Tibshirani, Walther & Hastie 2001)",
+    label="Gap(k), bars: mean s_k", labels={"gap_sd": "s_k: standard error of Gap(k)"},
     outputs=("gap", "gap_sd"),
     options={"references": 20, "reference": "uniform", "d_power": 2},
     ranges={"references": integer(1, MAX_REFERENCES), "reference": choice(*REFERENCES), "d_power": choice(1, 2)},

@@ -41,9 +41,9 @@ def aic(sample: TrialSample) -> dict[str, dict[int, float]]:
     return {"aic": {k: float(model.aic(sample.X)) for k, model in _mixtures(sample).items()}}
 
 
-BIC = Criterion(name="bic", min_k=1, evaluate_trial=bic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
+BIC = Criterion(name="bic", citation="Schwarz 1978", min_k=1, evaluate_trial=bic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
                 shares_fits="gaussian_mixture",
                 description="Bayesian information criterion of the Gaussian mixture fitted to the trial's sample")
-AIC = Criterion(name="aic", min_k=1, evaluate_trial=aic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
+AIC = Criterion(name="aic", citation="Akaike 1974", min_k=1, evaluate_trial=aic, algorithms=MIXTURES, extra_fits=lambda options: 1.0,
                 shares_fits="gaussian_mixture",
                 description="Akaike information criterion of the Gaussian mixture fitted to the trial's sample")

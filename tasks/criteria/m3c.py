@@ -13,15 +13,20 @@ lines):
 - ``rcsi_fit_p``: the p-value of a beta distribution fitted to the references' PACs by the method of moments
   (with ``objective: entropy``, the R package's default since December 2019: of a normal distribution);
 - ``m3c_data``, ``m3c_reference``: the data's PAC (or entropy) and the references' mean (M3C's ``PAC_REF``);
-- ``m3c``: the curve k̂ is read from: the RCSI when some k is significant (its p-value, ``test``, below ``alpha``),
-  else no value at any k.
+- ``m3c``: the curve k̂ is read from: the RCSI at the k that may be chosen (below), no value elsewhere.
 
-**Decision.** The largest RCSI (M3C's ``which.max(real$RCSI)``: the first of equal values, the smallest k), once
-some k rejects the null hypothesis K = 1 at ``alpha`` (M3C's vignette: "If none of the p values reach significance
-over a reasonable range of K (e.g. 10), then we accept the null hypothesis", read on the fitted p-values). When none
-does, the curve ``m3c`` has no value and k̂ is -1, "no choice": M3C's K = 1, no cluster structure (a consensus
-scheme clusters at k >= 2 only, so 1 is not on the grid). ``test: none`` drops the test, as M3C's own code does when
-it prints its "optimal K".
+**Decision.** The largest RCSI (M3C's ``which.max(real$RCSI)``: the first of equal values, the smallest k) among
+the k whose own p-value (``test``) is below ``alpha`` (``among: significant``, the default), so that k̂ is itself
+significant, as the vignette reads its example ("the RCSI reaches a maxima at K = 4, the p value supports this
+optimal K decision"). When no k is significant, the curve ``m3c`` has no value and k̂ is -1, "no choice": M3C's
+K = 1, no cluster structure (vignette: "If none of the p values reach significance over a reasonable range of K
+(e.g. 10), then we accept the null hypothesis"; a consensus scheme clusters at k >= 2 only, so 1 is not on the
+grid).
+
+M3C's own code decides otherwise: ``R/M3C.R`` (line 360) prints the largest RCSI as the "optimal K" whatever the
+p-values, which ``test: none`` reproduces. ``among: all`` is the vignette's test of K = 1 followed by that
+maximum: the largest RCSI at any k once some k is significant, which may be a k whose own p-value is above
+``alpha`` (M3C's vignette and code read together).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from numpy.typing import NDArray
 
 from ordercube.tasks.consensus import consensus_matrix, consensus_values, pac_from_values
 from ordercube.tasks.consensus.reference import (
-    ALPHA, beta_p, entropy_from_values, monte_carlo_p, normal_p, rcsi, rcsi_se,
+    ALPHA, AMONG, beta_p, decision_curve, entropy_from_values, monte_carlo_p, normal_p, rcsi, rcsi_se,
 )
 from ordercube.tasks.criteria.base import Clusterings, Criterion, Decision
 from ordercube.tasks.criteria.consensus import batched_references, summary
@@ -83,7 +88,8 @@ def statistic_table(clusterings: Clusterings, *, objective: str = "pac", window:
 
 
 def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tuple[float, float] = (0.1, 0.9),
-               alpha: float = ALPHA, test: str = "fit", rcsi_of: str = "mean_log") -> dict[str, NDArray[np.float64]]:
+               alpha: float = ALPHA, test: str = "fit", rcsi_of: str = "mean_log", among: str = "significant"
+               ) -> dict[str, NDArray[np.float64]]:
     """M3C's statistics per k from the stored clusterings of the data and of its B references.
 
     Parameters
@@ -99,9 +105,13 @@ def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tupl
         The significance level of the test of K = 1.
     test : {"fit", "monte_carlo", "none"}
         The p-values the test reads: those of the distribution M3C fits to the references (beta for PAC, normal for
-        entropy; the ones M3C's vignette reads), or the Monte Carlo ones; ``none``: no test, k̂ is the largest RCSI.
+        entropy; the ones M3C's vignette reads), or the Monte Carlo ones; ``none``: no test, k̂ is the largest RCSI
+        (M3C's code, ``R/M3C.R`` line 360).
     rcsi_of : {"mean_log", "log_mean"}
         :func:`ordercube.tasks.consensus.reference.rcsi`'s ``of``: M3C's RCSI since December 2019, or before.
+    among : {"significant", "all"}
+        Where k̂ may fall (:func:`ordercube.tasks.consensus.reference.decision_curve`): among the k whose own
+        p-value is below ``alpha``, or at any k once some k is.
 
     Returns
     -------
@@ -118,16 +128,12 @@ def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tupl
     values = rcsi(data, references, of="log_mean" if rcsi_of == "log_mean" else "mean_log")
     p_monte_carlo = monte_carlo_p(data, references)
     p_fit = beta_p(data, references) if objective == "pac" else normal_p(data, references)
-    if test == "none":
-        significant = True
-    else:
-        with np.errstate(invalid="ignore"):
-            significant = bool((np.asarray(p_fit if test == "fit" else p_monte_carlo) < alpha).any())
+    tested = None if test == "none" else p_fit if test == "fit" else p_monte_carlo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a k without references: no mean
         reference_mean = np.nanmean(references, axis=0)
     return {
-        "m3c": values if significant else np.full(values.shape, np.nan),
+        "m3c": decision_curve(values, tested, alpha=alpha, among=among),
         "rcsi": values,
         "rcsi_se": rcsi_se(data, references),
         "rcsi_p": p_monte_carlo,
@@ -138,18 +144,24 @@ def reduce_m3c(clusterings: Clusterings, *, objective: str = "pac", window: tupl
 
 
 M3C = Criterion(
-    name="m3c",
+    name="m3c", citation="John et al. 2020",
     min_k=2,
     description="M3C (John et al. 2020): the data's PAC against reference data sets that keep its feature "
-                "correlation; k̂ the largest relative cluster stability index once some k is significant",
+                "correlation; k̂ the largest relative cluster stability index among the significant k",
     reads="assignments",
     reduce=reduce_m3c,
     outputs=OUTPUTS,
     decision=Decision(rule="largest"),
-    options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log"},
+    options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log",
+             "among": "significant"},
     ranges={"objective": choice(*OBJECTIVES), "window": pair(0.0, 1.0),
             "alpha": number(0.0, 1.0, low_open=True, high_open=True), "test": choice(*TESTS),
-            "rcsi_of": choice("mean_log", "log_mean")},
-    label="RCSI: mean log(PAC of the references / PAC of the data)",
+            "rcsi_of": choice("mean_log", "log_mean"), "among": choice(*AMONG)},
+    label="RCSI at the k that may be chosen",
+    labels={"rcsi": "RCSI: mean log(PAC of references / PAC of data)", "rcsi_se": "standard error of the RCSI",
+            "rcsi_p": "Monte Carlo p-value (K = 1 against k)",
+            "rcsi_fit_p": "fitted p-value (K = 1 against k)", "m3c_data": "PAC (or entropy) of the data",
+            "m3c_reference": "mean PAC (or entropy) of the references"},
+    no_choice="no k has a p-value below alpha: M3C's K = 1, no cluster structure against the reference data",
     report_sections=("ordercube.pipeline.report.consensus:section",),
 )

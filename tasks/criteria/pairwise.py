@@ -35,11 +35,11 @@ def pairwise_instability(fits: TrialFits) -> float:
 
 
 PAIRWISE = Criterion(
-    name="pairwise",
+    name="pairwise", citation="Shamir & Tishby 2007",
     evaluate=pairwise_instability,
     min_k=2,
     needs_evaluation_sample=True,
     description="Shamir-Tishby pairwise co-membership instability on an independent sample",
-    label="pairwise instability theta_k\n(Shamir & Tishby 2007, Thm. 3)",
+    label="pairwise instability theta_k",
     sqrt_n_scaling=True,
 )

@@ -42,12 +42,15 @@ def strength_of(test: NDArray[np.int64], predicted: NDArray[np.int64], k: int) -
 
 
 PREDICTION_STRENGTH = Criterion(
-    name="prediction_strength",
+    name="prediction_strength", citation="Tibshirani & Walther 2005",
     evaluate=prediction_strength,
     min_k=1,
     needs_evaluation_sample=False,
     description="Tibshirani & Walther's prediction strength: co-membership kept by the training solution",
     decision=Decision(rule="largest_above", threshold=0.9, threshold_range=(0.0, 1.0)),
     needs_coordinates=True,  # it predicts by nearest centroids, whatever the method's predictor
-    label="prediction strength ps(k)\n(Tibshirani & Walther 2005)",
+    label="prediction strength ps(k)",
+    no_choice="no k of the grid has a mean prediction strength at or above the threshold; Tibshirani & Walther's "
+              "rule (the largest k above it) then answers k = 1, since ps(1) = 1 by definition: start the grid at "
+              "k = 1 to have it chosen and printed",
 )

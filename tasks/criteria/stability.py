@@ -1,4 +1,5 @@
-"""Lange, Braun, Roth & Buhmann's stability (2002, eqs. 5-6; Roth et al. 2002, eqs. 2-5)."""
+"""The stability of Lange, Roth, Braun & Buhmann (2004, eqs. 4-5; first in Lange et al. 2002, eqs. 5-6): the criterion
+``lange``, credited to Lange et al. 2004 everywhere (its ``citation``)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ def lange_disagreement(fits: TrialFits) -> float:
 
 
 def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator, *, draws: int) -> float:
-    """The denominator of Roth et al. (2002), eq. (5): the same statistic for the random predictor rho_k.
+    """The denominator of Lange et al. (2004), eq. (5): the same statistic for the random predictor rho_k.
 
     The mean, over ``draws`` pairs of independent uniform labelings of ``n_points`` points with ``k``
     labels, of their Hungarian-matched disagreement. For finite ``n_points`` it lies below the
-    asymptotic ``1 - 1/k`` (Roth et al. 2002, Sec. 2), which is why it is estimated rather than assumed.
+    asymptotic ``1 - 1/k`` (Lange et al. 2004, Sec. 2), which is why it is estimated rather than assumed.
     """
     from ordercube.tasks.assignment import matched_weights  # numba: imported by the first baseline only
 
@@ -35,12 +36,12 @@ def random_labeling_disagreement(n_points: int, k: int, rng: np.random.Generator
 
 
 LANGE = Criterion(
-    name="lange",
+    name="lange", citation="Lange et al. 2004",
     evaluate=lange_disagreement,
     min_k=2,
     needs_evaluation_sample=False,
     description="Lange et al. stability: Hungarian-matched disagreement of the transferred solution",
     normalised_by_random_labels=True,
-    label="normalised instability S / S(random)\n(Roth et al. 2002, eq. 5)",
+    label="normalised instability S / S(random)",
     sqrt_n_scaling=True,
 )

@@ -31,7 +31,7 @@ def _literal_rule_for_odd_k(options: Mapping[str, Any], ks: tuple[int, ...]) -> 
 
 SUPERVISED_REPORT = ("ordercube.pipeline.report.supervised:section",)  # Daudin & Mary-Huard's Table 1 and Figs. 1-3
 SWAPPING = Criterion(
-    name="swapping",
+    name="swapping", citation="Daudin & Mary-Huard 2008",
     min_k=1,
     description="swapping method: resubstitution error plus the swapping covariance penalty (Daudin & Mary-Huard 2008, eq. 5)",
     decision=ERROR_RATE,
@@ -45,21 +45,21 @@ SWAPPING = Criterion(
     reads=READS,
     report_sections=SUPERVISED_REPORT,
 )
-LOO_CV = Criterion(name="loo_cv", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, reads=READS,
+LOO_CV = Criterion(name="loo_cv", citation="Daudin & Mary-Huard 2008", min_k=1, decision=ERROR_RATE, algorithms=CLASSIFIERS, reads=READS,
                    description="leave-one-out cross-validated error on the learning set ('(n-1,1) cross validation')",
                    report_sections=SUPERVISED_REPORT)
-RESUBSTITUTION = Criterion(name="resubstitution", min_k=1, decision=Decision(rule="none"), algorithms=CLASSIFIERS,
+RESUBSTITUTION = Criterion(name="resubstitution", citation="Daudin & Mary-Huard 2008", min_k=1, decision=Decision(rule="none"), algorithms=CLASSIFIERS,
                            reads=READS, description="empirical (resubstitution) error rate on the learning set",
                            report_sections=SUPERVISED_REPORT)
-TEST_ERROR = Criterion(name="test_error", min_k=1, decision=ERROR_RATE, algorithms=("knn",), reads=READS,
+TEST_ERROR = Criterion(name="test_error", citation="Daudin & Mary-Huard 2008", min_k=1, decision=ERROR_RATE, algorithms=("knn",), reads=READS,
                        needs_data=("test_set",),
                        description="error rate on the trial's held-out test set: argmin is the oracle (O)",
                        report_sections=SUPERVISED_REPORT)
-TRUE_ERROR = Criterion(name="true_error", min_k=1, decision=ERROR_RATE, algorithms=("interval_erm",),
+TRUE_ERROR = Criterion(name="true_error", citation="Daudin & Mary-Huard 2008", min_k=1, decision=ERROR_RATE, algorithms=("interval_erm",),
                        reads=READS, needs_data=("target",),
                        description="exact true error rate P(phi(X) != Y) under the generator: argmin is the oracle (O)",
                        report_sections=SUPERVISED_REPORT)
-CONDITIONAL_ERROR = Criterion(name="conditional_error", min_k=1, decision=Decision(rule="none"),
+CONDITIONAL_ERROR = Criterion(name="conditional_error", citation="Daudin & Mary-Huard 2008", min_k=1, decision=Decision(rule="none"),
                               algorithms=("interval_erm",), reads=READS, needs_data=("target",),
                               description="exact conditional error rate: new labels at the learning points",
                               report_sections=SUPERVISED_REPORT)

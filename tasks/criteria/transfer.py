@@ -110,34 +110,34 @@ def soft_cost(fits: TrialFits, *, beta_factor: float = 0.75, r1: str = "per_obje
 
 TRANSFER_REPORT = ("ordercube.pipeline.report.transfer:section",)  # every mapping's cost curve against k (Frank et al., Fig. 6)
 MTC = Criterion(
-    name="mtc", min_k=1, evaluate=transfer_cost, decision=SMALLEST, models=("mixture", "graph_partition"),
+    name="mtc", citation="Frank et al. 2011", min_k=1, evaluate=transfer_cost, decision=SMALLEST, models=("mixture", "graph_partition"),
     description="minimum transfer cost (Frank et al.): a mixture's mean negative log-likelihood of the second half "
                 "(eq. 6), or a graph partition's disagreeing edges of the second half's graph per node (eq. 8)",
     report_sections=TRANSFER_REPORT,
 )
 TRAIN_COST = Criterion(
-    name="train_cost", min_k=1, evaluate=train_cost, decision=SMALLEST, models=("centroids",),
+    name="train_cost", citation="Frank et al. 2011", min_k=1, evaluate=train_cost, decision=SMALLEST, models=("centroids",),
     description="k-means cost of the first half's own solution per object, R(s1, X1, k)/N1 (decreases in k)",
     report_sections=TRANSFER_REPORT,
 )
 MTC_NN_OBJECT = Criterion(
-    name="mtc_nn_object", min_k=1, evaluate=nn_object_cost, decision=SMALLEST, models=("centroids",),
+    name="mtc_nn_object", citation="Frank et al. 2011", min_k=1, evaluate=nn_object_cost, decision=SMALLEST, models=("centroids",),
     description="transfer cost, nearest-object mapping (Frank et al. eq. 11, first line)",
     report_sections=TRANSFER_REPORT,
 )
 MTC_NN_CENTROID = Criterion(
-    name="mtc_nn_centroid", min_k=1, evaluate=nn_centroid_cost, decision=SMALLEST, models=("centroids",),
+    name="mtc_nn_centroid", citation="Frank et al. 2011", min_k=1, evaluate=nn_centroid_cost, decision=SMALLEST, models=("centroids",),
     description="transfer cost, nearest-centroid mapping (Frank et al. eq. 11, second line)",
     report_sections=TRANSFER_REPORT,
 )
 MTC_GENERATIVE = Criterion(
-    name="mtc_generative", min_k=1, evaluate=generative_cost, decision=SMALLEST, models=("centroids",),
+    name="mtc_generative", citation="Frank et al. 2011", min_k=1, evaluate=generative_cost, decision=SMALLEST, models=("centroids",),
     needs_paired_halves=True,
     description="transfer cost, generative mapping of paired halves (Frank et al. eq. 5)",
     report_sections=TRANSFER_REPORT,
 )
 MTC_SOFT = Criterion(
-    name="mtc_soft", min_k=1, evaluate=soft_cost, decision=SMALLEST, models=("centroids",),
+    name="mtc_soft", citation="Frank et al. 2011", min_k=1, evaluate=soft_cost, decision=SMALLEST, models=("centroids",),
     options={"beta_factor": 0.75, "r1": "per_object"},
     ranges={"beta_factor": number(0.0, low_open=True), "r1": choice("per_object", "sum")},
     description="transfer cost, soft mapping (Frank et al. eq. 14, beta = beta_factor / R1)",
@@ -153,7 +153,7 @@ def effective_clusters(fits: TrialFits) -> float:
 
 
 K_EFFECTIVE = Criterion(
-    name="k_effective", min_k=1, evaluate=effective_clusters, decision=Decision(rule="none"),
+    name="k_effective", citation="Frank et al. 2011", min_k=1, evaluate=effective_clusters, decision=Decision(rule="none"),
     description="number of non-empty clusters of the first half's solution (a diagnostic)",
     report_sections=TRANSFER_REPORT,
 )
