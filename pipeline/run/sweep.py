@@ -360,10 +360,11 @@ def _sweep_locked(
     if placement.reason:
         echo(placement.reason)
     local = not (client or scheduler or scheduler_file)
+    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line, refuse_records_from_main
     if local:
+        refuse_records_from_main()  # before the estimate of a cluster that will not start
         at_hand = workers or usable_cores()
         say(guess.line(at_hand, cluster=True), guess.wall(at_hand, cluster=True))
-    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
     from ordercube.pipeline.run.on_cluster import compute_on_cluster
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
