@@ -1,4 +1,5 @@
-"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria, schemes or kinds of objects.
+"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria, schemes, kinds of objects or
+file readers.
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
 import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
@@ -6,10 +7,10 @@ once per process: by the driver before a config is read (:func:`ordercube.pipeli
 elsewhere (a worker of any cluster) on the first lookup of a name no registry holds (``get_algorithm``,
 ``get_criterion``, ``get_predictor``, ``get_synthetic``, ``get_reader`` reach :func:`load_on_miss` through
 :mod:`ordercube.tasks.misses`), so a worker needs no preload. A later miss rescans the installed entry points once
-per missed name (as xarray's ``refresh_engines``): a plug-in installed beside a running worker is found then, and a
-name still unknown fails with the plug-ins loaded and what to do (:func:`unknown_note`). The modules named in
-``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
-loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
+per missed name while nothing on ``sys.path`` changes (as xarray's ``refresh_engines``): a plug-in installed beside
+a running worker is found then, and a name still unknown fails with the plug-ins loaded and what to do
+(:func:`unknown_note`). The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not
+packaged) are loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
 the next :func:`load`.
 
 This module is on the ``tasks`` side of the wall: it imports nothing of ``pipeline``, and its errors are
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -77,7 +79,9 @@ _loading = False
 _done: dict[tuple[str, str, str], Plugin] = {}  # by (distribution, entry point, value), in loading order
 _failed: dict[tuple[str, str, str], PluginError] = {}
 _scanned: str | None = None  # ORDERCUBE_PLUGINS when every declared plug-in was last loaded (None: never)
-_rescanned: set[str] = set()  # the missed names the entry points were rescanned for since (each once)
+# The missed names the entry points were rescanned for, with the folders of sys.path as they were then: a name is
+# rescanned for again only once something was installed or removed there (a folder's mtime moved).
+_rescanned: dict[str, tuple[tuple[str, int], ...]] = {}
 # Which plug-in registered each (kind, name), for a message about a name taken twice.
 _owners: dict[tuple[str, str], Plugin] = {}
 
@@ -141,20 +145,34 @@ def load() -> tuple[Plugin, ...]:
 
 def load_on_miss(what: str = "") -> bool:
     """Called by a registry lookup that found no record of ``what`` (``"dataset piecewise_constant"``): load the
-    plug-ins unless this process has done so already (with the same ``ORDERCUBE_PLUGINS``), and after that rescan
-    the installed entry points once per missed name, import caches invalidated (a distribution installed since
-    the last scan is found). True when a plug-in was loaded now (the lookup is worth trying again)."""
+    plug-ins unless this process has done so already (with the same ``ORDERCUBE_PLUGINS``); after that, rescan the
+    installed entry points, import caches invalidated, once per missed name and state of the folders on
+    ``sys.path`` (a distribution installed since is found; a name looked up again and again in an unchanged
+    environment costs no scan). True when a plug-in was loaded now (the lookup is worth trying again)."""
     with _lock:
         if _loading:
             return False
         if _scanned == os.environ.get(VARIABLE, ""):
-            if what in _rescanned:
+            state = _path_state()
+            if _rescanned.get(what) == state:
                 return False
-            _rescanned.add(what)
+            _rescanned[what] = state
             importlib.invalidate_caches()  # the path finders' and importlib.metadata's cached folder listings
         before = len(_done)
         load()
         return len(_done) > before
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """The folders of ``sys.path`` with their modification times: pip installing or removing a distribution in
+    one changes its time (microseconds to read, against milliseconds for a scan of the entry points)."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, -1))
+    return tuple(state)
 
 
 def unknown_note() -> str:

@@ -110,7 +110,8 @@ def reader_options(reader: Reader, entry: Mapping[str, Any], key: str, table_key
 def open_file(path: Path, given: Any, entry: Mapping[str, Any], key: str,
               table_keys: set[str]) -> tuple[Any, InputFile, Reader, dict[str, Any]]:
     """A data file read once and opened by its reader: (the table, the file, the reader, its options)."""
-    file = read_input(path, f"{key}.path", expected="a data file of a registered format")
+    expected = f"a data file ({', '.join(sorted({s for r in READERS.values() for s in r.suffixes}))}, or a reader's)"
+    file = read_input(path, f"{key}.path", expected=expected)
     reader = pick_reader(file, given, key)
     options = reader_options(reader, entry, key, table_keys)
     return table_of(call(reader, file, options, key), reader, file, key), file, reader, options
