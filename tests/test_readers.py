@@ -6,6 +6,7 @@ to a CSV. Hand-written files whose values are known, and round trips through pan
 from __future__ import annotations
 
 import importlib.util
+import sys
 import textwrap
 from pathlib import Path
 
@@ -146,6 +147,15 @@ def test_labels_preprocess_all_rows_and_the_row_bound_apply_to_a_parquet_file(tm
     assert line.startswith("error: datasets[0].labels.column: no column 'kind'") and "'species'" in line
     line = refused(tmp_path, {"path": "t.parquet", "header": True, "exclude": ["species"]})
     assert line.startswith("error: datasets[0].header:") and "only CSV files have one" in line
+
+
+def test_a_reader_whose_package_is_missing_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "t.parquet").write_bytes(b"PAR1" + bytes(16) + b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as where pyarrow is not installed: its import fails
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ConfigError, match=r"datasets\[0\]\.path: .*t\.parquet is read by the parquet reader, which "
+                                          r"needs pyarrow \(pip install 'ordercube\[parquet\]'\): not installed"):
+        spec_of(tmp_path, {"path": "t.parquet"})
 
 
 # Matrix Market
@@ -399,3 +409,39 @@ def test_parse_config_reads_a_parquet_file_given_from_python_with_its_base(tmp_p
     spec = parse_config(config({"name": "d", "kind": "file", "reader": "parquet", "path": "t.parquet",
                                 "exclude": ["species"]}), base=tmp_path).datasets[0]
     assert spec.data.shape == (8, 2)
+
+
+# the readers of the other file kinds
+
+
+GIBBS = {"name": "gibbs", "algorithm": "correlation_gibbs", "params": {"restarts": 2}, "predictor": "graph_transfer",
+         "criteria": ["mtc"]}
+EDGES = "source,target,weight\na,b,1\nc,d,1\na,c,-1\nb,d,-0.5\ne,f,1\ne,a,-1\ng,h,1\ng,c,-1\n"
+
+
+def test_a_kind_named_after_a_reader_reads_as_kind_file_with_that_reader(tmp_path):
+    (tmp_path / "edges.csv").write_text(EDGES)
+    specs = [load_config(write_config(tmp_path / f"{i}.yaml", **{**config(entry), "methods": [GIBBS]})).datasets[0]
+             for i, entry in enumerate([{"name": "g", "kind": "edge_list", "path": "edges.csv"},
+                                        {"name": "g", "kind": "file", "reader": "edge_list", "path": "edges.csv"}])]
+    assert specs[0].identity == specs[1].identity == {"kind": "edge_list", "sha256": specs[0].identity["sha256"]}
+    assert np.array_equal(specs[0].data, specs[1].data) and specs[0].data[0, 1] == 1.0 and specs[0].data[1, 3] == -0.5
+    line = refused(tmp_path, {"path": "edges.csv", "reader": "edge_list", "layer": "x"})
+    assert line.startswith("error: datasets[0].layer: a 'file' dataset read by the edge_list reader takes no 'layer'")
+
+
+def test_the_readers_of_the_other_kinds_open_their_files_through_the_registry(tmp_path):
+    from ordercube.pipeline.data import formats  # noqa: F401
+    from ordercube.pipeline.files.inputfile import read_input
+    from ordercube.tasks.readers import get_reader
+
+    (tmp_path / "edges.csv").write_text(EDGES)
+    graph = get_reader("edge_list").open(read_input(tmp_path / "edges.csv", "k", expected="edges"), key="g.path")
+    assert graph.row_names == tuple("abcdefgh") and graph.values[1, 3] == -0.5 and graph.values[3, 1] == -0.5
+    (tmp_path / "grey.csv").write_text("0,10\n20,255\n")
+    image = get_reader("image").open(read_input(tmp_path / "grey.csv", "k", expected="an image"), key="g.path")
+    assert np.array_equal(image.values, [[0, 10], [20, 255]]) and "peak 255" in image.format
+    (tmp_path / "m.csv").write_text("a,b,c\n1,0,1\n0,1,1\n")
+    matrix = get_reader("boolean_matrix").open(read_input(tmp_path / "m.csv", "k", expected="0/1"), key="g.path",
+                                               format="dense")
+    assert np.array_equal(matrix.values, [[1, 0, 1], [0, 1, 1]])

@@ -171,7 +171,8 @@ def _check_reader_keys(entry: Mapping[str, Any], key: str, reader: Any, kind: st
         return
     for option in sorted(option_keys() - TABLE_KEYS):
         if option in entry and (reader is None or option not in reader.options):
-            raise not_read(option, f"a {show(kind)} dataset", key)
+            by = f" read by the {reader.name} reader" if reader is not None and reader.name != kind else ""
+            raise not_read(option, f"a {show(kind)} dataset{by}", key)
 
 
 class _Guessed:

@@ -268,7 +268,7 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
     if spec.preprocess:
         read += f" -> {X.shape[0]} x {X.shape[1]} after {', '.join(step for step, _ in spec.preprocess)}"
     if rows is None:  # transposed: the objects are the table's feature columns
-        names = selected.column_labels if table.naming in ("header", "label") else ()
+        names = selected.column_labels if table.naming in ("header", "label", "column") else ()
     else:
         names = tuple(selected.row_labels[i] for i in rows) if selected.row_labels else ()
     return LoadedData(X=np.ascontiguousarray(X), labels=None if labels is None else labels.codes, sha256=digest,

@@ -126,10 +126,10 @@ def call(reader: Reader, file: InputFile, options: Mapping[str, Any], key: str) 
     except ConfigError:
         raise
     except ImportError as error:
-        needs = reader.requires or getattr(error, "name", None) or str(error)
-        raise ConfigError(f"{key}.reader", f"the {reader.name} reader needs {needs}, which is not installed "
-                          f"({error})", f"install it in the driver's environment (pip install {error.name or ''})"
-                          if not reader.requires else "install it in the driver's environment") from None
+        needs = reader.requires or f"{error.name or error} (pip install {error.name or '...'})"
+        raise ConfigError(f"{key}.path", f"{file.path} is read by the {reader.name} reader, which needs {needs}: "
+                          f"not installed where the driver runs ({error})", "install it in the driver's environment "
+                          "(the workers receive the values and need nothing more)") from None
     except (ValueError, TypeError, OSError, KeyError) as error:
         plugin = "" if reader.builtin else f" (a plug-in's reader: {reader.open.__module__})"
         raise ConfigError(f"{key}.path", f"the {reader.name} reader{plugin} cannot read {file.path}: "
