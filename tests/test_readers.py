@@ -445,3 +445,25 @@ def test_the_readers_of_the_other_kinds_open_their_files_through_the_registry(tm
     matrix = get_reader("boolean_matrix").open(read_input(tmp_path / "m.csv", "k", expected="0/1"), key="g.path",
                                                format="dense")
     assert np.array_equal(matrix.values, [[1, 0, 1], [0, 1, 1]])
+
+
+def test_workers_started_elsewhere_receive_the_values_and_compute_the_same_bits(tmp_path):
+    import xarray as xr
+
+    study = tmp_path / "study"
+    study.mkdir()
+    rng = np.random.default_rng(5)
+    points = np.vstack([rng.normal(0, 1, (20, 3)), rng.normal(6, 1, (20, 3))])
+    scipy.io.mmwrite(study / "points.mtx", scipy.sparse.coo_matrix(points))
+    path = write_config(study / "c.yaml", **{**config({"name": "d", "kind": "file", "path": "points.mtx", "n": [30]},
+                                                      k=[2, 3]), "resamples": 4})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cubes = []
+    for workers in ("0", "1"):  # in this process; on a LocalCluster's worker, whose folder is not the config's
+        out = str(tmp_path / f"w{workers}.zarr")
+        done = cli_in_process("run", str(path), "--out", out, "--workers", workers, "--no-progress", "--no-dashboard",
+                              cwd=elsewhere)
+        assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
+        cubes.append(xr.open_zarr(out)["lange"].load())
+    assert bool(cubes[0].notnull().all()) and np.array_equal(cubes[0].values, cubes[1].values)
