@@ -118,6 +118,7 @@ def _added_by(kind: str, name: str) -> list[str]:
 
 def load_plugins() -> None:
     """Register what installed plug-ins add (entry-point group ``ordercube.plugins`` and ``ORDERCUBE_PLUGINS``)."""
+    from ordercube.pipeline.data import formats  # noqa: F401  (ordercube's own readers, before any plug-in's)
     from ordercube.tasks import plugins
 
     plugins.load()
@@ -503,8 +504,8 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
                                                  or "\\-"] for kind in MATRIX_KINDS])
     lines += [".. _datasets-readers:", "", *_title("File readers", "-"),
               "The readers a ``kind: file`` dataset is read with: the entry's ``reader:``, else the one claiming the",
-              "file's suffix, else the one recognising its first bytes; the readers named ``by kind`` read the kind",
-              "of their name. The options are the dataset-entry keys each reads.", ""]
+              "file's suffix, else the one recognising its first bytes; a reader without suffixes reads the kind of",
+              "its name. The options are the dataset-entry keys each reads.", ""]
     readers = every["reader"]
     lines += _list_table(["reader", "opens", "options", "objects", "needs", "what"],
                          [[f"``{name}``", _opens(name, reader),
