@@ -91,8 +91,8 @@ def not_read(option: str, what: str, key: str) -> ConfigError:
     owners = sorted((other for other in READERS.values() if option in other.options), key=lambda other: other.name)
     if option == "header":
         return ConfigError(f"{key}.header", f"{what} has no header row: only CSV files have one", "remove 'header'")
-    kinds = [f"a {owner.name} dataset" if not owner.suffixes else f"a file read by the {owner.name} reader"
-             for owner in owners]
+    kinds = [f"{'an' if owner.name[0] in 'aeiou' else 'a'} {owner.name} dataset" if not owner.suffixes
+             else f"a file read by the {owner.name} reader" for owner in owners]
     first = owners[0]
     fix = f"kind: {first.name}" if not first.suffixes else f"kind: file and reader: {first.name}"
     return ConfigError(f"{key}.{option}", f"{what} takes no {option!r}: only {' or '.join(kinds)} does",
