@@ -9,12 +9,14 @@ The names, by what they are for:
 
 **Registries.** :func:`register_objects` (a kind of objects: what a dataset's rows are, and how messages name
 it), :func:`register_dataset`, :func:`register_algorithm`, :func:`register_predictor` and
-:func:`register_criterion` add a record under its name, and :func:`register_scheme` a resampling scheme of
+:func:`register_criterion` add a record under its name, :func:`register_scheme` a resampling scheme of
 clusterers (a :class:`Scheme`: how a trial draws its items and fits them, what it gives the criteria, its
-parameters and parts); each refuses a name already taken, naming the plug-in that took it.
-:func:`get_synthetic`, :func:`get_algorithm`, :func:`get_predictor` and :func:`get_criterion` look
-a registered record up by name (a trial runner finds its dataset's sampler and its criteria's computations
-this way), and :func:`get_scheme` a scheme; an unknown name raises an error that lists the known ones.
+parameters and parts), and :func:`register_reader` a file format (a :class:`Reader`: the suffixes and first
+bytes it recognises, its ``open(file, **options) -> TableRead``); each refuses a name already taken, naming the
+plug-in that took it. :func:`get_synthetic`, :func:`get_algorithm`, :func:`get_predictor`,
+:func:`get_criterion` and :func:`get_reader` look a registered record up by name (a trial runner finds its
+dataset's sampler and its criteria's computations this way), and :func:`get_scheme` a scheme; an unknown name
+rescans the installed plug-ins once, then raises an error that lists the known ones and the plug-ins loaded.
 
 **Records.** :class:`ObjectKind` (the words for a kind of objects); :class:`SyntheticDataset` (a dataset
 kind: its sampler, default parameters, true order, parameter check and capabilities ``objects`` and
@@ -23,7 +25,9 @@ algorithm (its parameters and their ranges, what it takes, needs and gives, whic
 the built-in kinds a plug-in may also register: :class:`Clusterer` (a function ``cluster(X, k, rng,
 **params) -> labels``, run in the clustering trial with every clustering criterion and predictor),
 :class:`Classifier` and :class:`MatrixModel`; :class:`Criterion` (its computations, what it reads and needs,
-its options, its report sections) and :class:`Decision` (how k̂ follows from its values per k).
+its options, its report sections) and :class:`Decision` (how k̂ follows from its values per k);
+:class:`Reader` and :class:`TableRead` (what a reader returns: the values, the rows' and columns' names, the
+other columns of the file, the format).
 
 **The trial contract.** An algorithm's ``trial_runner(spec, source)`` returns a :data:`TrialRunner`,
 ``compute_trial(trial) -> TrialOutcome``. :class:`BlockSpec` is one block of cells (a dataset, n and method,
@@ -60,8 +64,11 @@ from ordercube.tasks.criteria import Criterion, Decision, TrialFits, TrialSample
 from ordercube.tasks.datasets import ParameterError, SyntheticDataset, get_synthetic
 from ordercube.tasks.params import Param, ParamError, choice, integer, number
 from ordercube.tasks.predictors import get_predictor
+from ordercube.pipeline.data import formats as _formats  # noqa: F401  (ordercube's own readers registered first)
+from ordercube.tasks.readers import Reader, TableRead, get_reader
 from ordercube.tasks.registry import (
-    register_algorithm, register_criterion, register_dataset, register_objects, register_predictor, register_scheme,
+    register_algorithm, register_criterion, register_dataset, register_objects, register_predictor, register_reader,
+    register_scheme,
 )
 from ordercube.tasks.schemes import Scheme, get_scheme
 from ordercube.tasks.seeding import Purpose, label_id, stream
@@ -88,10 +95,11 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     # registries
     "register_objects", "register_dataset", "register_algorithm", "register_predictor", "register_criterion",
-    "register_scheme", "get_synthetic", "get_algorithm", "get_predictor", "get_criterion", "get_scheme",
+    "register_scheme", "register_reader", "get_synthetic", "get_algorithm", "get_predictor", "get_criterion",
+    "get_scheme", "get_reader",
     # records
     "ObjectKind", "SyntheticDataset", "ParameterError", "BaseAlgorithm", "Clusterer", "Classifier", "MatrixModel",
-    "Criterion", "Decision", "Scheme",
+    "Criterion", "Decision", "Scheme", "Reader", "TableRead",
     # the trial contract
     "BlockSpec", "TrialOutcome", "TrialRunner", "scattered", "TrialFits", "TrialSample",
     # seeding

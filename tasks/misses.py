@@ -3,22 +3,36 @@
 The loader (:mod:`ordercube.tasks.plugins`) reads the registries to check what each plug-in registered, so the
 registries reach it through this hook instead of importing it: the imports stay one way (registries, then the
 loader), and a worker that runs a block has the loader installed by :mod:`ordercube.tasks.cell`.
+
+A miss loads the plug-ins not loaded yet and, once per missed name, rescans the installed entry points first (as
+xarray's ``refresh_engines``): a worker started before a plug-in was installed beside it finds it then. When the
+name is still unknown, :func:`unknown_note` says which plug-ins this process holds and what to do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-_loaders: list[Callable[[], bool]] = []
+_loaders: list[Callable[[str], bool]] = []
+_notes: list[Callable[[], str]] = []
 
 
-def install(loader: Callable[[], bool]) -> None:
-    """Make ``loader`` (``() -> bool``: True when it loaded something now) answer the registries' misses."""
+def install(loader: Callable[[str], bool], note: Callable[[], str] | None = None) -> None:
+    """Make ``loader`` (``(what) -> bool``: True when it loaded something now) answer the registries' misses, and
+    ``note`` (``() -> str``) add to their messages."""
     if loader not in _loaders:
         _loaders.append(loader)
+    if note is not None and note not in _notes:
+        _notes.append(note)
 
 
-def load_on_miss() -> bool:
-    """Called by a registry lookup that found no record of a name; True when a loader loaded something now (the
-    lookup is worth trying again)."""
-    return any([loader() for loader in _loaders])
+def load_on_miss(what: str = "") -> bool:
+    """Called by a registry lookup that found no record of ``what`` (``"criterion heldout_sse"``); True when a
+    loader loaded something now (the lookup is worth trying again)."""
+    return any([loader(what) for loader in _loaders])
+
+
+def unknown_note() -> str:
+    """What an unknown name's message adds: the plug-ins loaded in this process and what to do ("" before the
+    loader is installed)."""
+    return "".join(note() for note in _notes)

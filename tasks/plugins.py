@@ -1,12 +1,16 @@
-"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria, schemes or kinds of objects.
+"""Plug-ins: installed packages that add datasets, algorithms, predictors, criteria, schemes, kinds of objects or
+file readers.
 
 A distribution declares an entry point in the group ``ordercube.plugins``; its value names a module, whose
 import registers what it adds, or a callable ``module:register`` called with no argument. Each is loaded
 once per process: by the driver before a config is read (:func:`ordercube.pipeline.config.plugins.load_plugins`), and
 elsewhere (a worker of any cluster) on the first lookup of a name no registry holds (``get_algorithm``,
-``get_criterion``, ``get_predictor``, ``get_synthetic`` reach :func:`load_on_miss` through :mod:`ordercube.tasks.misses`), so a
-worker needs no preload. The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not packaged) are
-loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
+``get_criterion``, ``get_predictor``, ``get_synthetic``, ``get_reader`` reach :func:`load_on_miss` through
+:mod:`ordercube.tasks.misses`), so a worker needs no preload. A later miss rescans the installed entry points once
+per missed name while nothing on ``sys.path`` changes (as xarray's ``refresh_engines``): a plug-in installed beside
+a running worker is found then, and a name still unknown fails with the plug-ins loaded and what to do
+(:func:`unknown_note`). The modules named in ``ORDERCUBE_PLUGINS`` (comma-separated; a module on the path, not
+packaged) are loaded after them, the same way; one named later in the process (a test's command run in-process) is loaded by
 the next :func:`load`.
 
 This module is on the ``tasks`` side of the wall: it imports nothing of ``pipeline``, and its errors are
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,6 +79,9 @@ _loading = False
 _done: dict[tuple[str, str, str], Plugin] = {}  # by (distribution, entry point, value), in loading order
 _failed: dict[tuple[str, str, str], PluginError] = {}
 _scanned: str | None = None  # ORDERCUBE_PLUGINS when every declared plug-in was last loaded (None: never)
+# The missed names the entry points were rescanned for, with the folders of sys.path as they were then: a name is
+# rescanned for again only once something was installed or removed there (a folder's mtime moved).
+_rescanned: dict[str, tuple[tuple[str, int], ...]] = {}
 # Which plug-in registered each (kind, name), for a message about a name taken twice.
 _owners: dict[tuple[str, str], Plugin] = {}
 
@@ -85,10 +93,11 @@ def registries() -> dict[str, dict[str, Any]]:
     from ordercube.tasks.criteria import CRITERIA
     from ordercube.tasks.datasets.synthetic import SYNTHETIC
     from ordercube.tasks.predictors import PREDICTORS
+    from ordercube.tasks.readers import READERS
     from ordercube.tasks.schemes import SCHEMES
 
     return {"algorithm": ALGORITHMS, "criterion": CRITERIA, "dataset": SYNTHETIC, "predictor": PREDICTORS,
-            "objects": OBJECTS, "scheme": SCHEMES}
+            "objects": OBJECTS, "scheme": SCHEMES, "reader": READERS}
 
 
 def declared() -> list[Plugin]:
@@ -134,16 +143,45 @@ def load() -> tuple[Plugin, ...]:
         return tuple(_done[(plugin.distribution, plugin.name, plugin.value)] for plugin in plugins)
 
 
-def load_on_miss() -> bool:
-    """Called by a registry lookup that found no record of a name: load the plug-ins unless this process has done
-    so already (with the same ``ORDERCUBE_PLUGINS``); True when a plug-in was loaded now (the lookup is worth
-    trying again)."""
+def load_on_miss(what: str = "") -> bool:
+    """Called by a registry lookup that found no record of ``what`` (``"dataset piecewise_constant"``): load the
+    plug-ins unless this process has done so already (with the same ``ORDERCUBE_PLUGINS``); after that, rescan the
+    installed entry points, import caches invalidated, once per missed name and state of the folders on
+    ``sys.path`` (a distribution installed since is found; a name looked up again and again in an unchanged
+    environment costs no scan). True when a plug-in was loaded now (the lookup is worth trying again)."""
     with _lock:
-        if _loading or _scanned == os.environ.get(VARIABLE, ""):
+        if _loading:
             return False
+        if _scanned == os.environ.get(VARIABLE, ""):
+            state = _path_state()
+            if _rescanned.get(what) == state:
+                return False
+            _rescanned[what] = state
+            importlib.invalidate_caches()  # the path finders' and importlib.metadata's cached folder listings
         before = len(_done)
         load()
         return len(_done) > before
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """The folders of ``sys.path`` with their modification times: pip installing or removing a distribution in
+    one changes its time (microseconds to read, against milliseconds for a scan of the entry points)."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, -1))
+    return tuple(state)
+
+
+def unknown_note() -> str:
+    """What the message of a name no registry holds adds: the plug-ins loaded in this process and what to do."""
+    plugins = loaded()
+    names = ", ".join(f"{plugin.distribution} ({plugin.name})" for plugin in plugins) if plugins else "none"
+    return (f"; plug-ins loaded in this process: {names} (the entry points of group {GROUP} were rescanned); a name "
+            "a plug-in registers needs the plug-in installed where this process runs: install it in the workers' "
+            f"environment and restart the workers, or name its module in {VARIABLE} (comma-separated) for them")
 
 
 def loaded() -> tuple[Plugin, ...]:
@@ -187,8 +225,9 @@ def _snapshot() -> dict[str, dict[str, Any]]:
 def _restore(before: Mapping[str, Mapping[str, Any]]) -> None:
     """Put the registries back as they were before a plug-in that is refused."""
     for kind, registry in registries().items():
+        own = {name: record for name, record in registry.items() if getattr(record, "builtin", False)}
         registry.clear()
-        registry.update(before[kind])
+        registry.update({**own, **before[kind]})  # ordercube's own readers stay, first imported by the plug-in
 
 
 def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -198,6 +237,8 @@ def _changes(plugin: Plugin, before: Mapping[str, Mapping[str, Any]]) -> list[tu
         old = before[kind]
         for name, record in registry.items():
             if name in old and old[name] is record:
+                continue
+            if name not in old and getattr(record, "builtin", False):  # ordercube's own readers, first imported now
                 continue
             if name in old:
                 owner = _owners.get((kind, name))
@@ -225,10 +266,11 @@ def _record_types() -> dict[str, type | None]:
     from ordercube.tasks.capabilities import ObjectKind
     from ordercube.tasks.criteria import Criterion
     from ordercube.tasks.datasets.synthetic import SyntheticDataset
+    from ordercube.tasks.readers import Reader
     from ordercube.tasks.schemes import Scheme
 
     return {"algorithm": BaseAlgorithm, "criterion": Criterion, "dataset": SyntheticDataset, "predictor": None,
-            "objects": ObjectKind, "scheme": Scheme}
+            "objects": ObjectKind, "scheme": Scheme, "reader": Reader}
 
 
 def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:
@@ -247,4 +289,4 @@ def _invalid(kind: str, name: str, record: Any) -> tuple[str, str] | None:
     return None
 
 
-misses.install(load_on_miss)  # the registries' lookups reach the loader through this hook
+misses.install(load_on_miss, unknown_note)  # the registries' lookups reach the loader through this hook

@@ -159,9 +159,9 @@ def get_predictor(name: str) -> Predictor:
     try:
         return PREDICTORS[name]
     except KeyError:
-        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss():
+        if load_on_miss(f"predictor {name}"):
             return get_predictor(name)
         raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)} "
-                         "or a scikit-learn classifier by import path (sklearn.svm.SVC)") from None
+                         f"or a scikit-learn classifier by import path (sklearn.svm.SVC){unknown_note()}") from None

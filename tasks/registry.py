@@ -1,10 +1,11 @@
 """Where a plug-in registers what it adds: a kind of objects, a dataset kind, an algorithm (of any kind), a predictor,
-a criterion, a resampling scheme.
+a criterion, a resampling scheme, a file reader.
 
 Each function refuses a name already taken (naming the module that registers it, so an error names the plug-in)
 and a record of the wrong type; the registries themselves are ``ordercube.tasks.datasets.SYNTHETIC``,
 ``ordercube.tasks.algorithms.ALGORITHMS``, ``ordercube.tasks.predictors.PREDICTORS`` (with ``PREDICTOR_TAKES``),
-``ordercube.tasks.criteria.CRITERIA`` (with ``VARIABLES``) and ``ordercube.tasks.schemes.SCHEMES``. What fits what
+``ordercube.tasks.criteria.CRITERIA`` (with ``VARIABLES``), ``ordercube.tasks.schemes.SCHEMES`` and
+``ordercube.tasks.readers.READERS``. What fits what
 is then :func:`ordercube.tasks.capabilities.why_not`'s.
 """
 
@@ -21,6 +22,7 @@ from ordercube.tasks.criteria import CRITERIA, VARIABLES
 from ordercube.tasks.criteria.base import Criterion
 from ordercube.tasks.datasets import SYNTHETIC, SyntheticDataset
 from ordercube.tasks.predictors import PREDICTOR_TAKES, PREDICTORS
+from ordercube.tasks.readers import READERS, Reader
 from ordercube.tasks.schemes import SCHEMES, Scheme
 
 
@@ -89,3 +91,19 @@ def register_scheme(scheme: Scheme) -> None:
     give the criteria, its parameters with their ranges, the roles of its parts and its cost."""
     _free(SCHEMES, getattr(scheme, "name", ""), "scheme", Scheme, scheme, _caller())
     SCHEMES[scheme.name] = scheme
+
+
+def register_reader(reader: Reader) -> None:
+    """Add a file reader (:class:`ordercube.tasks.readers.Reader`: the suffixes and the sniff of the formats it
+    opens, its ``open(file, **options) -> TableRead`` and the entry keys it reads); ``kind: file`` datasets pick it
+    by suffix or sniff, or by ``reader: NAME``."""
+    who = _caller()
+    _free(READERS, getattr(reader, "name", ""), "reader", Reader, reader, who)
+    if not callable(reader.open):
+        raise TypeError(f"{who}: register_reader({reader.name!r}): open must be a function, got {reader.open!r}")
+    bad = [suffix for suffix in reader.suffixes if not (isinstance(suffix, str) and suffix.startswith(".")
+                                                         and suffix == suffix.lower())]
+    if bad:
+        raise ValueError(f"{who}: register_reader({reader.name!r}): suffixes are lower case with their dot "
+                         f"(\".parquet\"), got {bad}")
+    READERS[reader.name] = reader

@@ -75,6 +75,20 @@ def test_the_registry_pages_list_exactly_the_registries_with_their_ranges():
     assert uncited == [], f"algorithms whose docstrings cite no paper: {uncited}"
 
 
+def test_the_datasets_page_lists_every_registered_reader_with_its_options():
+    page = reference.render_datasets()
+    table = page[page.index("File readers"):page.index(".. _datasets-objects:")]
+    readers = reference.registries()["reader"]
+    assert {"csv", "npy", "parquet", "mtx", "h5ad", "edge_list"} <= set(readers)
+    for name, reader in readers.items():
+        row = table[table.index(f"   * - ``{name}``"):]
+        row = row[:row.index("   * - ", 5)] if "   * - " in row[5:] else row
+        for suffix in reader.suffixes:
+            assert f"``{suffix}``" in row, (name, suffix)
+        for option in reader.options:
+            assert f"``{option}``" in row, (name, option)
+
+
 def test_a_plugins_registrations_appear_in_the_reference(tmp_path):
     (tmp_path / "demo_reference_plugin.py").write_text(textwrap.dedent('''
         import numpy as np

@@ -118,6 +118,7 @@ def _added_by(kind: str, name: str) -> list[str]:
 
 def load_plugins() -> None:
     """Register what installed plug-ins add (entry-point group ``ordercube.plugins`` and ``ORDERCUBE_PLUGINS``)."""
+    from ordercube.pipeline.data import formats  # noqa: F401  (ordercube's own readers, before any plug-in's)
     from ordercube.tasks import plugins
 
     plugins.load()
@@ -461,6 +462,14 @@ def render_predictors(records: Mapping[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _opens(name: str, reader: Any) -> str:
+    """What a reader opens, for the readers' table: its suffixes and whether its first bytes are recognised."""
+    if not reader.suffixes:
+        return f"``kind: {name}``, or ``reader: {name}``"
+    suffixes = ", ".join(f"``{suffix}``" for suffix in reader.suffixes)
+    return f"{suffixes}, or by its first bytes" if reader.sniff is not None else suffixes
+
+
 def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[str, Any] | None = None) -> str:
     from ordercube.pipeline.data.catalog import registry as catalog
     from ordercube.pipeline.config.dataspec import TABLE_KINDS
@@ -493,6 +502,16 @@ def render_datasets(records: Mapping[str, Any] | None = None, objects: Mapping[s
     lines += [".. _datasets-matrices:", "", *_title("Matrix kinds", "-")]
     lines += _list_table(["kind", "provides"], [[f"``{kind}``", ", ".join(f"``{p}``" for p in MATRIX_PROVIDES.get(kind, ()))
                                                  or "\\-"] for kind in MATRIX_KINDS])
+    lines += [".. _datasets-readers:", "", *_title("File readers", "-"),
+              "The readers a ``kind: file`` dataset is read with: the entry's ``reader:``, else the one claiming the",
+              "file's suffix, else the one recognising its first bytes; a reader without suffixes reads the kind of",
+              "its name. The options are the dataset-entry keys each reads.", ""]
+    readers = every["reader"]
+    lines += _list_table(["reader", "opens", "options", "objects", "needs", "what"],
+                         [[f"``{name}``", _opens(name, reader),
+                           ", ".join(f"``{option}``" for option in reader.options) or "\\-", f"``{reader.objects}``",
+                           _escape(reader.requires), _escape(reader.description)]
+                          for name, reader in sorted(readers.items())])
     lines += [".. _datasets-objects:", "", *_title("Kinds of objects", "-")]
     lines += _list_table(["objects", "a dataset of them", "comes from"],
                          [[f"``{name}``", _escape(kind.dataset), _escape(kind.source)] for name, kind in objects.items()])

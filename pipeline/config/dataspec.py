@@ -55,8 +55,11 @@ def _extension_arrays() -> tuple[type, ...]:
 def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Path, ks: tuple[int, ...]) -> DatasetSpec:
     """The spec of ``datasets[i]``; its one-line description (``spec.read``) says what was read."""
     key = f"datasets[{i}]"
-    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", "nodes", "format", *TABLE_KEYS},
-                key)
+    from ordercube.pipeline.data import formats  # noqa: F401  (every reader of ordercube registered; no pandas)
+    from ordercube.pipeline.data.readers import option_keys
+
+    _check_keys(entry, {"name", "kind", "params", "n", "true_k", "learning", "sweep", "reader", *option_keys(),
+                        *TABLE_KEYS}, key)
     name = _name(_require(entry, "name", f"{key}."), f"{key}.name")
     kind = entry.get("kind", "memory" if "data" in entry else None)
     if kind is None:
@@ -64,26 +67,20 @@ def dataset_spec(entry: Any, i: int, global_n: list[int | str] | None, base: Pat
     if not isinstance(kind, str):
         raise ConfigError(f"{key}.kind", f"expected one name, got {show(kind)}", "write e.g. kind: file")
     n_raw = _n_values(entry["n"], f"{key}.n") if "n" in entry else global_n
+    reader = _reader_of(entry, key, kind)
+    _check_reader_keys(entry, key, reader, kind)
     if n_raw is None:
-        if kind not in (*MATRIX_KINDS, *TABLE_KINDS, "edge_list", "distances"):
+        if reader is None and kind != "memory":
             if kind not in SYNTHETIC:
                 raise _unknown_kind(key, kind)  # said before the missing n a known kind would need
             raise ConfigError(f"{key}.n", f"no sample sizes: a generated dataset ({show(kind)}) has no size to default "
                               "to", "give 'n' at the top level or in this dataset, e.g. n: [100, 300]")
         n_raw = ["all"]  # every row of a file or an array, every tile or row of a matrix
-    if "nodes" in entry and kind != "edge_list":
-        raise ConfigError(f"{key}.nodes", "only an edge_list dataset takes a node list", "remove it, or set kind: edge_list")
-    if "format" in entry and kind != "boolean_matrix":
-        raise ConfigError(f"{key}.format", "only a boolean_matrix dataset takes a format (edges or dense)",
-                          "remove it (other kinds read their layout from the file)")
-    if kind in MATRIX_KINDS:
-        spec = _matrix_dataset(entry, key, name, kind, n_raw, base)
-    elif kind in TABLE_KINDS:
+    if reader is not None:
+        build = _FILE_DATASETS.get(reader.name, _file_dataset)
+        spec = build(entry, key, name, n_raw, base, reader)
+    elif kind == "memory":
         spec = _table_dataset(entry, key, name, kind, n_raw, base)
-    elif kind == "edge_list":
-        spec = _edge_list_dataset(entry, key, name, n_raw, base)
-    elif kind == "distances":
-        spec = distances_dataset(entry, key, name, n_raw, base)
     else:
         spec = _synthetic_dataset(entry, key, name, kind, n_raw)
     if "true_k" in entry:
@@ -147,7 +144,54 @@ def _describe(spec: DatasetSpec, *, given: bool) -> str:
     return f"synthetic {spec.kind}, {objects_kind(spec.objects).fresh.format(features=spec.n_features)}; {truth}"
 
 
-def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> DatasetSpec:
+def _reader_of(entry: Mapping[str, Any], key: str, kind: str) -> Any:
+    """The reader of a file dataset: ``kind: file`` with the entry's ``reader:`` (None: chosen when the file is
+    read, by suffix or first bytes), or a kind named after one of ordercube's readers of other objects than points
+    (``edge_list``, ``distances``, ``image``, ``boolean_matrix``); None for a generator or an array."""
+    from ordercube.pipeline.data.readers import named_reader
+
+    if kind == "file":
+        if entry.get("reader") is not None:
+            return named_reader(entry["reader"], key)
+        return _GUESSED
+    if "reader" in entry:
+        raise ConfigError(f"{key}.reader", f"a {show(kind)} dataset is not read from a file by a reader",
+                          "remove 'reader', or set kind: file")
+    if kind in _FILE_DATASETS:
+        return named_reader(kind, key)
+    return None
+
+
+def _check_reader_keys(entry: Mapping[str, Any], key: str, reader: Any, kind: str) -> None:
+    """A key only some readers read (``nodes``, ``layer``, ...) is refused where the dataset's reader is known
+    and does not read it (a reader chosen by the file's suffix is checked once chosen)."""
+    from ordercube.pipeline.data.readers import not_read, option_keys
+
+    if reader is _GUESSED:
+        return
+    for option in sorted(option_keys() - TABLE_KEYS):
+        if option in entry and (reader is None or option not in reader.options):
+            by = f" read by the {reader.name} reader" if reader is not None and reader.name != kind else ""
+            raise not_read(option, f"a {show(kind)} dataset{by}", key)
+
+
+class _Guessed:
+    """The reader of a ``kind: file`` entry without ``reader:``, chosen by the file's suffix or first bytes."""
+
+    name = ""
+
+
+_GUESSED = _Guessed()
+
+
+def _file_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path,
+                  reader: Any) -> DatasetSpec:
+    """A table of points read by its reader (the named one, or the one the file's suffix or bytes choose)."""
+    return _table_dataset(entry, key, name, "file", n_raw, base, reader=reader.name or None)
+
+
+def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path,
+                       reader: Any = None) -> DatasetSpec:
     """A signed graph from a weighted edge list (:mod:`ordercube.pipeline.data.graphfiles`): its nodes are the objects."""
     for extra in sorted(TABLE_KEYS - {"path"}) + ["params"]:
         if extra in entry:
@@ -175,8 +219,9 @@ def _edge_list_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: lis
                        read=graph.read, classes=graph.classes, objects="graph")
 
 
-def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
-                    base: Path) -> DatasetSpec:
+def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path,
+                    reader: Any) -> DatasetSpec:
+    kind = reader.name
     for extra in sorted(TABLE_KEYS - {"path"}):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"a {kind} dataset takes path and params, not '{extra}'", f"remove '{extra}'")
@@ -193,7 +238,7 @@ def _matrix_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_
 
 def _unknown_kind(key: str, kind: str) -> ConfigError:
     return ConfigError(f"{key}.kind", f"unknown dataset {show(kind)}",
-                       f"expected one of {sorted([*SYNTHETIC, 'distances', 'edge_list', 'file'])} (or 'data' from Python)")
+                       f"expected one of {sorted([*SYNTHETIC, *_FILE_DATASETS, 'file'])} (or 'data' from Python)")
 
 
 def _synthetic_dataset(entry: Mapping[str, Any], key: str, name: str, kind: Any, n_raw: list[int | str]) -> DatasetSpec:
@@ -267,10 +312,11 @@ def _labels_entry(labels: Any, key: str, base: Path) -> tuple[str | None, Any, A
 
 
 def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_raw: list[int | str],
-                   base: Path, objects: str = "points") -> DatasetSpec:
+                   base: Path, objects: str = "points", reader: str | None = None) -> DatasetSpec:
     if "params" in entry:
         raise ConfigError(f"{key}.params", f"{kind} datasets take no params", "use 'preprocess' steps")
     from ordercube.pipeline.data.datafiles import load_file_dataset  # pandas: for tables only
+    from ordercube.pipeline.data.readers import identity_of
     from ordercube.pipeline.data.tables import reading_of
 
     labels_path, labels_column, label_values = _labels_entry(entry.get("labels"), key, base)
@@ -290,9 +336,10 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
         if not isinstance(path, str):
             raise ConfigError(f"{key}.path", f"expected a file path, got {show(path)}", "give a string")
         spec = replace(spec, path=resolve_path(path, base, f"{key}.path"))  # a file, or catalog:DATASET/FILE
-        loaded = load_file_dataset(spec, key)
+        loaded, chosen, options = load_file_dataset(spec, key, entry, TABLE_KEYS, reader)
+        read_by = identity_of(chosen, options)
     else:
-        loaded = _memory(entry, key, spec, label_values)
+        loaded, read_by = _memory(entry, key, spec, label_values), {}
     size = loaded.X.shape[0]
     n = tuple(size if v == "all" else int(v) for v in n_raw)
     for j, value in enumerate(n):
@@ -304,6 +351,7 @@ def _table_dataset(entry: Mapping[str, Any], key: str, name: str, kind: str, n_r
                                 "preprocess": [[step, dict(params)] for step, params in steps]}
     if reading.given():  # only then: a cube made before these options resumes under the same identity
         identity["reading"] = reading.given()
+    identity.update(read_by)  # the reader, but for CSV and .npy (read so before readers were registered)
     if loaded.labels_reordered:  # a cube computed with the labels in the file's order is not this dataset
         identity["labels_matched"] = "by row name"
     return replace(spec, n=n, true_k=true_k, n_features=loaded.X.shape[1], data=loaded.X, labels=loaded.labels,
@@ -422,15 +470,23 @@ def plain_entry(entry: Any) -> Any:
     return out
 
 
-def distances_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path) -> Any:
+def distances_dataset(entry: Mapping[str, Any], key: str, name: str, n_raw: list[int | str], base: Path,
+                      reader: Any = None) -> Any:
     """The ``DatasetSpec`` of a distance-matrix file."""
     for extra in ("preprocess", "columns", "exclude", "params"):
         if extra in entry:
             raise ConfigError(f"{key}.{extra}", f"a distances dataset takes no '{extra}': its columns are its objects",
                               "remove it (prepare the matrix before, or give the points as kind: file)")
-    spec = _table_dataset({k: v for k, v in entry.items() if k != "kind"}, key, name, "file", n_raw, base, OBJECTS)
+    spec = _table_dataset({k: v for k, v in entry.items() if k not in ("kind", "reader")}, key, name, "file", n_raw,
+                          base, OBJECTS, reader="distances")
     check_dissimilarities(spec.data, f"{key}.path", str(spec.path))
     size = spec.data.shape[0]
     read = spec.read.replace(f"{size} rows x {size} features", f"{size} x {size} dissimilarities", 1)
     return replace(spec, kind="distances", objects=OBJECTS, n_features=size, read=read,
                    identity={**spec.identity, "kind": "distances"})
+
+
+#: The datasets of ordercube's readers of other objects than a table of points, by reader; any other reader's
+#: (a plug-in's too) is a table of points (:func:`_file_dataset`).
+_FILE_DATASETS = {"distances": distances_dataset, "edge_list": _edge_list_dataset, "image": _matrix_dataset,
+                  "boolean_matrix": _matrix_dataset}

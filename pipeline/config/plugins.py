@@ -25,6 +25,8 @@ def load_plugins() -> tuple[Plugin, ...]:
         Naming the plug-in (distribution and entry point) and the fix, when one fails to load or its
         registrations are refused.
     """
+    from ordercube.pipeline.data import formats  # noqa: F401  (ordercube's own readers, before any plug-in's)
+
     try:
         return load()
     except PluginError as error:

@@ -1,6 +1,8 @@
-"""Loading file datasets: CSV or NPY (never pickled), an optional labels file, preprocessing.
+"""Loading file datasets: a table read by its reader (CSV, NPY never pickled, Parquet, Matrix Market, AnnData, a
+plug-in's), an optional labels file, preprocessing.
 
-Each file is read once through :func:`ordercube.pipeline.files.inputfile.read_input`; a labels file is matched to the rows by
+Each file is read once through :func:`ordercube.pipeline.files.inputfile.read_input` and opened by its reader
+(:mod:`ordercube.pipeline.data.readers`); a labels file is matched to the rows by
 :mod:`ordercube.pipeline.data.labelfiles`. Every value is checked: inf (or a number beyond float64's range, which reads as inf)
 is refused where it is read, naming the file, the row and the column; a missing value (an empty cell, ``nan``)
 is allowed only when a ``drop_missing`` or ``impute`` step removes it; after preprocessing, the values
@@ -12,6 +14,7 @@ rescaled: the config stays the record of what was clustered, and the fix (a ``st
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,15 +23,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube.pipeline.errors import ConfigError
-from ordercube.pipeline.files.inputfile import InputFile, read_input
 from ordercube.pipeline.data.labelfiles import Matched, match_rows, read_labels_file
 from ordercube.pipeline.data.tables import (
-    LabelSet, Reading, Selected, Table, array_table, label_set, read_csv_table, read_npy, select,
+    LabelSet, Reading, Selected, Table, label_set, select,
 )
 from ordercube.tasks.datasets.bounds import first_nonfinite, rows_identical, too_large, too_small
 from ordercube.tasks.preprocess import apply_steps
 
-DATA_TYPES = (".csv", ".npy")
 #: Steps after which column j of the matrix is still column j of the file (others move or mix columns).
 COLUMN_KEEPING_STEPS = frozenset({"clip", "log", "standardize", "impute", "drop_missing"})
 MISSING_FIX = "add a preprocess step '- impute: {strategy: row_mean}' or '- drop_missing: {}'"
@@ -60,22 +61,15 @@ class Matrix:
         return f"{self.row_word} {number}, {self.columns[column]}"
 
 
-def read_data_file(path: Path, key: str) -> InputFile:
-    """The bytes of a data file, its type checked first (nothing is read to refuse a ``.txt``)."""
-    if path.suffix not in DATA_TYPES:
-        raise ConfigError(key, f"unsupported file type {path.suffix!r} for {path}", "use a .csv or .npy file")
-    return read_input(path, key, expected="a .csv or .npy data file")
+def read_table(path: Path, key: str, reading: Reading, entry: Mapping[str, Any] | None = None) -> tuple[Table, Any]:
+    """The table of a data file read once by its reader (:mod:`ordercube.pipeline.data.readers`: the entry's
+    ``reader:``, else by suffix or first bytes), and the file's bytes as read."""
+    from ordercube.pipeline.data import formats  # noqa: F401  (every reader of ordercube registered)
+    from ordercube.pipeline.data.readers import open_file
 
-
-def read_table(file: InputFile, key: str, reading: Reading) -> Table:
-    """The cells of a ``.csv`` file (header as ``reading`` says) or of a ``.npy`` array (never unpickled)."""
-    if file.path.suffix == ".npy":
-        if reading.header is not None:
-            raise ConfigError(f"{key.rsplit('.', 1)[0]}.header", f"{file.path} is a .npy array: only .csv files have "
-                              "a header row", "remove 'header' (columns of an array are named by index from 0)")
-        array = read_npy(file, key, kinds="biuf", ndims=(1, 2), expected="a 1-D or 2-D array of real numbers")
-        return array_table(array, str(file.path))
-    return read_csv_table(file, key, reading.header)
+    entry = {**(entry or {}), "header": reading.header}
+    table, file, _, _ = open_file(Path(path), entry.get("reader"), entry, key.rsplit(".", 1)[0], set(entry))
+    return table, file
 
 
 def read_selected(table: Table, reading: Reading, key: str, *,
@@ -92,7 +86,7 @@ def read_data(path: Path, key: str, reading: Reading | None = None) -> Matrix:
     """The feature values of a data file, ``.npy`` (without pickle) or ``.csv`` (a header row by default; a
     first column of row names is recognised when unambiguous). Empty cells become NaN; inf is refused."""
     reading = reading or Reading()
-    return read_selected(read_table(read_data_file(Path(path), key), key, reading), reading, key)[0]
+    return read_selected(read_table(Path(path), key, reading)[0], reading, key)[0]
 
 
 def read_matrix(path: Path, key: str) -> NDArray[np.float64]:
@@ -232,12 +226,18 @@ def _same_objects(selected: Selected, table: Table, key: str) -> None:
                       "the row names")
 
 
-def load_file_dataset(spec: Any, key: str) -> LoadedData:
-    """Read, check and preprocess the file dataset described by ``spec`` (a ``DatasetSpec``): each file is read
-    once (:func:`ordercube.pipeline.files.inputfile.read_input`), and the bytes parsed are the bytes whose digest is the identity."""
-    file = read_data_file(Path(spec.path), f"{key}.path")
-    table = read_table(file, f"{key}.path", spec.reading)
-    return load_table(table, spec, key, f"{key}.path", file.sha256)
+def load_file_dataset(spec: Any, key: str, entry: Mapping[str, Any], table_keys: set[str],
+                      reader: str | None = None) -> tuple[LoadedData, Any, dict[str, Any]]:
+    """Read, check and preprocess the file dataset described by ``spec`` (a ``DatasetSpec``) and its config
+    ``entry``: the file is read once (:func:`ordercube.pipeline.files.inputfile.read_input`) by its reader
+    (``reader``, else the entry's ``reader:``, else by suffix or first bytes), and the bytes parsed are the bytes
+    whose digest is the identity. Returns the data, the reader and the reader's options from the entry."""
+    from ordercube.pipeline.data import formats  # noqa: F401  (every reader of ordercube registered)
+    from ordercube.pipeline.data.readers import open_file
+
+    given = reader if reader is not None else entry.get("reader")
+    table, file, chosen, options = open_file(Path(spec.path), given, entry, key, table_keys)
+    return load_table(table, spec, key, f"{key}.path", file.sha256), chosen, options
 
 
 def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
@@ -268,7 +268,7 @@ def load_table(table: Table, spec: Any, key: str, data_key: str, digest: str,
     if spec.preprocess:
         read += f" -> {X.shape[0]} x {X.shape[1]} after {', '.join(step for step, _ in spec.preprocess)}"
     if rows is None:  # transposed: the objects are the table's feature columns
-        names = selected.column_labels if table.naming in ("header", "label") else ()
+        names = selected.column_labels if table.naming in ("header", "label", "column") else ()
     else:
         names = tuple(selected.row_labels[i] for i in rows) if selected.row_labels else ()
     return LoadedData(X=np.ascontiguousarray(X), labels=None if labels is None else labels.codes, sha256=digest,

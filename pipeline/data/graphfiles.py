@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube.pipeline.errors import ConfigError
-from ordercube.pipeline.files.inputfile import read_input
+from ordercube.pipeline.files.inputfile import InputFile, read_input
 from ordercube.pipeline.data.matrixfiles import MAX_MATRIX_CELLS, csv_rows
 
 Rows = list[tuple[int, list[str]]]
@@ -127,6 +127,15 @@ def load_edge_list(path: str, nodes_path: str | None, key: str) -> LoadedGraph:
     """The weight matrix of the graph in ``path`` (nodes ordered as listed in ``nodes_path``, else by first
     appearance), with the nodes' classes when ``nodes_path`` has them."""
     edges_file = read_input(path, f"{key}.path", expected="a CSV edge list (source,target,weight)")
+    nodes_file = read_input(nodes_path, f"{key}.nodes", expected="a CSV node list (node[,class])") if nodes_path else None
+    return graph_of(edges_file, nodes_file, nodes_path, key)[0]
+
+
+def graph_of(edges_file: InputFile, nodes_file: InputFile | None, nodes_path: str | None,
+             key: str) -> tuple[LoadedGraph, tuple[str, ...]]:
+    """The graph of an edge list's bytes and its optional node list's (the ``edge_list`` reader; see
+    :func:`load_edge_list`), with the nodes' names in the matrix's order."""
+    path = str(edges_file.path)
     rows = csv_rows(edges_file, f"{key}.path")
     if len(rows) < 2:
         raise ConfigError(f"{key}.path", f"{path} holds no edges (a header row, then source,target,weight per line)",
@@ -134,8 +143,7 @@ def load_edge_list(path: str, nodes_path: str | None, key: str) -> LoadedGraph:
     digest = hashlib.sha256(edges_file.data)
     listed: dict[str, int] = {}
     classes = None
-    if nodes_path:
-        nodes_file = read_input(nodes_path, f"{key}.nodes", expected="a CSV node list (node[,class])")
+    if nodes_file is not None:
         listed, classes = _nodes(csv_rows(nodes_file, f"{key}.nodes"), nodes_path, f"{key}.nodes")
         digest.update(b"|nodes|" + nodes_file.data)
     index = dict(listed)
@@ -155,4 +163,4 @@ def load_edge_list(path: str, nodes_path: str | None, key: str) -> LoadedGraph:
     read = (f"{len(index)} nodes, {len(ends)} edges ({int(np.sum(np.asarray(weights) > 0))} positive) from {path}"
             + (f"; classes from {nodes_path}: " + ", ".join(f"{c} {int(np.sum(labels == i))}" for i, c in enumerate(names))
                if labels is not None else ""))
-    return LoadedGraph(weights=W, labels=labels, classes=names, sha256=digest.hexdigest(), read=read)
+    return LoadedGraph(weights=W, labels=labels, classes=names, sha256=digest.hexdigest(), read=read), tuple(index)

@@ -47,7 +47,12 @@ class LoadedImage:
 
 def load_image(path: str, key: str) -> LoadedImage:
     """The grey levels of the image at ``path`` (PNG or CSV), its format's peak level, what was read, its digest."""
-    file = read_input(path, key, expected=EXPECTED)
+    return image_of(read_input(path, key, expected=EXPECTED), key)
+
+
+def image_of(file: InputFile, key: str) -> LoadedImage:
+    """The grey levels of an image file's bytes: a PNG by its name's suffix, else a CSV (the ``image`` reader)."""
+    path = str(file.path)
     if path.lower().endswith(".png"):
         pixels, peak = _png(file, key)
     else:

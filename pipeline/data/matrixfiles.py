@@ -97,7 +97,13 @@ def load_boolean_matrix(path: str, key: str, layout: str | None = None) -> Loade
     """The 0/1 matrix at ``path`` in the ``layout`` given (``edges``, ``dense``), or inferred when only one reading
     is possible; ``key`` is the dataset's (problems with the file go under ``key.path``, with the layout under
     ``key.format``)."""
-    file = read_input(path, f"{key}.path", expected="a 0/1 CSV matrix or a user,permission edge list")
+    return boolean_of(read_input(path, f"{key}.path", expected="a 0/1 CSV matrix or a user,permission edge list"),
+                      key, layout)
+
+
+def boolean_of(file: InputFile, key: str, layout: str | None = None) -> LoadedMatrix:
+    """The 0/1 matrix of a file's bytes (the ``boolean_matrix`` reader; see :func:`load_boolean_matrix`)."""
+    path = str(file.path)
     rows = csv_rows(file, f"{key}.path")
     if len(rows) < 2:
         raise ConfigError(f"{key}.path", f"{path} holds no data rows", "give a header row, then one row per user (or "

@@ -16,7 +16,7 @@ without a header row, counted as ``cut -f`` and spreadsheets count, like our 1-b
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,10 @@ class Table:
     row_word: str  # "data row" (1-based) or "row index" (0-based)
     header_note: str = ""
     numbers: NDArray[np.float64] | None = None  # every cell as a number, NaN where it is not one (CSV text)
+    # Columns of the file that are never features, by name (an AnnData file's obs): a labels or row-names column
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    index_names: tuple[str, ...] = ()  # the rows' names the file gives apart from its columns (an index, obs_names)
+    index_note: str = "row names from the file"
 
     def not_numbers(self, j: int) -> NDArray[np.bool_]:
         """Where column ``j`` holds text that is not a number (:func:`not_numbers`)."""
@@ -61,7 +65,7 @@ class Table:
         name = self.names[j]
         if self.naming == "header" and name == "":
             return f"column {j + 1} (no name in the header row)"
-        return f"column {name!r}" if self.naming in ("header", "label") else f"column {name}"
+        return f"column {name!r}" if self.naming in ("header", "label", "column") else f"column {name}"
 
     def row(self, i: int) -> str:
         return f"{self.row_word} {i + 1 if self.row_word == 'data row' else i}"
@@ -71,13 +75,16 @@ class Table:
         for j, name in enumerate(self.names):
             if given == name and type(given) is not bool:
                 return j
-        if not isinstance(given, (bool, float)) and self.naming in ("header", "position", "index", "label"):
+        if not isinstance(given, (bool, float)) and self.naming in ("header", "position", "index", "label", "column"):
             for j, name in enumerate(self.names):  # YAML reads a name like 2001 as an integer
                 if str(given) == str(name) and str(name) != "":
                     return j
         how = {"header": "by the names in its header row", "position": "by position from 1 (it has no header row)",
-               "index": "by index from 0", "label": "by the DataFrame's column labels"}[self.naming]
+               "index": "by index from 0", "label": "by the DataFrame's column labels",
+               "column": "by the names the file gives them"}[self.naming]
         names = [str(n) for n in self.names]
+        if self.extra:
+            how += f"; besides them it holds {sorted(map(str, self.extra))}, never features"
         listed = names if len(names) <= MAX_SHOWN else [*names[:MAX_SHOWN - 2], "...", names[-1]]
         raise ConfigError(key, f"no column {given!r} in {self.source} (its {len(names)} columns are named {how})",
                           f"use one of {listed}")
@@ -253,7 +260,8 @@ def _resolve_all(table: Table, values: Sequence[Any] | None, key: str) -> list[i
 
 def inferred_row_names(table: Table, taken: set[int]) -> int | None:
     """The first column, when it is unambiguously row names: no name in the header row, or distinct text."""
-    if table.cells.shape[1] < 2 or 0 in taken or table.naming not in ("header", "position"):
+    if table.cells.shape[1] < 2 or 0 in taken or table.naming not in ("header", "position", "column") \
+            or table.index_names:
         return None
     column = table.cells[0]
     if table.naming == "header" and table.names[0] == "":
@@ -274,11 +282,19 @@ def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimila
     notes: list[str] = []
     row_names = ""
     names_at = None
-    if reading.row_names is not None:
+    index_names = table.index_names
+    if index_names:
+        row_names = table.index_note
+    if reading.row_names is not None and reading.row_names in table.extra:
+        index_names = tuple(str(cell) for cell in table.extra[reading.row_names])
+        row_names = f"row names from {reading.row_names!r}"
+    elif reading.row_names is not None:
         j = table.find(reading.row_names, f"{key}.row_names")
         roles[j], row_names, names_at = "row names", f"row names from {table.shown(j)}", j
     label_values = None
-    if reading.label_column is not None:
+    if reading.label_column is not None and reading.label_in_table and reading.label_column in table.extra:
+        label_values = pd.Series(np.asarray(table.extra[reading.label_column], dtype=object))
+    elif reading.label_column is not None:
         try:
             j = table.find(reading.label_column, f"{key}.labels.column")
         except ConfigError:
@@ -313,7 +329,7 @@ def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimila
         raise ConfigError(f"{key}.columns" if reading.columns is not None else f"{key}.exclude",
                           f"no feature column is left in {table.source}", "keep at least one column of numbers")
     X = _numbers(table, features, data_key, dissimilarities)
-    row_labels = () if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
+    row_labels = index_names if names_at is None else tuple(str(cell) for cell in table.cells[names_at])
     names_header = str(table.names[names_at]) if names_at is not None and table.naming == "header" else ""
     return Selected(X, tuple(table.shown(j) for j in features), row_names, label_values, tuple(notes), row_labels,
                     tuple(str(table.names[j]) for j in features), names_header)

@@ -189,9 +189,9 @@ def get_algorithm(name: str) -> BaseAlgorithm:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss():
+        if load_on_miss(f"algorithm {name}"):
             return get_algorithm(name)
         raise ValueError(f"unknown algorithm {name!r}; expected one of {sorted(ALGORITHMS)} "
-                         "or a scikit-learn clusterer by import path (sklearn.cluster.Birch)") from None
+                         f"or a scikit-learn clusterer by import path (sklearn.cluster.Birch){unknown_note()}") from None

@@ -44,11 +44,11 @@ def get_criterion(name: str) -> Criterion:
     try:
         return CRITERIA[name]
     except KeyError:
-        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss():
+        if load_on_miss(f"criterion {name}"):
             return get_criterion(name)
-        raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}") from None
+        raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}{unknown_note()}") from None
 
 
 def is_reduced(name: str) -> bool:

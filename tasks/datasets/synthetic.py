@@ -348,8 +348,8 @@ def get_synthetic(name: str) -> SyntheticDataset:
     try:
         return SYNTHETIC[name]
     except KeyError:
-        from ordercube.tasks.misses import load_on_miss  # a plug-in's name where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss():
+        if load_on_miss(f"dataset {name}"):
             return get_synthetic(name)
-        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(SYNTHETIC)}") from None
+        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(SYNTHETIC)}{unknown_note()}") from None

@@ -22,11 +22,11 @@ def get_scheme(name: str) -> Scheme:
     try:
         return SCHEMES[name or DEFAULT]
     except KeyError:
-        from ordercube.tasks.misses import load_on_miss  # a plug-in's scheme where none is loaded yet (a worker)
+        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's scheme where none is loaded yet (a worker)
 
-        if load_on_miss():
+        if load_on_miss(f"scheme {name}"):
             return get_scheme(name)
-        raise KeyError(f"unknown scheme {name!r}; valid: {sorted(SCHEMES)}") from None
+        raise KeyError(f"unknown scheme {name!r}; valid: {sorted(SCHEMES)}{unknown_note()}") from None
 
 
 def scheme_of(spec: BlockSpec) -> tuple[Scheme, dict[str, object]]:
