@@ -84,7 +84,8 @@ def test_sweep_on_a_callers_local_cluster_equals_the_cli_and_leaves_the_cluster_
         "the sweep's tasks are not held by one span of their own on the caller's scheduler (the dashboard's name for it)"
     chosen = ordercube.select_k(cube)
     expected = reduce_select_k(criterion_scores(ordercube.open_cube(cli_cube)))
-    xr.testing.assert_identical(chosen, expected)
+    xr.testing.assert_identical(chosen[list(expected.data_vars)], expected)
+    assert {f"lange_{field}" for field in ("k_set", "within_noise", "tied", "small_cluster")} <= set(chosen.data_vars)
     assert int(chosen["lange"].sel(dataset="gauss", n=80, model="km")) == 3
     xr.testing.assert_identical(ordercube.select_k(str(out)), chosen)  # a path works too
     before = cube_bytes(out, keep_seconds=True)
@@ -334,7 +335,13 @@ def test_select_k_is_the_same_from_a_path_open_cube_and_xarrays_open_zarr(small_
         chosen = ordercube.select_k(given)
         xr.testing.assert_identical(chosen[["lange", "pairwise"]], expected[["lange", "pairwise"]])
     re_decided = ordercube.select_k(xr.open_zarr(small_cube), {"pairwise": {"ties": "smallest"}})
-    assert set(re_decided.data_vars) == {"lange", "pairwise"}
+    assert {"lange", "pairwise"} <= set(re_decided.data_vars)
+    # beside each k̂: its k's within noise (k̂ among them), the flags; no stored clusterings: no cluster sizes known
+    for name in ("lange", "pairwise"):
+        k_set = re_decided[f"{name}_k_set"]
+        assert bool(k_set.sel(k=re_decided[name]).all())
+        assert (re_decided[f"{name}_within_noise"] == (k_set.sum("k") > 1)).all()
+        assert (re_decided[f"{name}_smallest_cluster"] == -1).all() and not re_decided[f"{name}_small_cluster"].any()
     with pytest.raises(ordercube.InputError, match=r"^cube_or_scores: expected a cube .* got DataFrame"):
         ordercube.select_k(pd.DataFrame())
 
