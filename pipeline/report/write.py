@@ -29,6 +29,7 @@ from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
 from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, K_SET, LEVEL
 from ordercube.pipeline.reduce.within_noise import rule_words
+from ordercube.pipeline.report.within_noise import cluster_columns, set_words, within_noise_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from ordercube.pipeline.cube.owner import count_planned
@@ -144,11 +145,11 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
     frames = []
     for criterion in map(str, reduced.chosen.data_vars):
         k_hat = reduced.chosen[criterion]
-        columns = {"k_hat": k_hat, "k_set": _set_words(reduced.uncertainty, criterion)}
+        columns = {"k_hat": k_hat, "k_set": set_words(reduced.uncertainty, criterion)}
         for field in FIELDS:
             if field != "none_in_set":  # said by k_set
                 columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
-        columns |= _cluster_columns(reduced.clusters, criterion, k_hat)
+        columns |= cluster_columns(reduced.clusters, criterion, k_hat)
         if criterion in reduced.failures:
             columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
                         "trials": scores[criterion].notnull().any("k").sum("trial")}
@@ -171,26 +172,6 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
                  [rule_words(reduced.rules[name]) for name in table["criterion"]])
     return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
                  + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
-
-
-def _set_words(uncertainty: xr.Dataset, criterion: str) -> xr.DataArray:
-    """``{criterion}_k_set`` as words per group: its k's ascending, then "none" where no choice is among them."""
-    members = uncertainty[f"{criterion}_{K_SET}"].transpose(*DECISION_DIMS, "k")
-    none = uncertainty[f"{criterion}_none_in_set"].transpose(*DECISION_DIMS).values
-    ks = members["k"].values
-    words = np.empty(none.shape, dtype=object)
-    for index in np.ndindex(none.shape):
-        shown = [str(k) for k in ks[members.values[index]]] + (["none"] if none[index] else [])
-        words[index] = " ".join(shown)
-    return xr.DataArray(words, dims=DECISION_DIMS, coords={dim: members[dim] for dim in DECISION_DIMS})
-
-
-def _cluster_columns(clusters: xr.Dataset, criterion: str, k_hat: xr.DataArray) -> dict[str, xr.DataArray]:
-    """``small_cluster`` and ``smallest_cluster`` of k̂'s consensus partition (False and -1 where not known)."""
-    if f"{criterion}_small_cluster" in clusters:
-        return {"small_cluster": clusters[f"{criterion}_small_cluster"].reindex_like(k_hat, fill_value=False),
-                "smallest_cluster": clusters[f"{criterion}_smallest_cluster"].reindex_like(k_hat, fill_value=-1)}
-    return {"small_cluster": xr.zeros_like(k_hat, dtype=bool), "smallest_cluster": xr.full_like(k_hat, -1)}
 
 
 #: The flags a row of the k̂ table shows: the uncertainty's, and a small cluster in k̂'s partition.
@@ -230,32 +211,12 @@ def flag_notes(table: pd.DataFrame) -> list[str]:
     kind of interval shown as n/a."""
     notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
              for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
-    notes += _within_noise_lines(table)
+    notes += within_noise_lines(table)
     for column, meaning in NOT_COMPUTABLE_MEANINGS.items():
         if column in table:
             count = int((table[column].notna() & table[f"{column}_low"].isna()).sum())
             notes += [f"{meaning} ({count} of {len(table)} rows)"] if count else []
     return notes
-
-
-NOISE_LINES = 20  # the most rows whose set of k's within noise the notes spell out (all are in selection.csv)
-
-
-def _within_noise_lines(table: pd.DataFrame) -> list[str]:
-    """For each row flagged ``within_noise``: its k's, and the rule's choice among them."""
-    if "within_noise" not in table or not bool(table["within_noise"].any()):
-        return []
-    rows = table[table["within_noise"].astype(bool)]
-    several = table[["dataset", "n", "method"]].drop_duplicates().shape[0] > 1
-    lines = []
-    for row in rows.head(NOISE_LINES).itertuples():
-        where = f" ({row.dataset}, n = {row.n}, {row.method})" if several else ""
-        chose = "no k" if row.k_hat < 0 else f"k = {row.k_hat}"
-        lines.append(f"  {row.criterion}{where}: {row.k_set.replace(' ', ', ')} within noise; its rule ({row.rule}) "
-                     f"chose {chose}")
-    if len(rows) > NOISE_LINES:
-        lines.append(f"  ... {len(rows) - NOISE_LINES} more rows within noise (selection.csv: k_set)")
-    return lines
 
 
 def printable(table: pd.DataFrame) -> pd.DataFrame:
