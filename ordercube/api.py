@@ -155,9 +155,9 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
     replicates over resamples for their error (default :data:`ordercube.pipeline.reduce.assignments.REPLICATES`;
     0: none), and ``decide`` may give their options too: ``{"pac": {"window": (0.05, 0.95)}}``.
 
-    Beside each criterion's ``{criterion}`` (k̂, -1: no choice): ``{criterion}_k_set`` (dims dataset, n, model, k:
-    the k's its rule cannot tell apart from k̂ given the Monte Carlo error,
-    :mod:`ordercube.pipeline.reduce.within_noise`), ``{criterion}_none_in_set`` ("no choice" is among them too),
+    Beside each criterion's ``{criterion}`` (k̂, -1: no choice), over the same (dataset, n, model):
+    ``{criterion}_k_set`` (text: the k's its rule cannot tell apart from k̂ given the Monte Carlo error, ascending,
+    then ``none`` where "no choice" is among them: :mod:`ordercube.pipeline.reduce.within_noise`),
     ``{criterion}_within_noise`` (that set holds another choice),
     ``{criterion}_tied`` (a k ties with k̂ exactly) and, for a cube, ``{criterion}_small_cluster`` and
     ``{criterion}_smallest_cluster`` (k̂'s consensus partition holds a cluster of at most max(2 items, 2% of them);
@@ -168,7 +168,8 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
     )
     from ordercube.pipeline.reduce.select import decisions, with_reduced
     from ordercube.pipeline.reduce.select import select_k as choose
-    from ordercube.pipeline.reduce.uncertainty import K_SET, decision_uncertainty
+    from ordercube.pipeline.reduce.uncertainty import decision_uncertainty
+    from ordercube.pipeline.reduce.within_noise import K_SET, set_words
 
     count = _replicates(replicates, "replicates")
     scores, cube = _scores(cube_or_scores, with_cube=True)
@@ -183,8 +184,10 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
         raise InputError(f"decide: {error}") from None
     chosen = choose(scores, decide)
     uncertainty = decision_uncertainty(scores, decide, chosen=chosen, reduced=reduced)
-    beside = {f"{name}_{field}": uncertainty[f"{name}_{field}"] for name in map(str, chosen.data_vars)
-              for field in (K_SET, "none_in_set", "within_noise", "tied")}
+    beside = {}
+    for name in map(str, chosen.data_vars):
+        beside[f"{name}_{K_SET}"] = set_words(uncertainty, name)
+        beside |= {f"{name}_{field}": uncertainty[f"{name}_{field}"] for field in ("within_noise", "tied")}
     if cube is not None:
         beside |= dict(k_hat_clusters(cube, chosen).data_vars)
     return chosen.assign(beside)

@@ -366,6 +366,19 @@ def scores_and_summary(scores: xr.Dataset, reduced: xr.Dataset) -> tuple[xr.Data
     return scores, summary
 
 
+FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
+
+
+def final_linkage(cube: xr.Dataset, method: str) -> str:
+    """The linkage of the consensus partition of ``method``: the ``linkage`` option its config gave a criterion
+    reduced from its assignments (the criteria of the consensus partition's clusters), else
+    :data:`FINAL_LINKAGE`."""
+    for options in resolved_options(cube).get(method, {}).values():
+        if "linkage" in options:
+            return str(options["linkage"])
+    return FINAL_LINKAGE
+
+
 def k_hat_clusters(cube: xr.Dataset, chosen: xr.Dataset) -> xr.Dataset:
     """The size of the smallest cluster of each k̂'s consensus partition, where the method stored assignments.
 
@@ -377,7 +390,6 @@ def k_hat_clusters(cube: xr.Dataset, chosen: xr.Dataset) -> xr.Dataset:
     :func:`ordercube.tasks.consensus.small_cluster_limit` items) over (dataset, n, model). Each k̂ of a group is
     partitioned once, whichever criteria chose it.
     """
-    from ordercube.pipeline.reduce.partition import final_linkage
     from ordercube.tasks.consensus import consensus_matrix, consensus_partition, small_cluster_limit
 
     coords = {dim: chosen[dim].values for dim in GROUP_DIMS}

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
 from ordercube.pipeline.config.study import load_config, parse_config
 from ordercube.pipeline.errors import ConfigError, InputError
-from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles
+from ordercube.pipeline.reduce.assignments import FINAL_LINKAGE, clusterings_of, final_linkage, part_roles
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.algorithms.kinds import Clusterer
 from ordercube.tasks.cluster_stability import clusterwise_jaccard
@@ -309,21 +309,6 @@ def _largest_n(cube: xr.Dataset, dataset: str, method: str) -> int:
     if not sizes:
         raise InputError(f"--dataset: {dataset}/{method} has no computed cell in this cube; run it first")
     return max(sizes)
-
-
-FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
-
-
-def final_linkage(cube: xr.Dataset, method: str) -> str:
-    """The linkage of the consensus partition of ``method``: the ``linkage`` option its config gave a criterion
-    reduced from its assignments (the criteria of the consensus partition's clusters), else
-    :data:`FINAL_LINKAGE`."""
-    from ordercube.pipeline.reduce.assignments import resolved_options
-
-    for options in resolved_options(cube).get(method, {}).values():
-        if "linkage" in options:
-            return str(options["linkage"])
-    return FINAL_LINKAGE
 
 
 def stored_partition(cube: xr.Dataset, spec: DatasetSpec, method: str, *, k: int | None = None,

@@ -58,9 +58,11 @@ from numpy.typing import NDArray
 from ordercube.pipeline.reduce.select import (
     DECISION_DIMS, choice_per_trial, decided_on, deciding_rules, per_trial, select_k,
 )
+from ordercube.pipeline.reduce.within_noise import (
+    K_SET, Interval, NoiseSet, Statistic, median_choice_set, within_noise,
+)
 from ordercube.tasks.adaptive import t_quantile
 from ordercube.tasks.criteria import CRITERIA, Decision
-from ordercube.pipeline.reduce.within_noise import Interval, NoiseSet, Statistic, median_choice_set, within_noise
 from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
 
 LEVEL = 0.95
@@ -72,8 +74,6 @@ FIELDS = ("frequency", "frequency_low", "frequency_high", "score", "score_se", "
           "difference_high", "none_in_set", "at_grid_edge", "not_separated", "runner_up_better", "few_trials",
           "within_noise", "tied")
 FLAGS = ("at_grid_edge", "not_separated", "runner_up_better", "few_trials", "within_noise", "tied")
-#: The per-k field: the k's the rule cannot tell apart from k̂ (:mod:`ordercube.pipeline.reduce.within_noise`).
-K_SET = "k_set"
 
 
 def compared_values(scores: xr.Dataset, name: str, decision: Decision) -> xr.DataArray:

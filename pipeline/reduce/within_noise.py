@@ -34,11 +34,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import xarray as xr
 from numpy.typing import NDArray
 
+from ordercube.pipeline.reduce.select import DECISION_DIMS
 from ordercube.tasks.criteria import Decision
 from ordercube.tasks.criteria.rules import ARGMAX_RULES, ARGMIN_RULES, at_least, below, tied_with
 
+#: The per-k field of :func:`ordercube.pipeline.reduce.uncertainty.decision_uncertainty`: the k's within noise.
+K_SET = "k_set"
 Statistic = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 Interval = Callable[[Statistic], tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]]
 
@@ -224,3 +228,15 @@ def within_noise(curve: NDArray[np.float64], at: int, decision: Decision, interv
             result.members[at] = True
         return result
     return NoiseSet(np.arange(curve.size) == at)
+
+
+def set_words(uncertainty: xr.Dataset, criterion: str) -> xr.DataArray:
+    """``{criterion}_k_set`` as words per group: its k's ascending, then "none" where no choice is among them."""
+    members = uncertainty[f"{criterion}_{K_SET}"].transpose(*DECISION_DIMS, "k")
+    none = uncertainty[f"{criterion}_none_in_set"].transpose(*DECISION_DIMS).values
+    ks = members["k"].values
+    words = np.empty(none.shape, dtype=object)
+    for index in np.ndindex(none.shape):
+        shown = [str(k) for k in ks[members.values[index]]] + (["none"] if none[index] else [])
+        words[index] = " ".join(shown)
+    return xr.DataArray(words, dims=DECISION_DIMS, coords={dim: members[dim] for dim in DECISION_DIMS})

@@ -3,24 +3,13 @@ k̂'s small clusters (:func:`ordercube.pipeline.reduce.assignments.k_hat_cluster
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ordercube.pipeline.reduce.select import DECISION_DIMS
-from ordercube.pipeline.reduce.uncertainty import K_SET
+from ordercube.pipeline.reduce.uncertainty import FLAGS
 
-
-def set_words(uncertainty: xr.Dataset, criterion: str) -> xr.DataArray:
-    """``{criterion}_k_set`` as words per group: its k's ascending, then "none" where no choice is among them."""
-    members = uncertainty[f"{criterion}_{K_SET}"].transpose(*DECISION_DIMS, "k")
-    none = uncertainty[f"{criterion}_none_in_set"].transpose(*DECISION_DIMS).values
-    ks = members["k"].values
-    words = np.empty(none.shape, dtype=object)
-    for index in np.ndindex(none.shape):
-        shown = [str(k) for k in ks[members.values[index]]] + (["none"] if none[index] else [])
-        words[index] = " ".join(shown)
-    return xr.DataArray(words, dims=DECISION_DIMS, coords={dim: members[dim] for dim in DECISION_DIMS})
+#: The flags a row of the k̂ table shows: the uncertainty's, and a small cluster in k̂'s partition.
+SHOWN_FLAGS = (*FLAGS, "small_cluster")
 
 
 def cluster_columns(clusters: xr.Dataset, criterion: str, k_hat: xr.DataArray) -> dict[str, xr.DataArray]:

@@ -27,9 +27,9 @@ from ordercube.pipeline.report.figures import (
 from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
-from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, K_SET, LEVEL
-from ordercube.pipeline.reduce.within_noise import rule_words
-from ordercube.pipeline.report.within_noise import cluster_columns, set_words, within_noise_lines
+from ordercube.pipeline.reduce.uncertainty import FIELDS, K_SET, LEVEL
+from ordercube.pipeline.reduce.within_noise import rule_words, set_words
+from ordercube.pipeline.report.within_noise import SHOWN_FLAGS, cluster_columns, within_noise_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from ordercube.pipeline.cube.owner import count_planned
@@ -174,8 +174,6 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
                  + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
 
 
-#: The flags a row of the k̂ table shows: the uncertainty's, and a small cluster in k̂'s partition.
-SHOWN_FLAGS = (*FLAGS, "small_cluster")
 FLAG_MEANINGS = {
     "at_grid_edge": "k̂ is at an edge of the grid beyond which its rule could have chosen (the largest k with a value; "
                     "the smallest, where the criterion is defined below it, except for the largest k above a "
