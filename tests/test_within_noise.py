@@ -192,3 +192,28 @@ def test_another_seeds_k_hat_falls_in_the_printed_set_in_at_most_5_percent_of_se
     changes = np.mean([b[0] != a[0] for a, b in itertools.permutations(runs, 2)])
     assert changes > 0.2  # k̂ alone moves between seeds
     assert outside <= 0.05
+
+
+def test_an_error_the_bootstrap_keeps_fixed_widens_the_intervals_by_its_normal_quantile():
+    curve, se = np.array([1.0, 2.0, 2.1]), np.array([0.1, 0.2, 0.3])
+    z = stats.norm.ppf(0.975)
+    estimate, low, high = replicate_interval(curve, None, extra_se=se)(lambda x: x)
+    assert low == pytest.approx(curve - z * se) and high == pytest.approx(curve + z * se)
+    _, low, _ = replicate_interval(curve, None, extra_se=se)(lambda x: x[..., 2:] - x[..., 1:2])
+    assert low[0] == pytest.approx(0.1 - z * np.hypot(0.2, 0.3))
+    # M3C's RCSI: 2.1 against 2.0 with the references' error is within noise; without it, exact and apart
+    assert within_noise(curve, 2, Decision(rule="largest"), replicate_interval(curve, None, extra_se=se)).size == 2
+    assert within_noise(curve, 2, Decision(rule="largest"), replicate_interval(curve, None)).size == 1
+
+
+def test_replicates_that_choose_none_put_no_choice_in_the_set():
+    from ordercube.pipeline.reduce.uncertainty import reduced_group_uncertainty
+
+    curve = np.array([0.2, 0.9, 0.4])
+    replicates = np.tile(curve, (40, 1)) + np.random.default_rng(0).normal(0.0, 0.01, size=(40, 3))
+    ks = np.array([2, 3, 4])
+    kept = reduced_group_uncertainty(curve, replicates, ks, 3, Decision(rule="largest"), share=1.0, trials=40)
+    assert kept["k_set"].tolist() == [False, True, False] and not kept["none_in_set"]
+    replicates[:2] = np.nan  # 2 of 40 replicates (5%) have no value at any k: their choice is none
+    gated = reduced_group_uncertainty(curve, replicates, ks, 3, Decision(rule="largest"), share=1.0, trials=40)
+    assert gated["none_in_set"] and gated["within_noise"]

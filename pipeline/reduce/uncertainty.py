@@ -63,7 +63,7 @@ from ordercube.pipeline.reduce.within_noise import (
 )
 from ordercube.tasks.adaptive import t_quantile
 from ordercube.tasks.criteria import CRITERIA, Decision
-from ordercube.tasks.criteria.rules import EDGES, mean_curve, median_curve
+from ordercube.tasks.criteria.rules import EDGES, choose_along, mean_curve, median_curve
 
 LEVEL = 0.95
 FEW_TRIALS = 10
@@ -151,17 +151,56 @@ def trial_interval(values: NDArray[np.float64], level: float = LEVEL) -> Interva
 
 
 def replicate_interval(curve: NDArray[np.float64], replicates: NDArray[np.float64] | None,
-                       level: float = LEVEL) -> Interval:
+                       level: float = LEVEL, extra_se: NDArray[np.float64] | None = None) -> Interval:
     """``interval(statistic)`` from one ``curve`` (K,) and its bootstrap ``replicates`` (replicates, K): the statistic
-    of the curve and the centred percentile interval of its replicates (:func:`centred_interval`)."""
+    of the curve and the centred percentile interval of its replicates (:func:`centred_interval`).
+
+    ``extra_se`` (K,): each k's standard error from draws the bootstrap over resamples keeps fixed (M3C's reference
+    data sets), taken as independent of it: each half-width grows to sqrt(half² + (z se_s)²), se_s the error the
+    statistic (linear in the curve, as the rules' differences and margins are) carries from ``extra_se``."""
     def interval(statistic: Statistic) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         estimate = np.asarray(statistic(curve), dtype=np.float64)
         if replicates is None or len(replicates) < 2:
-            return estimate, estimate, estimate
-        low, high = centred_interval(estimate, np.asarray(statistic(replicates), dtype=np.float64).T, level)
-        return _exact_where_missing(estimate, low, high)
+            low = high = estimate
+        else:
+            low, high = _exact_where_missing(estimate, *centred_interval(
+                estimate, np.asarray(statistic(replicates), dtype=np.float64).T, level))[1:]
+        if extra_se is None:
+            return estimate, low, high
+        spread = _carried(statistic, curve, extra_se) * float(_normal_quantile(0.5 + level / 2))
+        return estimate, estimate - np.hypot(estimate - low, spread), estimate + np.hypot(high - estimate, spread)
 
     return interval
+
+
+def _normal_quantile(q: float) -> float:
+    """The standard normal quantile ``q``."""
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
+
+
+def _carried(statistic: Statistic, curve: NDArray[np.float64], se: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The standard error a linear ``statistic`` of ``curve`` carries from independent errors ``se`` per k (NaN: none),
+    by its exact finite differences."""
+    base = np.nan_to_num(np.asarray(curve, dtype=np.float64))
+    at_base = np.asarray(statistic(base), dtype=np.float64)
+    steps = np.eye(base.size)  # one unit at each k: the statistic's coefficient of that k
+    coefficients = np.asarray(statistic(base[None, :] + steps), dtype=np.float64) - at_base
+    return np.sqrt(((coefficients * np.nan_to_num(np.asarray(se, dtype=np.float64))[:, None]) ** 2).sum(axis=0))
+
+
+def _replicates_choose(replicates: NDArray[np.float64] | None, decision: Decision, level: float
+                       ) -> tuple[NDArray[np.bool_] | None, bool]:
+    """The k's (a mask) and "no choice" that at least (1 - level) / 2 of the bootstrap replicates choose by their own
+    curves (the replicates' distribution of k̂, whose share at k̂ the reducer reports), for the rules on one curve."""
+    if replicates is None or len(replicates) < 2 or decision.rule in ("gap", "clest"):
+        return None, False
+    threshold = None if decision.threshold is None else float(decision.threshold)
+    picks = choose_along(replicates, decision.rule, ties=decision.ties, threshold=threshold)
+    floor = (1 - level) / 2 * len(picks)
+    counts = np.bincount(picks[picks >= 0], minlength=replicates.shape[1])
+    return counts >= floor, bool((picks < 0).sum() >= floor)
 
 
 def _exact_where_missing(estimate: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
@@ -227,12 +266,15 @@ def group_uncertainty(values: NDArray[np.float64], ks: NDArray[np.int64], k_hat:
 
 def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np.float64] | None,
                               ks: NDArray[np.int64], k_hat: int, decision: Decision, *, share: float, trials: int,
-                              min_k: int = 1, level: float = LEVEL) -> dict[str, Any]:
+                              min_k: int = 1, level: float = LEVEL, extra_se: NDArray[np.float64] | None = None
+                              ) -> dict[str, Any]:
     """The fields of the module's docstring for one group of a criterion reduced from stored assignments.
 
     ``curve`` : ndarray of shape (len(ks),), its values on every resample; ``replicates`` : ndarray of shape
     (replicates, len(ks)), the bootstrap's (None: no intervals); ``share``: the share of replicates choosing
-    ``k_hat``; ``trials``: the resamples read.
+    ``k_hat``; ``trials``: the resamples read; ``extra_se``: the error of draws the bootstrap keeps fixed
+    (:func:`replicate_interval`). The k's within noise also hold those that at least (1 - level) / 2 of the
+    replicates choose by their own curves, and "no choice" where as many choose none.
     """
     out: dict[str, Any] = dict.fromkeys(FIELDS, np.nan)
     out["few_trials"] = float(trials < FEW_TRIALS)
@@ -241,7 +283,11 @@ def reduced_group_uncertainty(curve: NDArray[np.float64], replicates: NDArray[np
     present = ~np.isnan(curve)
     in_grid = k_hat in ks and bool(present[np.flatnonzero(ks == k_hat)[0]])
     at = int(np.flatnonzero(ks == k_hat)[0]) if in_grid else -1
-    _noise_fields(out, within_noise(curve, at, decision, replicate_interval(curve, replicates, level)))
+    noise = within_noise(curve, at, decision, replicate_interval(curve, replicates, level, extra_se))
+    chosen, none = _replicates_choose(replicates, decision, level)
+    if chosen is not None:  # what the replicates' own choices show beyond the intervals (a test that gates the curve)
+        noise = NoiseSet(noise.members | chosen, none=noise.none or none, tied=noise.tied)
+    _noise_fields(out, noise)
     if not in_grid:
         out["at_grid_edge"] = out["not_separated"] = 0.0
         return out
@@ -379,10 +425,13 @@ def _reduced_fields(fields: dict[str, NDArray[np.float64]], scores: xr.Dataset, 
         boot = reduced[f"{output}_boot"].reindex(at).transpose(*DECISION_DIMS, "replicate", "k").values
         share = reduced[f"{name}_k_hat_share"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
         trials = reduced[f"{name}_trials"].reindex({dim: at[dim] for dim in DECISION_DIMS}).transpose(*DECISION_DIMS).values
+    extra = None
+    if decision.error_output and decision.error_output in scores:  # e.g. M3C's RCSI error over its references
+        extra = scores[decision.error_output].transpose(*DECISION_DIMS, "k").values
     for index in np.ndindex(k_hat.shape):
         group = reduced_group_uncertainty(curves[index], None if boot is None else boot[index], ks, int(k_hat[index]),
                                           decision, share=np.nan if share is None else float(share[index]),
                                           trials=0 if trials is None else int(np.nan_to_num(trials[index])),
-                                          min_k=min_k, level=level)
+                                          min_k=min_k, level=level, extra_se=None if extra is None else extra[index])
         for field, value in group.items():
             fields[field][index] = value

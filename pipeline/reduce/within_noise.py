@@ -26,6 +26,12 @@ By rule (:mod:`ordercube.tasks.criteria.rules`):
 - the lower median of the trials' own choices (``median_of_choices``, Frank et al. 2011): the k's between the
   percentiles of its bootstrap over trials, computed exactly (a trial bootstrap of m choices gives the lower
   median <= v with the probability that Binomial(m, F(v)) reaches (m - 1) // 2 + 1, F the share of choices <= v).
+
+A criterion reduced from stored assignments adds the choices that at least (1 - level) / 2 of its bootstrap
+replicates make on their own curves ("no choice" where a test gates the curve, as M3C's), and a criterion whose
+decision names an ``error_output`` (M3C's RCSI standard error over its reference data sets, which a bootstrap over
+resamples keeps fixed while another seed draws them anew) widens every interval by it
+(:func:`ordercube.pipeline.reduce.uncertainty.replicate_interval`).
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ M3C = Criterion(
     reads="assignments",
     reduce=reduce_m3c,
     outputs=OUTPUTS,
-    decision=Decision(rule="largest"),
+    decision=Decision(rule="largest", error_output="rcsi_se"),
     options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log"},
     ranges={"objective": choice(*OBJECTIVES), "window": pair(0.0, 1.0),
             "alpha": number(0.0, 1.0, low_open=True, high_open=True), "test": choice(*TESTS),
