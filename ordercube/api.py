@@ -155,7 +155,8 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
     replicates over resamples for their error (default :data:`ordercube.pipeline.reduce.assignments.REPLICATES`;
     0: none), and ``decide`` may give their options too: ``{"pac": {"window": (0.05, 0.95)}}``.
 
-    Beside each criterion's ``{criterion}`` (k̂, -1: no choice), over the same (dataset, n, model):
+    Beside each criterion's ``{criterion}`` (k̂, -1: no choice), as coordinates over the same (dataset, n, model) (the
+    data variables stay one per criterion; ``to_dataframe()`` shows them as columns):
     ``{criterion}_k_set`` (text: the k's its rule cannot tell apart from k̂ given the Monte Carlo error, ascending,
     then ``none`` where "no choice" is among them: :mod:`ordercube.pipeline.reduce.within_noise`),
     ``{criterion}_within_noise`` (that set holds another choice),
@@ -190,7 +191,7 @@ def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide
         beside |= {f"{name}_{field}": uncertainty[f"{name}_{field}"] for field in ("within_noise", "tied")}
     if cube is not None:
         beside |= dict(k_hat_clusters(cube, chosen).data_vars)
-    return chosen.assign(beside)
+    return chosen.assign_coords(beside)  # coordinates: the data variables stay one per criterion
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],
