@@ -185,7 +185,7 @@ FLAG_MEANINGS = {
     "few_trials": "fewer than 10 trials with a value: every interval is rough",
     "within_noise": f"the rule cannot tell k̂ from the other k's of 'within noise' given the Monte Carlo error ({LEVEL:.0%} "
                     "intervals of the trials or of the bootstrap over resamples): another seed may choose any of them; "
-                    "k̂ is the rule's choice among them (column rule); more resamples narrow the set",
+                    "k̂ is the rule's choice among them (column rule; a line per row below); more resamples narrow the set",
     "tied": "a k ties with k̂ exactly (equal values up to rounding): the tie rule, not the data, chose between them",
     "small_cluster": "k̂'s consensus partition holds a cluster of at most max(2 items, 2% of the items): an outlier "
                      "split, not a group; 'ordercube partition' shows its items",
