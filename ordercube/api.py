@@ -143,28 +143,55 @@ def open_cube(path: str | os.PathLike[str]) -> xr.Dataset:
     return Cube.open(path).dataset()
 
 
-def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide | None = None) -> xr.Dataset:
-    """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`ordercube.pipeline.reduce.select.select_k`).
+def select_k(cube_or_scores: xr.Dataset | str | os.PathLike[str], decide: Decide | None = None, *,
+             replicates: int | None = None) -> xr.Dataset:
+    """k̂ per (dataset, n, model), one variable per model-order criterion (see :func:`ordercube.pipeline.reduce.select.select_k`),
+    with what the Monte Carlo error allows beside each.
 
     ``cube_or_scores`` is a cube (as :func:`sweep` and :func:`open_cube` return it), its path, or the
     output of :func:`ordercube.criterion_scores`. ``decide`` re-decides from the stored values, e.g.
     ``{"prediction_strength": {"threshold": 0.8}, "gap": {"method": "globalmax"}}``. The criteria a cube computes
-    from its stored assignments (PAC, ...) are computed here, without refitting, and ``decide`` may give their
-    options too: ``{"pac": {"window": (0.05, 0.95)}}``.
+    from its stored assignments (PAC, ...) are computed here, without refitting, with ``replicates`` bootstrap
+    replicates over resamples for their error (default :data:`ordercube.pipeline.reduce.assignments.REPLICATES`;
+    0: none), and ``decide`` may give their options too: ``{"pac": {"window": (0.05, 0.95)}}``.
+
+    Beside each criterion's ``{criterion}`` (k̂, -1: no choice), as coordinates over the same (dataset, n, model) (the
+    data variables stay one per criterion; ``to_dataframe()`` shows them as columns):
+    ``{criterion}_k_set`` (text: the k's its rule cannot tell apart from k̂ given the Monte Carlo error, ascending,
+    then ``none`` where "no choice" is among them: :mod:`ordercube.pipeline.reduce.within_noise`),
+    ``{criterion}_within_noise`` (that set holds another choice),
+    ``{criterion}_tied`` (a k ties with k̂ exactly) and, for a cube, ``{criterion}_small_cluster`` and
+    ``{criterion}_smallest_cluster`` (k̂'s consensus partition holds a cluster of at most max(2 items, 2% of them);
+    its smallest size, -1 where the method stored no clusterings).
     """
-    from ordercube.pipeline.reduce.assignments import point_curves, reduced_scores, resolved_options
+    from ordercube.pipeline.reduce.assignments import (
+        REPLICATES, k_hat_clusters, point_curves, reduced_scores, resolved_options,
+    )
     from ordercube.pipeline.reduce.select import decisions, with_reduced
     from ordercube.pipeline.reduce.select import select_k as choose
+    from ordercube.pipeline.reduce.uncertainty import decision_uncertainty
+    from ordercube.pipeline.reduce.within_noise import K_SET, set_words
 
+    count = _replicates(replicates, "replicates")
     scores, cube = _scores(cube_or_scores, with_cube=True)
+    reduced = None
     try:
         if cube is not None:
             resolved_options(cube, decide)
-            scores = with_reduced(scores, point_curves(reduced_scores(cube, decide, replicates=0)))
+            reduced = reduced_scores(cube, decide, replicates=REPLICATES if count is None else count)
+            scores = with_reduced(scores, point_curves(reduced))
         decisions(scores, decide)
     except ValueError as error:
         raise InputError(f"decide: {error}") from None
-    return choose(scores, decide)
+    chosen = choose(scores, decide)
+    uncertainty = decision_uncertainty(scores, decide, chosen=chosen, reduced=reduced)
+    beside = {}
+    for name in map(str, chosen.data_vars):
+        beside[f"{name}_{K_SET}"] = set_words(uncertainty, name)
+        beside |= {f"{name}_{field}": uncertainty[f"{name}_{field}"] for field in ("within_noise", "tied")}
+    if cube is not None:
+        beside |= dict(k_hat_clusters(cube, chosen).data_vars)
+    return chosen.assign_coords(beside)  # coordinates: the data variables stay one per criterion
 
 
 def report(cube_or_path: xr.Dataset | str | os.PathLike[str], folder: str | os.PathLike[str],

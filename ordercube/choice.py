@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ordercube.pipeline.config.specs import Config
 
 # The columns of the printed table: one row per criterion (the report's own formatting of each interval).
-SHOWN = ("criterion", "k̂", "share [95%]", "runner-up", "difference [95%]", "flags")
+SHOWN = ("criterion", "k̂", "within noise", "share [95%]", "runner-up", "difference [95%]", "flags")
 
 
 @dataclass(frozen=True, repr=False)
@@ -45,8 +45,12 @@ class Choice:
         One row per criterion (the index): ``k_hat`` (-1: no choice), the share of trials that chose it
         (``k_hat_frequency``) with its 95% bootstrap interval (``_low``, ``_high``), the mean score at k̂
         (``score_at_k_hat``, ``score_se``), the ``runner_up`` and the paired ``difference`` to it with its 95%
-        t interval, the flags ``at_grid_edge``, ``not_separated``, ``runner_up_better``, ``few_trials``, and,
-        when the data have labels, ``true_k`` and ``failure_rate`` (the columns of ``selection.csv``).
+        t interval, ``k_set`` (the k's the rule cannot tell from k̂ given the Monte Carlo error, "none" where no
+        choice is among them) and ``rule`` (how the rule picks k̂ among them), the flags ``at_grid_edge``,
+        ``not_separated``, ``runner_up_better``, ``few_trials``, ``within_noise``, ``tied`` and ``small_cluster``
+        (with ``smallest_cluster``, the size of the smallest cluster of k̂'s consensus partition, -1 where the cube
+        stored no clusterings), and, when the data have labels, ``true_k`` and ``failure_rate`` (the columns of
+        ``selection.csv``).
     agreement : pandas.DataFrame
         Indexed by k (those some criterion chose): ``criteria``, how many chose it, and ``names``, which.
     cube : xarray.Dataset
@@ -98,6 +102,26 @@ class Choice:
                    thresholds=thresholds)
 
     @property
+    def k_sets(self) -> dict[str, tuple[int, ...]]:
+        """Each criterion's k's that cannot be told apart from its k̂ given the Monte Carlo error (the ``k_set``
+        column; -1 where "no choice" is among them), ascending."""
+        return {str(name): tuple(sorted(-1 if word == "none" else int(word) for word in str(words).split()))
+                for name, words in self.table["k_set"].items()} if "k_set" in self.table else {}
+
+    @property
+    def within_noise(self) -> tuple[str, ...]:
+        """The criteria whose k̂ cannot be told apart from another choice (flag ``within_noise``)."""
+        return self._flagged("within_noise")
+
+    @property
+    def small_cluster(self) -> tuple[str, ...]:
+        """The criteria whose k̂'s consensus partition holds a cluster of at most max(2 items, 2% of the items)."""
+        return self._flagged("small_cluster")
+
+    def _flagged(self, flag: str) -> tuple[str, ...]:
+        return tuple(str(name) for name, raised in self.table[flag].items() if raised) if flag in self.table else ()
+
+    @property
     def answer(self) -> str:
         """The combined answer in one line: k̂, how many criteria chose it, a tie stated, the others' choices."""
         total = len(self.table)
@@ -137,14 +161,15 @@ class Choice:
 
     def plot(self) -> Figure:
         """Each criterion's mean over the resamples against k (± one standard error; the Gap statistic with its
-        mean s_k, the spread its rule reads), k̂ starred, a threshold drawn where the rule has one.
+        mean s_k, the spread its rule reads), k̂ starred, a threshold drawn where the rule has one, and a shaded
+        band over the k's that cannot be told apart from k̂ (``k_sets``) where there are several.
 
         Returns
         -------
         matplotlib.figure.Figure
             One panel per criterion (displayed by Jupyter; ``figure.savefig(PATH)`` writes it).
         """
-        from ordercube.pipeline.report.figures import panels, title
+        from ordercube.pipeline.report.figures import panels, title, within_noise_band
         from ordercube.pipeline.report.write import label_of
 
         names = list(self.table.index)
@@ -164,6 +189,7 @@ class Choice:
                 ax.plot([k_hat], [float(mean.sel(k=k_hat))], "*", ms=12, color="C1", mec="black", mew=0.7)
             if name in self.thresholds:
                 ax.axhline(self.thresholds[name], color="grey", ls="--", lw=0.9)
+            within_noise_band(ax, [k for k in self.k_sets.get(name, ()) if k >= 0])
             title(ax, f"{name}: k̂ = {k_hat if k_hat >= 0 else 'none'}")
             ax.set_xlabel("k (star: k̂)")
             ax.set_ylabel(label_of(name), fontsize=8)

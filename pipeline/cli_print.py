@@ -124,6 +124,11 @@ def print_partition(result: Partition, clusters: pd.DataFrame, out: object, clus
     print(f"per-cluster stability over {result.jaccard.shape[1]} {result.resamples} (Hennig's clusterwise "
           "Jaccard: < 0.5 dissolves, >= 0.75 stable, >= 0.85 highly stable):")
     print(clusters.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if "small" in clusters and bool(clusters["small"].any()):
+        from ordercube.tasks.consensus import small_cluster_limit
+
+        print(f"small: a cluster of at most {small_cluster_limit(int(clusters['size'].sum())):g} items (max(2 items, 2% "
+              "of them)): an outlier split, whose stability says nothing about a group; its rows are in the labels file")
     print(f"labels written to {out}; clusters to {clusters_path}")
 
 

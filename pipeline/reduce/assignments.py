@@ -364,3 +364,61 @@ def scores_and_summary(scores: xr.Dataset, reduced: xr.Dataset) -> tuple[xr.Data
             summary[f"{output}_trials"] = reduced[f"{name}_trials"].reindex(
                 {dim: at[dim] for dim in GROUP_DIMS}).where(reduced[output].reindex(at).notnull(), 0)
     return scores, summary
+
+
+FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
+
+
+def final_linkage(cube: xr.Dataset, method: str) -> str:
+    """The linkage of the consensus partition of ``method``: the ``linkage`` option its config gave a criterion
+    reduced from its assignments (the criteria of the consensus partition's clusters), else
+    :data:`FINAL_LINKAGE`."""
+    for options in resolved_options(cube).get(method, {}).values():
+        if "linkage" in options:
+            return str(options["linkage"])
+    return FINAL_LINKAGE
+
+
+def k_hat_clusters(cube: xr.Dataset, chosen: xr.Dataset) -> xr.Dataset:
+    """The size of the smallest cluster of each k̂'s consensus partition, where the method stored assignments.
+
+    For every criterion of ``chosen`` (:func:`ordercube.pipeline.reduce.select.select_k`) and (dataset, n, model) whose
+    method stored its clusterings, the consensus partition at k̂ (hierarchical clustering of 1 - the consensus matrix
+    of the stored clusterings, with the method's final linkage: Monti et al. 2003, Sec. 3; the partition
+    ``ordercube partition`` gives) of the items drawn. Returns ``{criterion}_smallest_cluster`` (its size; -1: not
+    known, no stored clusterings or no k̂) and ``{criterion}_small_cluster`` (it holds at most
+    :func:`ordercube.tasks.consensus.small_cluster_limit` items) over (dataset, n, model). Each k̂ of a group is
+    partitioned once, whichever criteria chose it.
+    """
+    from ordercube.tasks.consensus import consensus_matrix, consensus_partition, small_cluster_limit
+
+    coords = {dim: chosen[dim].values for dim in GROUP_DIMS}
+    shape = tuple(len(values) for values in coords.values())
+    smallest = {name: np.full(shape, -1, dtype=np.int64) for name in map(str, chosen.data_vars)}
+    small = {name: np.zeros(shape, dtype=bool) for name in smallest}
+    stored = part_roles(cube)
+    k_hats = {name: chosen[name].transpose(*GROUP_DIMS).values for name in smallest}
+    for index in np.ndindex(shape):
+        dataset, n, model = (values[i] for values, i in zip(coords.values(), index))
+        if str(model) not in stored:
+            continue
+        ks = {name: int(k_hats[name][index]) for name in smallest}
+        clusterings, sizes = None, {}
+        for name, k in ks.items():
+            if k < 2:
+                continue
+            if clusterings is None:
+                clusterings = clusterings_of(cube, str(dataset), int(n), str(model))
+            if k not in clusterings.ks:
+                continue
+            if k not in sizes:
+                labels = np.asarray(clusterings.data[k])
+                labels = labels[:, (labels >= 0).any(axis=0)]
+                partition = consensus_partition(consensus_matrix(labels), k, final_linkage(cube, str(model)))
+                counts = np.bincount(partition[partition >= 0])
+                sizes[k] = (int(counts[counts > 0].min()), labels.shape[1])
+            smallest[name][index] = sizes[k][0]
+            small[name][index] = sizes[k][0] <= small_cluster_limit(sizes[k][1])
+    variables = {f"{name}_{field}": (GROUP_DIMS, values[name]) for name in smallest
+                 for field, values in (("smallest_cluster", smallest), ("small_cluster", small))}
+    return xr.Dataset(variables, coords=coords)

@@ -10,7 +10,9 @@ Per-cluster stability (Hennig 2007, as ``fpc::clusterboot``): for every trial of
 are clustered at k (a file dataset's halves are the very rows of the cube's trials, fitted with the cube's
 streams; a synthetic sample is split anew per trial), and each cluster's clusterwise Jaccard is the best
 Jaccard similarity between its points in the half and a cluster of the half's solution. Hennig's reading: a
-mean below 0.5 means the cluster dissolves, above 0.75 that it is stable, above 0.85 highly stable.
+mean below 0.5 means the cluster dissolves, above 0.75 that it is stable, above 0.85 highly stable. A cluster of
+at most max(2 items, 2% of the items) reads "small" instead: an outlier split off is found again in every
+resample, and its Jaccard of 1 says nothing about a group.
 
 A method whose cube stored its assignments (read from the cube: :mod:`ordercube.pipeline.reduce.assignments`) is not
 fitted again: its partition at k̂ is the consensus partition (Monti, Tamayo, Mesirov & Golub 2003, Sec. 3; as
@@ -36,7 +38,7 @@ from numpy.typing import NDArray
 from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
 from ordercube.pipeline.config.study import load_config, parse_config
 from ordercube.pipeline.errors import ConfigError, InputError
-from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles
+from ordercube.pipeline.reduce.assignments import FINAL_LINKAGE, clusterings_of, final_linkage, part_roles
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.algorithms.kinds import Clusterer
 from ordercube.tasks.cluster_stability import clusterwise_jaccard
@@ -123,8 +125,18 @@ class Partition:
                 table[f"consensus_{j + 1}"] = self.item_consensus[:, j]
         return table
 
+    @property
+    def small_clusters(self) -> NDArray[np.bool_]:
+        """Which clusters (by code) hold at most max(2 items, 2% of the items)
+        (:func:`ordercube.tasks.consensus.small_clusters`)."""
+        from ordercube.tasks.consensus import small_clusters
+
+        return small_clusters(self.labels, self.jaccard.shape[0])
+
     def clusters(self) -> pd.DataFrame:
-        """One line per cluster: its size, its mean clusterwise Jaccard, the share of halves where it dissolved."""
+        """One line per cluster: its size, its mean clusterwise Jaccard, the share of halves where it dissolved,
+        whether it is small and how its Jaccard reads (Hennig 2007); a small cluster reads "small" whatever its
+        Jaccard, never "highly stable"."""
         present = ~np.isnan(self.jaccard)
         with np.errstate(invalid="ignore"):
             mean = np.nanmean(self.jaccard, axis=1) if present.any() else np.full(self.jaccard.shape[0], np.nan)
@@ -132,9 +144,12 @@ class Partition:
         reading = np.where(mean >= HIGHLY_STABLE, "highly stable", np.where(mean >= STABLE, "stable", np.where(
             mean >= DISSOLVED, "doubtful", "dissolves")))
         count = self.jaccard.shape[0]
+        small = self.small_clusters
+        # a small cluster's stability says nothing of a group (an outlier is found again in every resample)
+        reading = np.where(small, "small", np.where(np.isnan(mean), "-", reading))
         table = pd.DataFrame({"cluster": np.arange(1, count + 1), "size": np.bincount(self.labels, minlength=count),
                               "jaccard_mean": mean, "dissolved_share": dissolved, "halves": present.sum(axis=1),
-                              "reading": np.where(np.isnan(mean), "-", reading)})
+                              "small": small, "reading": reading})
         if self.cluster_consensus is not None:
             table = table.rename(columns={"halves": "clusterings"})
             table.insert(2, "cluster_consensus", self.cluster_consensus)
@@ -294,21 +309,6 @@ def _largest_n(cube: xr.Dataset, dataset: str, method: str) -> int:
     if not sizes:
         raise InputError(f"--dataset: {dataset}/{method} has no computed cell in this cube; run it first")
     return max(sizes)
-
-
-FINAL_LINKAGE = "average"  # ConsensusClusterPlus's default finalLinkage (Wilkerson & Hayes 2010)
-
-
-def final_linkage(cube: xr.Dataset, method: str) -> str:
-    """The linkage of the consensus partition of ``method``: the ``linkage`` option its config gave a criterion
-    reduced from its assignments (the criteria of the consensus partition's clusters), else
-    :data:`FINAL_LINKAGE`."""
-    from ordercube.pipeline.reduce.assignments import resolved_options
-
-    for options in resolved_options(cube).get(method, {}).values():
-        if "linkage" in options:
-            return str(options["linkage"])
-    return FINAL_LINKAGE
 
 
 def stored_partition(cube: xr.Dataset, spec: DatasetSpec, method: str, *, k: int | None = None,

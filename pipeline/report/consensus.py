@@ -6,11 +6,13 @@ Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub
 - ``consensus_<group>_heatmaps``: the consensus matrix of every k, its items ordered by the consensus partition of
   that k (cluster by cluster, each cluster's items by their item consensus, highest first), with the items' clusters
   as a colour strip beside and above the map, as ConsensusClusterPlus draws it. Above :data:`CAP` items the map
-  shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item.
+  shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item. A small
+  cluster (at most max(2 items, 2% of the items): :func:`ordercube.tasks.consensus.small_clusters`) is framed in red
+  and its size written under its map.
 - ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k, drawn
   exactly (a step at every distinct value).
 - ``consensus_<group>_delta``: Monti's relative increase of the area under the CDF, Δ(k), against k, with its
-  rule's threshold.
+  rule's threshold and its bootstrap interval over resamples as bars.
 - ``consensus_<group>_pac``: the proportion of ambiguous clustering against k, with its bootstrap interval over
   resamples as bars where the reduction gives one.
 - ``consensus_<group>_rcsi``: M3C's relative cluster stability index against k (bars: ± 1 SE over the reference data
@@ -19,7 +21,8 @@ Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub
 - ``consensus_<group>_item_consensus``: each item's consensus with its own cluster, a box and the items per
   cluster, at the k̂ of the first of the section's criteria (registry order) that chose one.
 
-k̂ is marked (a star) where the report chose one by the criterion the figure shows. The consensus matrices are
+k̂ is marked (a star) where the report chose one by the criterion the figure shows, and the k's its rule cannot tell
+apart from k̂ given the bootstrap's error are shaded (:mod:`ordercube.pipeline.reduce.within_noise`). The consensus matrices are
 also written as ``consensus_<group>_matrices.npz`` (``numpy.load``: ``k3`` the N x N matrix of k = 3, NaN for
 pairs never drawn together; ``partition_k3`` the consensus partition; ``order_k3`` the heat map's order; ``ks``),
 every figure is shown in this section of ``index.html``, and ``ordercube report`` prints k̂ by each criterion.
@@ -42,14 +45,15 @@ import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
 from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
-from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title
+from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title, \
+    within_noise_band
 from ordercube.pipeline.report.consensus_tables import curves_table, items_table, write_tables
 from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 from ordercube.tasks.criteria import Decision
 from ordercube.tasks.criteria.base import Clusterings
 from ordercube.tasks.consensus import (
-    consensus_cdf, consensus_matrix, consensus_partition, consensus_values, item_consensus,
+    consensus_cdf, consensus_matrix, consensus_partition, consensus_values, item_consensus, small_clusters,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +95,7 @@ class HeatMap:
     items: np.ndarray
     step: int
     total: int
+    small: tuple[tuple[int, int], ...] = ()  # the small clusters (:func:`ordercube.tasks.consensus.small_clusters`): code, size
 
 
 def heat_map_order(partition: np.ndarray, own: np.ndarray) -> np.ndarray:
@@ -119,8 +124,10 @@ def heat_map(matrix: np.ndarray, partition: np.ndarray, own: np.ndarray, cap: in
     """The heat map of the consensus ``matrix`` (N x N) ordered by ``partition`` and the items' consensus ``own``
     with their cluster, capped at ``cap`` items (:func:`thinned`)."""
     items, step = thinned(heat_map_order(partition, own), cap)
-    return HeatMap(matrix=matrix[np.ix_(items, items)], clusters=np.asarray(partition)[items], items=items, step=step,
-                   total=len(partition))
+    partition = np.asarray(partition)
+    small = tuple((int(c), int((partition == c).sum())) for c in np.flatnonzero(small_clusters(partition)))
+    return HeatMap(matrix=matrix[np.ix_(items, items)], clusters=partition[items], items=items, step=step,
+                   total=len(partition), small=small)
 
 
 def ordinal(number: int) -> str:
@@ -167,10 +174,12 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
         for extent, data in (((far, near, m, 0.0), shown.clusters[:, None]),
                              ((0.0, m, near, far), shown.clusters[None, :])):
             ax.imshow(data, cmap=strip, vmin=-0.5, vmax=k - 0.5, interpolation="nearest", extent=extent)
+        _mark_small(ax, shown)
         ax.set(xlim=(far, m), ylim=(m, far), aspect="equal", xticks=[], yticks=[])
         ax.spines[:].set_visible(False)
-        ax.set_xlabel(f"k = {k}" + (f"; every {ordinal(shown.step)} of {shown.total} items" if shown.step > 1 else ""),
-                      fontsize=8)
+        ax.set_xlabel(f"k = {k}" + (f"; every {ordinal(shown.step)} of {shown.total} items" if shown.step > 1 else "")
+                      + ("\nsmall: " + ", ".join(f"{size} item{'s' * (size > 1)}" for _, size in shown.small)
+                         if shown.small else ""), fontsize=8, color="C3" if shown.small else "black")
     for ax in axes.ravel()[len(ks):]:
         ax.set_visible(False)
     # above the top strips, inside the figure's fixed top margin
@@ -179,6 +188,19 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
     if image is not None:
         colour_bar(figure, image, "consensus index")
     return figure
+
+
+def _mark_small(ax: Axes, shown: HeatMap) -> None:
+    """A red frame around each small cluster's block on the diagonal (and its strip), where it has shown items."""
+    from matplotlib.patches import Rectangle
+
+    for code, _ in shown.small:
+        at = np.flatnonzero(shown.clusters == code)
+        if at.size:
+            start, width = float(at.min()), float(at.max() - at.min() + 1)
+            ax.add_patch(Rectangle((start, start), width, width, fill=False, edgecolor="C3", lw=1.5))
+            ax.add_patch(Rectangle((-0.07 * shown.matrix.shape[0], start), 0.05 * shown.matrix.shape[0], width,
+                                   fill=False, edgecolor="C3", lw=1.5))
 
 
 def cdf_curve(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -220,12 +242,13 @@ def _mark(ax: Axes, ks: np.ndarray, values: np.ndarray, k_hat: int, name: str) -
 
 
 def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, variable: str, label: str, name: str,
-                   rule: Decision | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None
-                   ) -> Figure:
+                   rule: Decision | None = None, low: np.ndarray | None = None, high: np.ndarray | None = None,
+                   within: tuple[int, ...] = ()) -> Figure:
     """The curve of ``variable`` (a criterion's output) against k with k̂ starred (``k_hat`` < 0: none); its y label
     and dashed reference lines are the variable's (:func:`ordercube.pipeline.report.labels.label_of`,
-    ``reference_lines`` of ``rule``, drawn only when that rule reads this variable); ``low``/``high``: its bootstrap interval over
-    resamples, drawn as bars."""
+    ``reference_lines`` of ``rule``, drawn only when that rule reads this variable); ``low``/``high``: its bootstrap
+    interval over resamples, drawn as bars; ``within``: the k's that cannot be told apart from k̂, shaded where
+    there are several."""
     figure, axes = grid(1, 1, width=4.2, height=2.8)
     ax = axes[0, 0]
     ks, values = np.asarray(ks), np.asarray(values, dtype=float)
@@ -234,6 +257,7 @@ def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, variable: 
         _interval(ax, ks, low, high)
     for value, text in reference_lines(variable, rule).items():
         ax.axhline(value, color="grey", ls="--", lw=0.9, label=text)
+    within_noise_band(ax, within)
     _mark(ax, ks, values, k_hat, name)
     ax.set_xticks(ks)
     ax.set(xlabel="k")
@@ -245,7 +269,7 @@ def plot_against_k(ks: np.ndarray, values: np.ndarray, k_hat: int, *, variable: 
 
 def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, tuple[str, np.ndarray]], k_hat: int, *,
               label: str, se: np.ndarray | None = None, low: np.ndarray | None = None,
-              high: np.ndarray | None = None, alpha: float = 0.05) -> Figure:
+              high: np.ndarray | None = None, alpha: float = 0.05, within: tuple[int, ...] = ()) -> Figure:
     """M3C's RCSI against k with k̂ starred (John et al. 2020, Fig. 2), bars ± 1 ``se`` (over the reference data sets,
     as M3C draws them), a band from ``low`` to ``high`` (the bootstrap over resamples); beside it, each of
     ``p_values`` (output → (its name in the legend, p per k): the fitted p-value that decides, the Monte Carlo one)
@@ -258,6 +282,7 @@ def plot_rcsi(ks: np.ndarray, rcsi: np.ndarray, p_values: Mapping[str, tuple[str
         ax.errorbar(ks, rcsi, yerr=np.asarray(se, dtype=float), fmt="none", ecolor="C0", capsize=3, lw=1)
     if low is not None and high is not None:
         ax.fill_between(ks, low, high, color="C0", alpha=0.15, lw=0)
+    within_noise_band(ax, within)
     _mark(ax, ks, rcsi, k_hat, "M3C")
     ax.set_xticks(ks)
     ax.set(xlabel="k")
@@ -385,11 +410,24 @@ def groups_with_assignments(cube: xr.Dataset) -> list[tuple[str, int, str]]:
             for m in cube["model"].values if str(m) in storing]
 
 
+def _within(uncertainty: xr.Dataset | None, name: str, at: Mapping[str, object]) -> tuple[int, ...]:
+    """The k's criterion ``name`` cannot tell apart from its k̂ in group ``at`` (empty: not known)."""
+    variable = f"{name}_k_set"
+    if uncertainty is None or variable not in uncertainty:
+        return ()
+    members = uncertainty[variable].sel(at)
+    return tuple(int(k) for k in members["k"].values[members.values])
+
+
+WITHIN_NOISE = " Shaded: the k's the rule cannot tell apart from k̂ given the bootstrap's error."
+
+
 def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at: Mapping[str, object], stem: str,
-                   label: str, options: Mapping[str, Mapping[str, Any]], rules: Mapping[str, Decision]
-                   ) -> tuple[list[str], dict[str, str]]:
+                   label: str, options: Mapping[str, Mapping[str, Any]], rules: Mapping[str, Decision],
+                   uncertainty: xr.Dataset | None = None) -> tuple[list[str], dict[str, str]]:
     """Δ(k), PAC and RCSI against k, each where the reduction gave it: their HTML, and M3C's p-values at its k̂;
-    ``options``: each criterion's (the config's, ``--decide`` applied), ``rules``: their decisions."""
+    ``options``: each criterion's (the config's, ``--decide`` applied), ``rules``: their decisions;
+    ``uncertainty``: :func:`ordercube.pipeline.reduce.uncertainty.decision_uncertainty` (the k's within noise)."""
     if "k" not in scores.coords:  # no criterion reduced from the assignments
         return [], {}
     ks, parts, notes = scores["k"].values, [], {}
@@ -397,21 +435,28 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
     if delta is not None:
         rule = rules.get("consensus_area")
         lines = reference_lines("consensus_delta", rule)
+        low, high = _curve(scores, "consensus_delta_lo", at), _curve(scores, "consensus_delta_hi", at)
+        within = _within(uncertainty, "consensus_area", at)
         path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
-                                variable="consensus_delta", label=label, name=NAMES["consensus_area"], rule=rule)
+                                variable="consensus_delta", label=label, name=NAMES["consensus_area"], rule=rule,
+                                low=low, high=high, within=within)
         parts.append(_embed(path, "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
                                   "Sec. 3.3.1)." + "".join(f" Dashed: the rule's threshold {value:g} (k̂: the largest "
-                                                           "k whose Δ(k) reaches it)." for value in lines)))
+                                                           "k whose Δ(k) reaches it)." for value in lines)
+                            + (" Bars: bootstrap interval over resamples." if low is not None else "")
+                            + (WITHIN_NOISE if len(within) > 1 else "")))
     pac = _curve(scores, "pac", at)
     if pac is not None:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
+        within = _within(uncertainty, "pac", at)
         path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), variable="pac",
-                                label=label, name="PAC", rule=rules.get("pac"), low=low, high=high)
+                                label=label, name="PAC", rule=rules.get("pac"), low=low, high=high, within=within)
         window = tuple(options.get("pac", {}).get("window", ()))
         parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
                                   "whose consensus falls inside the window"
                             + (f" ({window[0]:g}, {window[1]:g})." if len(window) == 2 else ".")
-                            + (" Bars: bootstrap interval over resamples." if low is not None else "")))
+                            + (" Bars: bootstrap interval over resamples." if low is not None else "")
+                            + (WITHIN_NOISE if len(within) > 1 else "")))
     rcsi = _curve(scores, "rcsi", at)
     if rcsi is not None:
         k_hat = _k_hat(chosen, "m3c", at)
@@ -419,13 +464,15 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
         p_values = p_value_curves(scores, at, own)
         low, high = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at)
         se = _curve(scores, "rcsi_se", at)
+        within = _within(uncertainty, "m3c", at)
         path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low,
-                                high=high, alpha=float(own.get("alpha", 0.05)))
+                                high=high, alpha=float(own.get("alpha", 0.05)), within=within)
         parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and the "
                                   "p-values of each k against K = 1 (John et al. 2020); k̂ is the largest RCSI among "
                                   "the k whose p-value marked 'decides' is below alpha."
                             + (" Bars: ± 1 SE over the reference data sets." if se is not None else "")
-                            + (" Band: bootstrap interval over resamples." if low is not None else "")))
+                            + (" Band: bootstrap interval over resamples." if low is not None else "")
+                            + (WITHIN_NOISE if len(within) > 1 else "")))
         if k_hat in ks:
             at_k = list(ks).index(k_hat)
             notes["m3c"] = " (" + ", ".join(f"{name.replace(' (decides)', '')} p = {p[at_k]:.3g}"
@@ -466,11 +513,13 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
              f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
              _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
                     "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-                    "each item's cluster." + (f" {capped}." if capped else ""))]
+                    "each item's cluster; framed in red: a small cluster (at most max(2 items, 2% of the items))."
+                    + (f" {capped}." if capped else ""))]
     row = [_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
                     "the flatter its middle, the cleaner the clusters.")]
-    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules)
+    curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules,
+                                   context.reduced.uncertainty)
     row += curves
     said = []
     for name in criteria:

@@ -116,6 +116,22 @@ def title(ax: Axes, text: str) -> None:
     ax.set_title(lines, fontsize=fontsize, y=1.0, pad=4, gid=TITLE_GID)
 
 
+def within_noise_band(ax: Axes, ks: Any, color: Any = "C1", label: str | None = "within noise of k̂") -> None:
+    """Shade the k's that cannot be told apart from k̂ (a run of neighbours as one band, each k +- 0.5), when there
+    are two or more; labelled once for the legend."""
+    ks = sorted(int(k) for k in ks)
+    if len(ks) < 2:
+        return
+    runs, start = [], ks[0]
+    for before, k in zip(ks, ks[1:]):
+        if k != before + 1:
+            runs.append((start, before))
+            start = k
+    runs.append((start, ks[-1]))
+    for i, (low, high) in enumerate(runs):
+        ax.axvspan(low - 0.5, high + 0.5, color=color, alpha=0.12, lw=0, label=label if i == 0 else None)
+
+
 def say(ax: Axes, text: str) -> None:
     """A panel that states why it has no curve."""
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, transform=ax.transAxes, wrap=True)

@@ -24,9 +24,10 @@ import pandas as pd
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
-from ordercube.pipeline.reduce.uncertainty import FLAGS, LEVEL
+from ordercube.pipeline.reduce.uncertainty import LEVEL
 from ordercube.pipeline.report.published import Published
 from ordercube.pipeline.report.section import SectionResult
+from ordercube.pipeline.report.within_noise import SHOWN_FLAGS
 
 PAGE = "index.html"
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
@@ -83,8 +84,8 @@ def _selection(table: pd.DataFrame, shown: pd.DataFrame, published: Mapping[str,
         quoted = [q if isinstance(q, int) else None for q in quoted]  # a classifier's {N, R}: in Table 1's layout
         shown.insert(shown.columns.get_loc("k̂") + 1, "published", ["" if q is None else q for q in quoted])
         differs = {(i, "k̂"): "differs" for i, (q, k) in enumerate(zip(quoted, table["k_hat"])) if q is not None and q != k}
-    flagged = ["flagged" if any(bool(getattr(row, flag)) for flag in FLAGS) else "" for row in table.itertuples()]
-    return _table(shown, table_id="selection", text_columns=("dataset", "method", "criterion", "flags"),
+    flagged = ["flagged" if any(bool(getattr(row, flag)) for flag in SHOWN_FLAGS) else "" for row in table.itertuples()]
+    return _table(shown, table_id="selection", text_columns=("dataset", "method", "criterion", "within noise", "flags"),
                   row_classes=flagged, cell_classes=differs)
 
 

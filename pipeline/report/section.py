@@ -52,13 +52,15 @@ class Reduced:
     rules: dict[str, Decision]  # every criterion's decision rule, ``decide`` applied
     # the criteria reduced from stored assignments, with their bootstrap (ordercube.pipeline.reduce.assignments)
     reduced: xr.Dataset = field(default_factory=xr.Dataset)
+    # the smallest cluster of each k̂'s consensus partition (ordercube.pipeline.reduce.assignments.k_hat_clusters)
+    clusters: xr.Dataset = field(default_factory=xr.Dataset)
 
     @classmethod
     def of(cls, cube: xr.Dataset, decide: Mapping[str, Mapping[str, Any]] | None = None, *,
            replicates: int | None = None) -> Reduced:
         """Every reducer of ``cube``; ``replicates``: the bootstrap's over resamples of the criteria reduced from
         stored assignments (default :data:`ordercube.pipeline.reduce.assignments.REPLICATES`)."""
-        from ordercube.pipeline.reduce.assignments import REPLICATES, reduced_scores, scores_and_summary
+        from ordercube.pipeline.reduce.assignments import REPLICATES, k_hat_clusters, reduced_scores, scores_and_summary
 
         reduced = reduced_scores(cube, decide, replicates=REPLICATES if replicates is None else replicates)
         scores, summary = scores_and_summary(criterion_scores(cube), reduced)
@@ -66,7 +68,8 @@ class Reduced:
         return cls(scores=scores, decide=decide, summary=summary, chosen=chosen, choices=choices,
                    frequency=selection_frequency(choices, scores["k"]), failures=failure_rate(scores, decide),
                    uncertainty=decision_uncertainty(scores, decide, chosen=chosen, choices=choices, reduced=reduced),
-                   truth=true_k(scores), rules=decisions(scores, decide), reduced=reduced)
+                   truth=true_k(scores), rules=decisions(scores, decide), reduced=reduced,
+                   clusters=k_hat_clusters(cube, chosen))
 
 
 @dataclass(frozen=True)

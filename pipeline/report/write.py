@@ -21,12 +21,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title
+from ordercube.pipeline.report.figures import (
+    COLOUR_BAR_MARGIN, Figures, Helper, colour_bar, grid, log_axis, panels, say, title, within_noise_band,
+)
 from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.reduce.select import DECISION_DIMS, criteria_of, sqrt_n_scaled
-from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, LEVEL
+from ordercube.pipeline.reduce.uncertainty import FIELDS, K_SET, LEVEL
+from ordercube.pipeline.reduce.within_noise import rule_words, set_words
 from ordercube.pipeline.report.labels import label_of, reference_lines
+from ordercube.pipeline.report.within_noise import SHOWN_FLAGS, cluster_columns, within_noise_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
 from ordercube.pipeline.cube.owner import count_planned
@@ -142,9 +146,11 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
     frames = []
     for criterion in map(str, reduced.chosen.data_vars):
         k_hat = reduced.chosen[criterion]
-        columns = {"k_hat": k_hat}
+        columns = {"k_hat": k_hat, "k_set": set_words(reduced.uncertainty, criterion)}
         for field in FIELDS:
-            columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
+            if field != "none_in_set":  # said by k_set
+                columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
+        columns |= cluster_columns(reduced.clusters, criterion, k_hat)
         if criterion in reduced.failures:
             columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
                         "trials": scores[criterion].notnull().any("k").sum("trial")}
@@ -163,6 +169,8 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.concat(frames, ignore_index=True)
     table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
+    table.insert(table.columns.get_loc("k_set") + 1, "rule",
+                 [rule_words(reduced.rules[name]) for name in table["criterion"]])
     return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
                  + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
 
@@ -176,6 +184,12 @@ FLAG_MEANINGS = {
     "runner_up_better": "the runner-up scores better than k̂ beyond noise: the rule chose k̂ for another reason (the Gap "
                         "statistic's standard-error rule, Clest's tests, a threshold)",
     "few_trials": "fewer than 10 trials with a value: every interval is rough",
+    "within_noise": f"the rule cannot tell k̂ from the other k's of 'within noise' given the Monte Carlo error ({LEVEL:.0%} "
+                    "intervals of the trials or of the bootstrap over resamples): another seed may choose any of them; "
+                    "k̂ is the rule's choice among them (column rule; a line per row below); more resamples narrow the set",
+    "tied": "a k ties with k̂ exactly (equal values up to rounding): the tie rule, not the data, chose between them",
+    "small_cluster": "k̂'s consensus partition holds a cluster of at most max(2 items, 2% of the items): an outlier "
+                     "split, not a group; 'ordercube partition' shows its items",
 }
 
 
@@ -223,6 +237,7 @@ def flag_notes(table: pd.DataFrame, rules: Mapping[str, Decision] | None = None)
     one per criterion that chose no k (``none``), saying why (``rules``: the decisions, default each criterion's)."""
     notes = [f"{flag} ({int(table[flag].sum())} of {len(table)} rows): {meaning}"
              for flag, meaning in FLAG_MEANINGS.items() if flag in table and bool(table[flag].any())]
+    notes += within_noise_lines(table)
     if "k_hat_frequency" in table:
         kinds = [share_kind(row.criterion, row.k_hat_frequency, row.k_hat_frequency_low) for row in table.itertuples()]
         notes += [f"{meaning} ({kinds.count(kind)} of {len(table)} rows)" for kind, meaning in SHARE_MEANINGS.items()
@@ -252,11 +267,12 @@ def printable(table: pd.DataFrame) -> pd.DataFrame:
     for row in table.itertuples():
         shown = {"dataset": row.dataset, "n": row.n, "method": row.method, "criterion": row.criterion,
                  "k̂": row.k_hat if row.k_hat >= 0 else NO_CHOICE,
+                 "within noise": row.k_set if row.within_noise else "-",
                  f"share [{LEVEL:.0%}]": interval(row.k_hat_frequency, row.k_hat_frequency_low, row.k_hat_frequency_high),
                  "score ± SE": "-" if np.isnan(row.score_at_k_hat) else f"{row.score_at_k_hat:.3g} ± {row.score_se:.2g}",
                  "runner-up": row.runner_up if row.runner_up >= 0 else "-",
                  f"difference [{LEVEL:.0%}]": interval(row.difference, row.difference_low, row.difference_high),
-                 "flags": ",".join(flag for flag in FLAGS if getattr(row, flag)) or "-",
+                 "flags": ",".join(flag for flag in SHOWN_FLAGS if getattr(row, flag)) or "-",
                  "true k": row.true_k if row.true_k >= 0 else "-",
                  "failure": "-" if np.isnan(row.failure_rate) else f"{row.failure_rate:.2f}"}
         if "agreement_at_k_hat" in table.columns:
@@ -270,13 +286,15 @@ def _with_values(data: xr.DataArray) -> list[tuple[str, str]]:
             if bool(present.sel(dataset=d, model=m))]
 
 
-def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None) -> Figure:
+def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray | None, decision: Decision | None,
+                     within: xr.DataArray | None = None) -> Figure:
     """Mean ± 1 SE of the variable ``criterion`` against k for every (dataset, method), one line per n; k̂ starred.
 
     The y label and the reference lines are the variable's (:func:`label_of`, :func:`reference_lines`): the
     threshold of a rule that reads this curve (Prediction Strength's), none for another output of the criterion
     (``consensus_area``'s areas A(k), whose rule reads Delta(k)). The Gap statistic gets bars of its mean s_k (the
-    spread its rule uses) instead of the band.
+    spread its rule uses) instead of the band. ``within`` (dims dataset, n, model, k): the k's that cannot be told
+    apart from k̂, shaded in the line's colour where there are several.
     """
     mean, standard_error = summary[f"{criterion}_mean"], summary[f"{criterion}_se"]
     pairs = _with_values(mean)
@@ -295,6 +313,9 @@ def plot_curves_vs_k(summary: xr.Dataset, criterion: str, chosen: xr.DataArray |
                 se = standard_error.sel(at)
                 ax.fill_between(ks, curve - se, curve + se, color=line.get_color(), alpha=0.2, lw=0)
             k_hat = int(chosen.sel(at)) if chosen is not None else -1
+            if within is not None:
+                within_noise_band(ax, ks[within.sel(at).values], color=line.get_color(),
+                                  label=f"within noise of k̂, n = {n}")
             if k_hat in ks and not np.isnan(float(curve.sel(k=k_hat))):
                 ax.plot([k_hat], [float(curve.sel(k=k_hat))], "*", ms=12, color=line.get_color(), mec="black", mew=0.7)
         for value, name in reference_lines(criterion, decision).items():
@@ -393,7 +414,8 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, again
     chosen = reduced.chosen[criterion] if deciding else None
     names = [criterion, *(["gap_sd"] if criterion == "gap" else [])]
     own = summary[[f"{name}_{stat}" for name in names for stat in ("mean", "se")]]
-    figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision)
+    within = reduced.uncertainty[f"{criterion}_{K_SET}"] if deciding else None
+    figures.draw(f"{criterion}_vs_k", plot_curves_vs_k, own, criterion, chosen, decision, within)
     if not deciding:  # a diagnostic (agreement): its curves only
         return
     # the curves against n need a (dataset, method) computed at two sample sizes at least, and are drawn

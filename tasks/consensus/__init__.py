@@ -13,11 +13,11 @@ from ordercube.tasks.consensus.matrix import (
 )
 from ordercube.tasks.consensus.partition import (
     LINKAGES, cluster_consensus, clusterwise_jaccard, consensus_order, consensus_partition, consensus_tree,
-    item_consensus,
+    item_consensus, small_cluster_limit, small_clusters,
 )
 from ordercube.tasks.consensus.resamples import adjusted_rand, bootstrap_weights, resample_agreement
 
 __all__ = ["AREA_METHODS", "LINKAGES", "adjusted_rand", "area_from_values", "bootstrap_weights", "cdf_area",
            "cluster_consensus", "clusterwise_jaccard", "consensus_cdf", "consensus_matrix", "consensus_order",
            "consensus_partition", "consensus_tree", "consensus_values", "delta_area", "item_consensus", "pac",
-           "pac_from_values", "resample_agreement"]
+           "pac_from_values", "resample_agreement", "small_cluster_limit", "small_clusters"]

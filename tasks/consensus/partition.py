@@ -19,6 +19,26 @@ Linkage = Literal["average", "complete", "single", "weighted"]
 LINKAGES: tuple[str, ...] = ("average", "complete", "single", "weighted")
 
 
+#: A cluster is small when it holds at most this many items, or this share of them, whichever is larger: an outlier
+#: split (one or two items against the rest) can be found again in every resample, and is then perfectly stable
+#: while it says nothing about groups of items.
+SMALL_ITEMS, SMALL_SHARE = 2, 0.02
+
+
+def small_cluster_limit(items: int) -> float:
+    """The largest size of a small cluster among ``items`` items: max(2, 2% of them)."""
+    return max(float(SMALL_ITEMS), SMALL_SHARE * items)
+
+
+def small_clusters(partition: ArrayLike, k: int | None = None) -> NDArray[np.bool_]:
+    """Which clusters of ``partition`` (codes 0..k-1; -1: an item not drawn, left out) are small
+    (:func:`small_cluster_limit` of the items clustered); an empty cluster is not."""
+    labels = np.asarray(partition, dtype=np.int64)
+    labels = labels[labels >= 0]
+    sizes = np.bincount(labels, minlength=k or (int(labels.max()) + 1 if labels.size else 0))
+    return (sizes > 0) & (sizes <= small_cluster_limit(labels.size))
+
+
 def consensus_tree(M: ArrayLike, linkage: Linkage = "average") -> tuple[NDArray[np.int64], NDArray[np.float64] | None]:
     """The hierarchical clustering of the drawn items on 1 - M, which :func:`consensus_partition` cuts.
 

@@ -233,6 +233,9 @@ class Decision:
 
     ``output``: the output whose curve the rule reads (default, empty: the criterion's name; ``consensus_area``
     decides on its ``consensus_delta``, Monti et al. 2003's Delta(K)).
+
+    ``error_output``: an output holding each k's standard error from draws that a bootstrap over the resamples keeps
+    fixed (M3C's reference data sets: ``rcsi_se``); the k's that cannot be told apart from k̂ widen by it.
     """
 
     rule: str = "smallest"
@@ -245,6 +248,7 @@ class Decision:
     aggregate: str = "mean"
     threshold_range: tuple[float, float] = (-math.inf, math.inf)
     output: str = ""
+    error_output: str = ""
 
 
 @dataclass(frozen=True)

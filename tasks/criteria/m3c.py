@@ -151,7 +151,7 @@ M3C = Criterion(
     reads="assignments",
     reduce=reduce_m3c,
     outputs=OUTPUTS,
-    decision=Decision(rule="largest"),
+    decision=Decision(rule="largest", error_output="rcsi_se"),
     options={"objective": "pac", "window": (0.1, 0.9), "alpha": ALPHA, "test": "fit", "rcsi_of": "mean_log",
              "among": "significant"},
     ranges={"objective": choice(*OBJECTIVES), "window": pair(0.0, 1.0),
