@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import py_compile
 import re
 import shlex
@@ -83,10 +84,25 @@ def test_recipe_python_compiles(path, tmp_path):
     py_compile.compile(str(path), cfile=str(tmp_path / "x.pyc"), doraise=True)
 
 
-@pytest.mark.parametrize("path", sorted(DEPLOY.rglob("*.sbatch")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*DEPLOY.rglob("*.sbatch"), *DEPLOY.rglob("*.sh")]), ids=lambda p: p.name)
 def test_recipe_shell_scripts_parse(path):
     checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    (["restart"], {}, "usage: "),
+    (["start"], {"ORDERCUBE_SLURM_PORT": "80"}, "ORDERCUBE_SLURM_PORT=80: give a free port from 1024 to 65534"),
+    (["start"], {"ORDERCUBE_SLURM_PORT": "six"}, "ORDERCUBE_SLURM_PORT=six: give a free port"),
+    (["start"], {"ORDERCUBE_SLURM_TIMEOUT": "1m"}, "ORDERCUBE_SLURM_TIMEOUT=1m: give whole seconds"),
+])
+def test_the_single_node_slurm_script_refuses_bad_input_before_writing(tmp_path, args, env, message):
+    """deploy/slurm/single_node.sh (run for real by tests/test_slurm.py, slow) checks its input first."""
+    folder = tmp_path / "cluster"
+    refused = subprocess.run(["bash", str(SLURM / "single_node.sh"), *args, str(folder)], capture_output=True,
+                             text=True, timeout=30, env={**os.environ, **env})
+    assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+    assert not folder.exists()
 
 
 @pytest.mark.parametrize("path", sorted([*DEPLOY.rglob("*.yaml"), *DEPLOY.rglob("*.yml")]), ids=lambda p: p.name)

@@ -6,13 +6,15 @@
 
 The scheduler runs in this process (on the login node or in a small Slurm job of its own: see README.md); each
 Slurm job starts ``processes`` single-thread workers (deploy/slurm/jobqueue.yaml). The process keeps the
-cluster up until Ctrl-C; the driver, ``ordercube run``, connects through the scheduler file, and an interrupted
-run resumes with the same command. ``--print-job-script`` prints the batch script Slurm would get and exits.
+cluster up until Ctrl-C or SIGTERM, then cancels its jobs; the driver, ``ordercube run``, connects through the
+scheduler file, and an interrupted run resumes with the same command. ``--print-job-script`` prints the batch
+script Slurm would get and exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import time
 from pathlib import Path
 
@@ -44,9 +46,15 @@ def make_cluster(config: str | None = None, **overrides):
     return SLURMCluster(config_name=CONFIG_NAME, **overrides)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (kill, or scancel of a job that runs this launcher) stops the jobs too
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     from distributed import Client
+
+    signal.signal(signal.SIGTERM, _interrupt)
 
     with make_cluster(args.config) as cluster:
         if args.print_job_script:
@@ -56,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         with Client(cluster) as client:
             client.write_scheduler_file(args.scheduler_file)
             print(f"scheduler {cluster.scheduler_address}, dashboard {cluster.dashboard_link}")
-            print(f"run: ordercube run CONFIG --scheduler-file {args.scheduler_file} --out CUBE")
+            print(f"run: ordercube run CONFIG --scheduler-file {args.scheduler_file} --out CUBE", flush=True)
             try:
                 while True:
                     time.sleep(60)
             except KeyboardInterrupt:
-                print("stopping the cluster's jobs")
+                print("stopping the cluster's jobs", flush=True)
     return 0
 
 
