@@ -77,7 +77,7 @@ class Plugin:
 _lock = threading.RLock()
 _loading = False
 _done: dict[tuple[str, str, str], Plugin] = {}  # by (distribution, entry point, value), in loading order
-_failed: dict[tuple[str, str, str], PluginError] = {}
+_failed: dict[tuple[str, str, str], str] = {}  # the message of each plug-in that failed to load
 _scanned: str | None = None  # ORDERCUBE_PLUGINS when every declared plug-in was last loaded (None: never)
 # The missed names the entry points were rescanned for, with the folders of sys.path as they were then: a name is
 # rescanned for again only once something was installed or removed there (a folder's mtime moved).
@@ -129,13 +129,13 @@ def load() -> tuple[Plugin, ...]:
             plugins = declared()
             for plugin in plugins:
                 key = (plugin.distribution, plugin.name, plugin.value)
-                if key in _failed:
-                    raise _failed[key]
+                if key in _failed:  # a new error each time: one raised again grows its traceback with every task
+                    raise PluginError(_failed[key])
                 if key not in _done:
                     try:
                         _done[key] = _load_one(plugin)
                     except PluginError as error:
-                        _failed[key] = error
+                        _failed[key] = str(error)
                         raise
             _scanned = os.environ.get(VARIABLE, "")
         finally:

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -293,3 +294,23 @@ def test_importing_the_plugin_module_loads_nothing_heavy(tmp_path):
     before, after = done.stdout.splitlines()
     assert before == "[]"
     assert "pandas" in after and "xarray" in after  # the report's section types, resolved on first use
+
+
+def test_a_plugin_that_failed_raises_a_new_error_each_time(monkeypatch):
+    """A worker asks on every task: the same exception object raised again would carry every earlier raise in its
+    traceback, until it cannot be pickled back to the client."""
+    from ordercube.tasks import plugins
+
+    monkeypatch.setenv(plugins.VARIABLE, "ordercube_no_such_plugin_module")
+    errors = []
+    try:
+        for _ in range(3):
+            with pytest.raises(plugins.PluginError, match="ordercube_no_such_plugin_module") as raised:
+                plugins.load()
+            errors.append(raised.value)
+    finally:
+        for key in [key for key in plugins._failed if key[1] == "ordercube_no_such_plugin_module"]:
+            del plugins._failed[key]
+    assert len({id(error) for error in errors}) == 3 and len({str(error) for error in errors}) == 1
+    depth = [len(traceback.extract_tb(error.__traceback__)) for error in errors]
+    assert depth[2] == depth[1], depth  # the third raise carries no more frames than the second
