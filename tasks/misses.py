@@ -11,7 +11,10 @@ name is still unknown, :func:`unknown_note` says which plug-ins this process hol
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _loaders: list[Callable[[str], bool]] = []
 _notes: list[Callable[[], str]] = []
@@ -36,3 +39,16 @@ def unknown_note() -> str:
     """What an unknown name's message adds: the plug-ins loaded in this process and what to do ("" before the
     loader is installed)."""
     return "".join(note() for note in _notes)
+
+
+def lookup(records: Mapping[str, T], kind: str, name: str, *, alternatives: str = "") -> T:
+    """``records[name]`` of a registry of ``kind`` records ("criterion"); a name it does not hold asks the loaders
+    (:func:`load_on_miss`) and looks again, else raises ``ValueError`` listing the known names, ``alternatives``
+    (" or a scikit-learn clusterer by import path") and :func:`unknown_note`."""
+    while True:
+        try:
+            return records[name]
+        except KeyError:
+            if not load_on_miss(f"{kind} {name}"):
+                raise ValueError(f"unknown {kind} {name!r}; expected one of {sorted(records)}{alternatives}"
+                                 f"{unknown_note()}") from None

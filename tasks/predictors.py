@@ -156,12 +156,7 @@ def get_predictor(name: str) -> Predictor:
     if is_import_path(name):
         estimator_class(name, "classifier")  # raises ValueError for anything but a scikit-learn classifier
         return partial(predict_with, name)
-    try:
-        return PREDICTORS[name]
-    except KeyError:
-        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
+    from ordercube.tasks.misses import lookup  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss(f"predictor {name}"):
-            return get_predictor(name)
-        raise ValueError(f"unknown predictor {name!r}; expected one of {sorted(PREDICTORS)} "
-                         f"or a scikit-learn classifier by import path (sklearn.svm.SVC){unknown_note()}") from None
+    return lookup(PREDICTORS, "predictor", name,
+                  alternatives=" or a scikit-learn classifier by import path (sklearn.svm.SVC)")

@@ -110,14 +110,9 @@ READERS: dict[str, Reader] = {}
 
 def get_reader(name: str) -> Reader:
     """The registered reader ``name``; an unknown name rescans the plug-ins once, then lists the known ones."""
-    try:
-        return READERS[name]
-    except KeyError:
-        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's reader not loaded yet
+    from ordercube.tasks.misses import lookup  # a plug-in's reader not loaded yet: loaded on the miss
 
-        if load_on_miss(f"reader {name}"):
-            return get_reader(name)
-        raise ValueError(f"unknown reader {name!r}; expected one of {sorted(READERS)}{unknown_note()}") from None
+    return lookup(READERS, "reader", name)
 
 
 def readers_listed() -> str:

@@ -186,12 +186,7 @@ def get_algorithm(name: str) -> BaseAlgorithm:
     if is_import_path(name):
         estimator_class(name, "clusterer")  # raises ValueError for anything but a scikit-learn clusterer
         return SklearnAlgorithm(name, partial(cluster_with, name), seconds_per_point=2e-5)
-    try:
-        return ALGORITHMS[name]
-    except KeyError:
-        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
+    from ordercube.tasks.misses import lookup  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss(f"algorithm {name}"):
-            return get_algorithm(name)
-        raise ValueError(f"unknown algorithm {name!r}; expected one of {sorted(ALGORITHMS)} "
-                         f"or a scikit-learn clusterer by import path (sklearn.cluster.Birch){unknown_note()}") from None
+    return lookup(ALGORITHMS, "algorithm", name,
+                  alternatives=" or a scikit-learn clusterer by import path (sklearn.cluster.Birch)")

@@ -41,14 +41,9 @@ VARIABLES: dict[str, str] = {variable: name for name, criterion in CRITERIA.item
 
 def get_criterion(name: str) -> Criterion:
     """The registered criterion ``name``; an unknown name lists the valid ones."""
-    try:
-        return CRITERIA[name]
-    except KeyError:
-        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
+    from ordercube.tasks.misses import lookup  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss(f"criterion {name}"):
-            return get_criterion(name)
-        raise ValueError(f"unknown criterion {name!r}; expected one of {sorted(CRITERIA)}{unknown_note()}") from None
+    return lookup(CRITERIA, "criterion", name)
 
 
 def is_reduced(name: str) -> bool:

@@ -345,11 +345,6 @@ SYNTHETIC: dict[str, SyntheticDataset] = {
 
 def get_synthetic(name: str) -> SyntheticDataset:
     """The registered synthetic dataset ``name``; an unknown name lists the valid ones."""
-    try:
-        return SYNTHETIC[name]
-    except KeyError:
-        from ordercube.tasks.misses import load_on_miss, unknown_note  # a plug-in's name where none is loaded yet (a worker)
+    from ordercube.tasks.misses import lookup  # a plug-in's name where none is loaded yet (a worker)
 
-        if load_on_miss(f"dataset {name}"):
-            return get_synthetic(name)
-        raise ValueError(f"unknown dataset {name!r}; expected one of {sorted(SYNTHETIC)}{unknown_note()}") from None
+    return lookup(SYNTHETIC, "dataset", name)
