@@ -4,7 +4,9 @@ from the reducers.
 Figures per criterion (only those that mean something for it): ``*_vs_k`` (mean ± 1 SE against k per n, k̂
 starred, Prediction Strength's threshold, Gap's s_k bars), ``*_scaling`` (with two sample sizes or more:
 the mean per k against n; sqrt(n) x the mean for the instabilities that shrink like 1/sqrt(n); the failure
-rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k).
+rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k); their
+values in ``curves.csv`` (:mod:`ordercube.pipeline.report.values`) and ``selection.csv`` (k̂, the failure rate and
+its SE).
 Then the sections the cube's criteria declare (:mod:`ordercube.pipeline.report.section`: their own tables, figures and
 text), and those of any model family (the choices against a swept generator parameter).
 """
@@ -29,6 +31,7 @@ from ordercube.pipeline.reduce.uncertainty import FIELDS, FLAGS, LEVEL
 from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
+from ordercube.pipeline.report.values import CURVES_CSV, curves_frame
 from ordercube.pipeline.cube.owner import count_planned
 from ordercube.pipeline.config.sweeps import swept
 from ordercube.tasks.criteria import CRITERIA, Decision, is_reduced
@@ -146,10 +149,13 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
         for field in FIELDS:
             columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
         if criterion in reduced.failures:
-            columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
-                        "trials": scores[criterion].notnull().any("k").sum("trial")}
+            trials = scores[criterion].notnull().any("k").sum("trial")
+            failures = reduced.failures[criterion]
+            columns |= {"true_k": reduced.truth, "failure_rate": failures,
+                        "failure_rate_se": np.sqrt(failures * (1 - failures) / trials.where(trials > 0)), "trials": trials}
         else:  # a curve reduced from stored assignments: no trial chose a k; the resamples it read
             columns |= {"true_k": reduced.truth, "failure_rate": xr.full_like(k_hat, np.nan, dtype=float),
+                        "failure_rate_se": xr.full_like(k_hat, np.nan, dtype=float),
                         "trials": reduced.summary[f"{criterion}_trials"].max("k")}
         if agreement is not None:  # the known classes matched by the solution at k̂
             columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
@@ -163,8 +169,8 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
         return pd.DataFrame()
     table = pd.concat(frames, ignore_index=True)
     table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
-    return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
-                 + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
+    last = ("true_k", "failure_rate", "failure_rate_se", "trials", "agreement_at_k_hat")
+    return table[[c for c in table.columns if c not in last] + [c for c in last if c in table.columns]]
 
 
 FLAG_MEANINGS = {
@@ -405,7 +411,7 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, again
     if several_n and criterion not in against_n:
         failures = reduced.failures[criterion]
         trials = scores[criterion].notnull().any("k").sum("trial")
-        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))
+        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))  # selection.csv's failure_rate_se
         known = bool((reduced.truth >= 0).any())
         scaling = criterion in CRITERIA and CRITERIA[criterion].sqrt_n_scaling
         figures.draw(f"{criterion}_scaling", plot_scaling, summary[f"{criterion}_mean"],
@@ -463,6 +469,9 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
         else:  # added to the cube but not computed yet, or every one of its cells failed: no row, no figure
             without_values.append(criterion)
     table.attrs["without_values"] = without_values
+    drawn = [name for name in criteria_of(reduced.scores) if name not in without_values]
+    curves = curves_frame(reduced.summary, reduced.frequency, drawn + (["gap_sd"] if "gap" in drawn else []))
+    write_csv(curves, out / CURVES_CSV)
     missing = missing_cells(cube)
     if not missing.empty:
         write_csv(missing, out / "missing_cells.csv")
@@ -494,7 +503,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
                flag_notes=flag_notes(table, reduced.rules) if not table.empty else [], missing=missing, adaptive=adaptive,
                figures=figures.names, published=published, published_table=table.attrs["published"],
-               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results)
+               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results,
+               curves=curves)
     return table
 
 
