@@ -34,11 +34,11 @@ MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; overflow-wrap: anywhere; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 tr.flagged td { background: #fff5e0; } .flag { color: #a04000; font-weight: 600; }
 .differs { color: #b00020; font-weight: 600; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
+img { max-width: 100%; height: auto; box-sizing: border-box; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
 .missing-figure { color: #b00020; font-weight: 600; }
 details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
