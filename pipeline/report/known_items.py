@@ -6,7 +6,7 @@ few enough items to read them (ConsensusClusterPlus's annotation of a heat map b
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ordercube.pipeline.reduce.assignments import KnownItems
-    from ordercube.pipeline.report.consensus import HeatMap
 
 NAMES_AT_MOST = 80  # a heat map of at most this many items names them on its rows
 NAME_POINTS = 5.5  # the names' font size
@@ -63,12 +62,13 @@ def legend_inches(known: KnownItems | None) -> float:
     return math.ceil(len(known.classes) / 20) * (widest + 0.4) + 0.1
 
 
-def known_items_drawn(figure: Figure, axes: np.ndarray, maps: list[HeatMap], known: KnownItems, *, named: bool,
-                 legend: float) -> None:
+def known_items_drawn(figure: Figure, axes: np.ndarray, maps: list[Any], known: KnownItems, *, named: bool,
+                      legend: float) -> None:
     """Draw what the data's file says of the shown items on each heat map: their known classes as a strip on the
     left and on top, outside the cluster strips (gid ``known_class``; white: an item of no known class), with a
     legend naming the classes in the figure's right margin (``legend`` inches left of the colour bar); and, when
-    ``named``, each row's item name (cut to :data:`NAME_INCHES`)."""
+    ``named``, each row's item name (cut to :data:`NAME_INCHES`). ``maps``: the heat maps shown, each a
+    :class:`ordercube.pipeline.report.consensus.HeatMap`, in the order of ``axes``."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
