@@ -44,7 +44,7 @@ def test_unlabeled_file_data_reports_fully(tmp_path, n, with_true_k):
     assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
     assert "report written to" in report.stdout
     names = SEVERAL_N if len(n) > 1 else ONE_N
-    expected = {"selection.csv", "index.html", ".ordercube-figures.json",
+    expected = {"selection.csv", "curves.csv", "index.html", ".ordercube-figures.json",
                 *(f"{c}_{name}.png" for c in CRITERIA for name in names)}
     written = {path.name for path in (tmp_path / "r").iterdir()}
     assert written == expected

@@ -11,6 +11,11 @@ Layout (only in a cube where some method stores them; every other cube is unchan
   ``(dataset, n, model, k)`` and trial chunk of the cells, over all its parts and items;
 - coordinates ``part`` (0 .. P-1) and ``item`` (0 .. max N - 1), and ``items`` (dims ``(dataset,)``: each dataset's
   number of items N, -1 for a dataset without fixed items; its items are ``item < items``);
+- coordinates ``item_class`` (int64, dims ``(dataset, item)``, fill -1: each item's known class, a code into the
+  array's attribute ``classes``, ``{dataset: [name of code 0, ...]}``, -1 where the dataset has no labels) and
+  ``item_name`` (string, dims ``(dataset, item)``, fill "": each item's name, its row name in the data file, "" where
+  the data has none), so that a report shows the known classes and names of the items without the data; a cube
+  made before them has neither (its reports show no class strip);
 - the group attribute ``ordercube_part_roles``: JSON ``{model: ["data", "data"] | ["data", "reference", ...]}``, the
   role of each part of the models that store assignments;
 - its checksums: every chunk ends in a CRC32C like every chunk of the cube, and the driver records each written
@@ -42,6 +47,8 @@ if TYPE_CHECKING:  # the config's modules import the registries: not needed to r
 
 ASSIGNMENT = "assignment"
 PART, ITEM, ITEMS = "part", "item", "items"
+ITEM_CLASS, ITEM_NAME = "item_class", "item_name"  # each item's known class (a code) and its name
+CLASSES = "classes"  # the attribute of ITEM_CLASS naming each dataset's classes by code
 ASSIGNMENT_DIMS = (*DIMS, PART, ITEM)
 ROLES_ATTRIBUTE = "ordercube_part_roles"
 ASSIGNMENT_MANIFEST = "integrity/assignment_crc"  # uint64 per chunk of `assignment`: 2**32 + CRC32C, 0 = not recorded
@@ -77,7 +84,8 @@ def create_assignments(group: zarr.Group, shape: tuple[int, ...], cell_chunks: t
     # overwrite: recreated beside what is left of it when the variable was deleted (its cells were lost)
     group.create_array(ASSIGNMENT, shape=full, chunks=chunks, dtype=np.int16, fill_value=FILL, overwrite=True,
                        dimension_names=ASSIGNMENT_DIMS, compressors=COMPRESSORS,
-                       attributes={**array_attrs(ASSIGNMENT, ASSIGNMENT_DIMS), "coordinates": f"true_k {ITEMS}"})
+                       attributes={**array_attrs(ASSIGNMENT, ASSIGNMENT_DIMS),
+                                   "coordinates": f"true_k {ITEMS} {ITEM_CLASS} {ITEM_NAME}"})
     for name, values in ((PART, np.arange(parts)), (ITEM, np.arange(items))):
         coordinate = group.create_array(name, shape=(len(values),), chunks=(max(len(values), 1),), dtype=np.int64,
                                         fill_value=FILL, dimension_names=(name,), compressors=COMPRESSORS, overwrite=True,
@@ -87,6 +95,11 @@ def create_assignments(group: zarr.Group, shape: tuple[int, ...], cell_chunks: t
                                 dtype=np.int64, fill_value=FILL, dimension_names=("dataset",), compressors=COMPRESSORS,
                                 attributes=variable_attrs(ITEMS), overwrite=True)
     counts[:] = np.asarray(dataset_items, dtype=np.int64)
+    for name, dtype, fill in ((ITEM_CLASS, np.int64, FILL), (ITEM_NAME, str, "")):
+        group.create_array(name, shape=(len(dataset_items), items), chunks=(1, max(items, 1)), dtype=dtype,
+                           fill_value=fill, dimension_names=("dataset", ITEM), compressors=COMPRESSORS,
+                           attributes={**variable_attrs(name), **({CLASSES: {}} if name == ITEM_CLASS else {})},
+                           overwrite=True)
     grid = chunk_grid_shape(full, chunks)
     group.require_group("integrity").create_array(
         ASSIGNMENT_MANIFEST.split("/", 1)[1], shape=grid, chunks=(1, 1, 1, *grid[3:]), dtype="uint64", fill_value=0,
@@ -107,6 +120,30 @@ def new_layout(group: zarr.Group, config: Config, coords: Coords, cell_chunks: t
 
     parts, items = wanted_size(config)
     create_assignments(group, coords.shape, cell_chunks, parts, items, dataset_items(config, coords.dataset))
+    write_item_facts(group, config, coords.dataset)
+
+
+def write_item_facts(group: zarr.Group, config: Config, datasets: tuple[str, ...]) -> None:
+    """Store the known class and the name of every item of ``config``'s datasets that have labels or row names
+    (``datasets``: the cube's, in its order), in ``item_class`` (its attribute ``classes`` naming them) and
+    ``item_name``; nothing in a cube made before these coordinates."""
+    if ITEM_CLASS not in group or ITEM_NAME not in group:
+        return
+    codes, names = group[ITEM_CLASS], group[ITEM_NAME]
+    classes = dict(codes.attrs.get(CLASSES, {}))  # type: ignore[union-attr]
+    for spec in config.datasets:
+        if spec.name not in datasets or spec.items is None:
+            continue
+        row = datasets.index(spec.name)
+        if spec.labels is not None:
+            labels = np.asarray(spec.labels, dtype=np.int64)
+            codes[row, : labels.size] = labels  # type: ignore[index]
+            classes[spec.name] = list(spec.classes) or [str(code) for code in range(int(labels.max()) + 1)]
+        if spec.row_names:
+            names.with_config({"write_empty_chunks": True})[row, : len(spec.row_names)] = np.asarray(  # type: ignore[union-attr]
+                spec.row_names, dtype=object)
+    if classes != codes.attrs.get(CLASSES, {}):  # type: ignore[union-attr]
+        codes.attrs[CLASSES] = classes  # type: ignore[union-attr]
 
 
 def assignments_grow(group: zarr.Group, config: Config, merged: Coords, cells_grow: bool) -> bool:
@@ -148,6 +185,7 @@ def grow_assignments(group: zarr.Group, config: Config, merged: Coords, grow_alo
     stored = group[ITEMS]
     if not np.array_equal(np.asarray(stored[:]), values):  # type: ignore[index]
         stored.with_config({"write_empty_chunks": True})[:] = values  # type: ignore[union-attr]
+    write_item_facts(group, config, merged.dataset)
     return notes
 
 

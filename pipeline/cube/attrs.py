@@ -59,6 +59,11 @@ COORDINATES: dict[str, dict[str, str]] = {
                                                  "are those below its 'items'"},
     "items": {"long_name": "number of items",
               "description": "the dataset's number of fixed rows (objects), N; -1 where its trials draw fresh points"},
+    "item_class": {"long_name": "known class of the item",
+                   "description": "the item's class in the dataset's labels, a code into the attribute 'classes' "
+                                  "({dataset: [name of code 0, ...]}); -1 where the dataset has no labels"},
+    "item_name": {"long_name": "name of the item",
+                  "description": "the item's row name in the data file; empty where the data names no rows"},
     "true_k": {"long_name": "true number of clusters",
                "description": "the dataset's known number of clusters (config 'true_k', else its generator's or its "
                               "label classes'), used for failure rates; -1 where unknown (also the array's fill value)"},

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ordercube.pipeline.cube.assignments import ASSIGNMENT, ASSIGNMENT_DIMS, ITEM, ITEMS, PART
+from ordercube.pipeline.cube.assignments import ASSIGNMENT, ASSIGNMENT_DIMS, ITEM, ITEM_CLASS, ITEM_NAME, ITEMS, PART
 from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.inputfile import kind_of
@@ -126,7 +126,7 @@ def check_cube(group: zarr.Group, path: Path | Location) -> None:
         if missing:
             raise InputError(f"CUBE: {path}: the labels of {dim!r} are lost ({chunk_key(dim, missing[0])} is missing); "
                              "restore the cube from a copy")
-    for name in (*DIMS, "true_k", BASELINE, PART, ITEM, ITEMS):  # small arrays: a changed byte is named here
+    for name in (*DIMS, "true_k", BASELINE, PART, ITEM, ITEMS, ITEM_CLASS, ITEM_NAME):  # small arrays: a changed byte is named
         if name in group:
             read_checked(group, name, path)
 
@@ -292,6 +292,9 @@ def _expected_node(name: str) -> dict[str, Any]:
     if name in (PART, ITEM, ITEMS):
         return {"node_type": "array", "dimension_names": ["dataset" if name == ITEMS else name], "data_type": "int64",
                 "fill_value": -1}
+    if name in (ITEM_CLASS, ITEM_NAME):
+        return {"node_type": "array", "dimension_names": ["dataset", ITEM],
+                "data_type": "int64" if name == ITEM_CLASS else "string", "fill_value": -1 if name == ITEM_CLASS else ""}
     data_type = {"status": "int8", "reason": "string"}.get(name, "float64")
     return {"node_type": "array", "dimension_names": list(DIMS), "data_type": data_type}
 

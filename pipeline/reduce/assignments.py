@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from ordercube.tasks.seeding import Purpose, label_id, stream
 
 ASSIGNMENT = "assignment"
 ITEMS = "items"
+ITEM_CLASS, ITEM_NAME, CLASSES = "item_class", "item_name", "classes"  # each item's known class and name
 PART_ROLES = "ordercube_part_roles"
 GROUP_DIMS = ("dataset", "n", "model")
 #: The bootstrap's replicates unless told otherwise (``ordercube report --replicates``). Measured on this project's
@@ -195,6 +196,43 @@ def clusterings_of(cube: xr.Dataset, dataset: str, n: int, model: str) -> Cluste
 
     return Clusterings(ks=ks, data=data, references=references, trials=np.repeat(trials, len(data_parts)),
                        items=items, rng=rng)
+
+
+@dataclass(frozen=True)
+class KnownItems:
+    """What a dataset's file says of its items: their known classes and their names.
+
+    Attributes
+    ----------
+    classes : tuple of str
+        The class names, by code (empty when the dataset has no labels).
+    labels : ndarray of shape (N,)
+        Each item's class code into ``classes``; -1 where unknown (every item when the dataset has no labels).
+    names : tuple of str
+        Each item's name (its row name in the file); empty when the data names no rows.
+    """
+
+    classes: tuple[str, ...]
+    labels: NDArray[np.int64]
+    names: tuple[str, ...]
+
+
+def known_items(cube: xr.Dataset, dataset: str) -> KnownItems | None:
+    """The known classes and names of ``dataset``'s items as the cube stores them (its ``item_class`` and
+    ``item_name``); None when it stores neither for it (no labels and no row names, or a cube made before them)."""
+    if ITEM_CLASS not in cube.variables or ITEM_NAME not in cube.variables or ITEMS not in cube.variables:
+        return None
+    items = int(cube[ITEMS].sel(dataset=dataset))
+    if items <= 0:
+        return None
+    classes = tuple(map(str, dict(cube[ITEM_CLASS].attrs.get(CLASSES, {})).get(dataset, ())))
+    labels = np.asarray(cube[ITEM_CLASS].sel(dataset=dataset).values[:items], dtype=np.int64)
+    names = tuple(str(name) for name in np.asarray(cube[ITEM_NAME].sel(dataset=dataset).values[:items]))
+    if not classes:
+        labels = np.full(items, -1, dtype=np.int64)
+    if not any(names):
+        names = ()
+    return KnownItems(classes=classes, labels=labels, names=names) if classes or names else None
 
 
 def _curves(criterion: Criterion, clusterings: Clusterings, options: Mapping[str, Any]) -> dict[str, NDArray[np.float64]]:

@@ -5,10 +5,12 @@ Per (dataset, n, method) that stored assignments (Monti, Tamayo, Mesirov & Golub
 
 - ``consensus_<group>_heatmaps``: the consensus matrix of every k, its items ordered by the consensus partition of
   that k (cluster by cluster, each cluster's items by their item consensus, highest first), with the items' clusters
-  as a colour strip beside and above the map, as ConsensusClusterPlus draws it. Above :data:`CAP` items the map
-  shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files hold every item. A small
-  cluster (at most max(2 items, 2% of the items): :func:`ordercube.tasks.consensus.small_clusters`) is framed in red
-  and its size written under its map.
+  as a colour strip beside and above the map, as ConsensusClusterPlus draws it. When the data has labels, their
+  known classes as a second strip outside it, with a legend naming them; when it names its rows and the map shows
+  at most :data:`~ordercube.pipeline.report.known_items.NAMES_AT_MOST` items, their names on the rows. Above
+  :data:`CAP` items the map shows every ``ceil(N / CAP)``-th item of that order (the caption says so); the files
+  hold every item. A small cluster (at most max(2 items, 2% of the items):
+  :func:`ordercube.tasks.consensus.small_clusters`) is framed in red and its size written under its map.
 - ``consensus_<group>_cdf``: the empirical CDF of the consensus values (pairs i < j) per k, one line per k, drawn
   exactly (a step at every distinct value).
 - ``consensus_<group>_delta``: Monti's relative increase of the area under the CDF, Δ(k), against k, with its
@@ -44,10 +46,11 @@ import numpy as np
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_output
-from ordercube.pipeline.reduce.assignments import clusterings_of, part_roles, resolved_options
+from ordercube.pipeline.reduce.assignments import KnownItems, clusterings_of, known_items, part_roles, resolved_options
 from ordercube.pipeline.report.figures import COLOUR_BAR_MARGIN, Figures, colour_bar, grid, log_axis, title, \
     within_noise_band
 from ordercube.pipeline.report.consensus_tables import curves_table, items_table, write_tables
+from ordercube.pipeline.report.known_items import NAMES_AT_MOST, ROW_INCHES, known_items_drawn, legend_inches
 from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.section import SectionContext, SectionResult
 from ordercube.tasks.criteria import Decision
@@ -151,17 +154,24 @@ def _cluster_colours(count: int) -> np.ndarray:
     return np.array([palette(i % palette.N) for i in range(max(count, 1))])
 
 
-def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
+def plot_heat_maps(maps: Mapping[int, HeatMap], label: str, known: KnownItems | None = None) -> Figure:
     """One consensus heat map per k (white 0 to dark blue 1, grey: never drawn together), each with its items'
     clusters as a colour strip on the left and on top: three images in one axes per k (the strips placed beside
-    the map in its data coordinates, not in axes of their own, which cost more to make and draw than the maps)."""
+    the map in its data coordinates, not in axes of their own, which cost more to make and draw than the maps).
+    With ``known`` (the dataset's labels and row names), the known classes as a second strip outside the clusters'
+    and the items' names on the rows
+    (:func:`ordercube.pipeline.report.known_items.known_items_drawn`)."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap
 
     ks = sorted(maps)
-    columns = min(len(ks), 3)
+    largest = max(maps[k].matrix.shape[0] for k in ks)
+    named = known is not None and bool(known.names) and largest <= NAMES_AT_MOST
+    side = max(2.6, ROW_INCHES * 1.15 * largest) if named else 2.6  # a row per name, at NAME_POINTS
+    columns = min(len(ks), 2 if named else 3)
     rows = math.ceil(len(ks) / columns)
-    figure, axes = grid(rows, columns, width=2.6, height=2.6, right=COLOUR_BAR_MARGIN)
+    legend = legend_inches(known)
+    figure, axes = grid(rows, columns, width=side, height=side, right=COLOUR_BAR_MARGIN + legend)
     shades = colormaps["Blues"].with_extremes(bad="0.8")
     image = None
     for ax, k in zip(axes.ravel(), ks):
@@ -182,6 +192,8 @@ def plot_heat_maps(maps: Mapping[int, HeatMap], label: str) -> Figure:
                          if shown.small else ""), fontsize=8, color="C3" if shown.small else "black")
     for ax in axes.ravel()[len(ks):]:
         ax.set_visible(False)
+    if known is not None:
+        known_items_drawn(figure, axes.ravel()[: len(ks)], [maps[k] for k in ks], known, named=named, legend=legend)
     # above the top strips, inside the figure's fixed top margin
     figure.text(0.5, 1 - 0.03 / figure.get_size_inches()[1], f"{label}: consensus matrices",
                 ha="center", va="top", fontsize=9)
@@ -373,6 +385,18 @@ def write_matrices(path: Path, consensus: Consensus, orders: Mapping[int, np.nda
     write_output(path, buffer.getvalue())
 
 
+def heat_map_strips(known: KnownItems | None, shown: int) -> str:
+    """The end of the heat maps' caption: what the strips and the rows show beyond each item's cluster."""
+    said = ""
+    if known is not None and known.classes:
+        said += " (inner) and its known class in the data's labels (outer; legend: the classes)"
+    if known is not None and known.names and shown <= NAMES_AT_MOST:
+        said += "; rows: the items' names"
+    elif known is not None and known.names:
+        said += f"; the items' names are not shown above {NAMES_AT_MOST} items (they are in the items' table)"
+    return said + "."
+
+
 def _embed(path: Path | None, caption: str) -> str:
     """A figure as an image in the page (a data URI: the page loads nothing), or a link for PDF."""
     if path is None:
@@ -499,7 +523,8 @@ def p_value_curves(scores: xr.Dataset, at: Mapping[str, object], options: Mappin
 def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: int, model: str,
                   consensus: Consensus, options: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
     """Draw one group's figures and write its matrices; its HTML and its line of text. ``options``: the method's
-    criteria's (:func:`ordercube.pipeline.reduce.assignments.resolved_options`)."""
+    criteria's (:func:`ordercube.pipeline.reduce.assignments.resolved_options`); the dataset's known classes and item
+    names as the cube stores them (:func:`ordercube.pipeline.reduce.assignments.known_items`)."""
     figures, chosen, criteria = context.figures, context.reduced.chosen, context.criteria
     at = {"dataset": dataset, "n": n, "model": model}
     label = f"{dataset}, n = {n}, {model}"
@@ -508,12 +533,14 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
     write_matrices(figures.folder / f"{stem}_matrices.npz", consensus, orders)
     maps = {k: heat_map(consensus.matrices[k], consensus.partitions[k], consensus.own[k]) for k in consensus.ks}
     capped = cap_rule(maps[consensus.ks[0]].step, maps[consensus.ks[0]].total)
+    known = known_items(context.cube, dataset)
     parts = [f"<h3>{html.escape(label)}</h3>",
              "<p>Consensus matrices of every k (NaN where two items were never drawn together), partitions and orders: "
              f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
-             _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label),
+             _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label, known),
                     "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-                    "each item's cluster; framed in red: a small cluster (at most max(2 items, 2% of the items))."
+                    "each item's cluster" + heat_map_strips(known, maps[consensus.ks[0]].matrix.shape[0])
+                    + " Framed in red: a small cluster (at most max(2 items, 2% of the items))."
                     + (f" {capped}." if capped else ""))]
     row = [_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
                     "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
@@ -536,7 +563,7 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
         row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
     parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
     parts.append(write_tables(figures.folder, stem, curves_table(scores, at),
-                              items_table(consensus.own[shown[1]], consensus.partitions[shown[1]]) if shown else None,
+                              items_table(consensus.own[shown[1]], consensus.partitions[shown[1]], known) if shown else None,
                               shown[1] if shown else None))
     line = f"{label}: k̂ by " + (", ".join(said) if said else "no criterion yet") + (f"; heat maps: {capped}" if capped else "")
     return "".join(parts), line

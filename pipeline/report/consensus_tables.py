@@ -1,6 +1,6 @@
 """The values the consensus figures show, as tables: one row per k of every curve reduced from the stored assignments
 (areas, Δ(k), PAC, RCSI, the p-values, with their bootstrap intervals), and one row per item of the item-consensus
-figure; each written as a CSV beside the figures and shown in ``index.html``."""
+figure (with its name and known class, as the heat maps show them); each written as a CSV beside the figures and shown in ``index.html``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from ordercube.pipeline.files.outputs import write_csv
+from ordercube.pipeline.reduce.assignments import KnownItems
 from ordercube.pipeline.report.labels import owner_of
 
 BOUNDS = ("lo", "hi")  # the percentile interval of the bootstrap over resamples, beside each curve that has one
@@ -42,13 +43,16 @@ def curves_table(scores: xr.Dataset, at: Mapping[str, object]) -> pd.DataFrame:
     return pd.DataFrame(columns) if len(columns) > 1 else pd.DataFrame()
 
 
-def items_table(own: np.ndarray, partition: np.ndarray, names: list[str] | None = None) -> pd.DataFrame:
-    """One row per item: its consensus cluster (1-based, as the figure numbers them) and its item consensus with it
+def items_table(own: np.ndarray, partition: np.ndarray, known: KnownItems | None = None) -> pd.DataFrame:
+    """One row per item: its name and known class where the data gives them (``known``: what the heat maps' rows and
+    class strip show), its consensus cluster (1-based, as the figure numbers them) and its item consensus with it
     (empty for an item alone in its cluster)."""
     frame = pd.DataFrame({"item": np.arange(len(partition)), "cluster": np.asarray(partition) + 1,
                           "item_consensus": np.asarray(own, dtype=float)})
-    if names is not None:
-        frame.insert(1, "name", names)
+    if known is not None and known.classes:
+        frame.insert(1, "known_class", [known.classes[code] if code >= 0 else "" for code in known.labels])
+    if known is not None and known.names:
+        frame.insert(1, "name", list(known.names))
     return frame
 
 

@@ -28,17 +28,18 @@ from ordercube.pipeline.reduce.uncertainty import LEVEL
 from ordercube.pipeline.report.published import Published
 from ordercube.pipeline.report.section import SectionResult
 from ordercube.pipeline.report.within_noise import SHOWN_FLAGS
+from ordercube.pipeline.report.values import section_tables
 
 PAGE = "index.html"
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; overflow-wrap: anywhere; }
 th { background: #f2f2f2; } td.text { text-align: left; }
 tr.flagged td { background: #fff5e0; } .flag { color: #a04000; font-weight: 600; }
 .differs { color: #b00020; font-weight: 600; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
+img { max-width: 100%; height: auto; box-sizing: border-box; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
 .missing-figure { color: #b00020; font-weight: 600; }
 details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
@@ -143,10 +144,12 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
                flag_notes: Sequence[str], missing: pd.DataFrame, figures: Sequence[str], summary: xr.Dataset,
                adaptive: pd.DataFrame | None = None, published: Published | None = None,
                published_table: pd.DataFrame | None = None,
-               frequency: xr.Dataset, counts: Mapping[str, int], contributed: Sequence[SectionResult] = ()) -> Path:
+               frequency: xr.Dataset, counts: Mapping[str, int], contributed: Sequence[SectionResult] = (),
+               curves: pd.DataFrame | None = None) -> Path:
     """Write ``out/index.html`` from the report's pieces; ``figures``: the figure files' names, in order;
     ``published``: the paper's values shown (:mod:`ordercube.pipeline.report.published`) and ``published_table`` their rows;
-    ``contributed``: what the report's sections returned, each shown under its title when it has an HTML fragment."""
+    ``contributed``: what the report's sections returned, each shown under its title when it has an HTML fragment;
+    ``curves``: the per-criterion figures' values (``curves.csv``), shown folded under the figures."""
     config = json.loads(cube_attrs.get("ordercube_config", "{}"))
     name = cube_attrs.get("ordercube_name", "cube")
     sections = [f"<h1>ordercube report: {html.escape(str(name))}</h1>",
@@ -173,6 +176,10 @@ def write_html(out: Path, *, cube_attrs: Mapping[str, Any], table: pd.DataFrame,
     sections += [f"<h2>{html.escape(result.title)}</h2>{result.html}" for result in contributed if result.html]
     sections.append("<h2>Figures</h2>")
     sections += [_figure(out / figure) for figure in figures]
+    if curves is not None and not curves.empty:
+        sections.append(section_tables([("curves.csv", "The values of the figures per criterion: per (dataset, n, "
+                                         "method, variable, k) the mean, SE, median, quartiles, sqrt(n) x mean and the "
+                                         "share of trials choosing k", curves)], folded=True))
     criteria = list(dict.fromkeys(table["criterion"])) if not table.empty else []
     sections += ["<h2>Per group</h2>", _drill_down(summary, frequency, criteria)]
     provenance = {key: value for key, value in cube_attrs.items() if key not in ("ordercube_config", "ordercube_plan")}

@@ -6,7 +6,8 @@ and the loss of choosing k̂ instead of k*, read from the oracle's per-k medians
 PSNR(k̂) (the paper's Fig. 2 claim) and ``error_ratio`` = err(k̂) / err(k*) (Fig. 3's ranks on an error scale). Figures: every
 dataset's ranks side by side with the trials' ranges (Fig. 3's table as a picture), and for an image whose noise
 is swept, the PSNR crest (noise x k, each noise level's PSNR below its best) with MTC's k̂ ± 3 sd of the trials'
-choices and the oracle's k* (Fig. 2).
+choices and the oracle's k* (Fig. 2), its values in ``psnr_crest_<entry>_<method>.csv`` (per noise level and k) and
+``..._choices.csv`` (per noise level); every table also in ``index.html``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.report.figures import Figures
 from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.report.section import SectionContext, SectionResult, load_section
+from ordercube.pipeline.report.values import section_tables
 from ordercube.pipeline.config.sweeps import Swept
 from ordercube.tasks.criteria import CRITERIA
 
@@ -39,8 +41,16 @@ def section(context: SectionContext) -> SectionResult | None:
         return None
     ranks = write_matrix_report(reduced.scores, reduced.chosen, reduced.choices, context.sweeps, context.figures, names)
     shown = "" if ranks.empty else ranks.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    page = section_tables([("matrix_ranks.csv", "Each criterion's k̂, the range of the trials' own choices, the "
+                                                "oracle's k* and the loss at k̂ (the ranks figure)", ranks)])
+    for stem in ranks.attrs.get("crests", []):
+        page += section_tables([(f"{stem}_choices.csv", f"{stem}: the median choice over trials per noise level (MTC's "
+                                                        "± 3 sd: low, high)", pd.read_csv(context.folder / f"{stem}_choices.csv")),
+                                (f"{stem}.csv", f"{stem}: the median PSNR per noise level and k, and its distance below "
+                                                "the level's best (the crest)", pd.read_csv(context.folder / f"{stem}.csv"))],
+                               folded=True)
     return SectionResult(title="matrix models: each criterion's k̂ (the trials' range) against the oracle's k*, and the "
-                               "loss at k̂ (matrix_ranks.csv)", text=shown, attrs={"matrix_ranks": ranks})
+                               "loss at k̂ (matrix_ranks.csv)", text=shown, html=page, attrs={"matrix_ranks": ranks})
 
 
 def with_values(scores: xr.Dataset, criteria: Sequence[str]) -> list[str]:
@@ -126,11 +136,11 @@ def plot_ranks(table: pd.DataFrame) -> Figure:
     return figure
 
 
-def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str, Swept], base: str,
-                    model: str) -> Figure | None:
-    """Fig. 2: noise x k, each noise level's median PSNR minus its best, with MTC's k̂ ± 3 sd and the oracle's k*."""
-    from matplotlib.figure import Figure
-
+def crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str, Swept], base: str,
+          model: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The PSNR crest's values: one row per (noise value, k) with the median PSNR over trials and its distance below
+    that noise level's best; one row per noise value with each of ``psnr``'s and ``mtc_matrix``'s median choice over
+    trials (MTC's ± 3 sd too). None for fewer than two noise levels or no PSNR."""
     members = sorted(((sweep.value, dataset) for dataset, sweep in sweeps.items()
                       if sweep.base == base and dataset in scores["dataset"].values), key=lambda pair: pair[0])
     if len(members) < 2 or "psnr" not in scores:
@@ -141,26 +151,49 @@ def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str
     if not bool(psnr.notnull().any()):
         return None
     relative = psnr - psnr.max("k")
-    ks = psnr["k"].values
+    grid = pd.DataFrame({"value": np.repeat(values, psnr.sizes["k"]), "dataset": np.repeat(datasets, psnr.sizes["k"]),
+                         "k": np.tile(psnr["k"].values, len(values)), "psnr_median": psnr.values.ravel(),
+                         "psnr_below_best": relative.values.ravel()})
+    lines = pd.DataFrame({"value": values, "dataset": datasets})
+    for name in ("psnr", "mtc_matrix"):
+        if name in choices:
+            trials = choices[name].sel(at).sel(dataset=datasets).where(lambda c: c >= 0)
+            lines[f"{name}_k_median"] = trials.median("trial").values
+            if name == "mtc_matrix":
+                lines["mtc_matrix_k_low"] = (trials.median("trial") - 3 * trials.std("trial")).values
+                lines["mtc_matrix_k_high"] = (trials.median("trial") + 3 * trials.std("trial")).values
+    return grid, lines
+
+
+def plot_psnr_crest(scores: xr.Dataset, choices: xr.Dataset, sweeps: Mapping[str, Swept], base: str,
+                    model: str) -> Figure | None:
+    """Fig. 2: noise x k, each noise level's median PSNR minus its best, with MTC's k̂ ± 3 sd and the oracle's k*
+    (the values of :func:`crest`)."""
+    from matplotlib.figure import Figure
+
+    found = crest(scores, choices, sweeps, base, model)
+    if found is None:
+        return None
+    grid, lines = found
+    values, ks = lines["value"].tolist(), np.unique(grid["k"].to_numpy())
+    relative = grid["psnr_below_best"].to_numpy().reshape(len(values), len(ks))
     figure = Figure(figsize=(7, 4))
     ax = figure.subplots()
-    mesh = ax.pcolormesh(np.arange(len(values) + 1) - 0.5, np.append(ks, ks[-1] + 1) - 0.5, relative.values.T,
-                         cmap="viridis", vmin=max(float(relative.min()), -10.0), vmax=0.0)
+    mesh = ax.pcolormesh(np.arange(len(values) + 1) - 0.5, np.append(ks, ks[-1] + 1) - 0.5, relative.T,
+                         cmap="viridis", vmin=max(float(np.nanmin(relative)), -10.0), vmax=0.0)
     figure.colorbar(mesh, ax=ax, label="PSNR below the best rank (dB, median over trials)")
     positions = np.arange(len(values))
     for name, style in (("psnr", dict(color="white", ls=":", label="oracle k* (median)")),
                         ("mtc_matrix", dict(color="black", ls="-", label="MTC k̂ (median) ± 3 sd"))):
-        if name not in choices:
+        if f"{name}_k_median" not in lines:
             continue
-        trials = choices[name].sel(at).sel(dataset=datasets).where(lambda c: c >= 0)
-        ax.plot(positions, trials.median("trial"), lw=2, **style)
+        ax.plot(positions, lines[f"{name}_k_median"], lw=2, **style)
         if name == "mtc_matrix":
-            spread = 3 * trials.std("trial")
-            for sign in (-1, 1):
-                ax.plot(positions, trials.median("trial") + sign * spread, color="black", ls="--", lw=1)
+            for side in ("low", "high"):
+                ax.plot(positions, lines[f"mtc_matrix_k_{side}"], color="black", ls="--", lw=1)
     ax.set_xticks(positions, [f"{value:g}" for value in values])
-    ax.set(xlabel=f"{sweeps[datasets[0]].parameter}: the sd of the Gaussian noise (grey levels)", ylabel="rank k",
-           ylim=(ks[0] - 0.5, ks[-1] + 0.5), title=f"{base} ({model}): the PSNR crest")
+    ax.set(xlabel=f"{sweeps[lines['dataset'].iloc[0]].parameter}: the sd of the Gaussian noise (grey levels)",
+           ylabel="rank k", ylim=(ks[0] - 0.5, ks[-1] + 0.5), title=f"{base} ({model}): the PSNR crest")
     ax.legend(fontsize=7, loc="upper right")
     figure.tight_layout()
     return figure
@@ -174,8 +207,15 @@ def write_matrix_report(scores: xr.Dataset, chosen: xr.Dataset, choices: xr.Data
     write_csv(table, figures.folder / "matrix_ranks.csv")
     if not table.empty:
         figures.draw("matrix_ranks", plot_ranks, table)
+    crests = []
     for base in sorted({sweep.base for sweep in sweeps.values()}):
-        for model in scores["model"].values:
-            figures.draw(f"psnr_crest_{base}_{model}", plot_psnr_crest, scores[[name for name in ("psnr",) if name in scores]],
-                         choices, sweeps, base, str(model))
+        for model in map(str, scores["model"].values):
+            psnr = scores[[name for name in ("psnr",) if name in scores]]
+            found = crest(psnr, choices, sweeps, base, model)
+            if found is not None:
+                for suffix, frame in zip(("", "_choices"), found):
+                    write_csv(frame, figures.folder / f"psnr_crest_{base}_{model}{suffix}.csv")
+                crests.append(f"psnr_crest_{base}_{model}")
+            figures.draw(f"psnr_crest_{base}_{model}", plot_psnr_crest, psnr, choices, sweeps, base, model)
+    table.attrs["crests"] = crests
     return table

@@ -2,7 +2,8 @@
 
 ``supervised.csv`` (one row per dataset, n, method and selector: N, R, the selector's own estimate at
 its k̂, mean |k_O - k̂|, the 95% quantile of its excess error over the oracle), ``supervised_gain.csv``
-(the gain G of the swapping method over CV with a paired bootstrap 90% interval), and the figures: mean
+(the gain G of the swapping method over CV with a paired bootstrap 90% interval), ``supervised_curves.csv``
+(per k, the means the error and bias figures draw), each also a table of ``index.html``, and the figures: mean
 error curves against k (Fig. 2), the penalty against the true bias CER - EER (Fig. 1 right), and the
 selectors side by side per setting (Fig. 3).
 """
@@ -10,6 +11,7 @@ selectors side by side per setting (Fig. 3).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +23,7 @@ from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.reduce.select import summarise
 from ordercube.pipeline.reduce.supervised import gain_rows, selection_rows, settings_with_values
 from ordercube.pipeline.report.section import Section, SectionContext, SectionResult
+from ordercube.pipeline.report.values import section_tables
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -33,9 +36,27 @@ def _section(context: SectionContext) -> SectionResult:
     """The tables and figures of the classifiers; Table 1's layout printed, and the paper's N and R beside the
     cube's in ``published.csv``."""
     one, rows = write_supervised(context.reduced.scores, context.figures, context.published, context.reduced.decide)
+    tables = [(name, what, _read(context.folder / name)) for name, what in TABLES]
+    shown = section_tables(tables[:2]) + section_tables(tables[2:], folded=True)
     return SectionResult(title="classifiers (Daudin & Mary-Huard, Table 1): mean k̂ (N) and mean error at each trial's "
-                               "k̂ (R, %); this cube / published", text="" if one.empty else one.to_string(),
+                               "k̂ (R, %); this cube / published", text="" if one.empty else one.to_string(), html=shown,
                          attrs={"table_one": one}, published_rows=published_rows(rows, context.published))
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A CSV the section wrote, as the page shows it (an empty table for one without rows)."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+# The section's CSV files, as the page names them: the selectors (Fig. 3), the gain, the curves (Figs. 1 and 2).
+TABLES = (("supervised.csv", "Per selector: mean k̂ (N), mean error at k̂ (R) ± SE, its own estimate there, the 95% "
+                             "quantile of the excess over the oracle (the selectors figure)"),
+          ("supervised_gain.csv", "The gain of the swapping method over cross-validation, with its bootstrap interval"),
+          ("supervised_curves.csv", "Per k: each error rate's and criterion's mean over trials, the swap penalty and "
+                                    "the true bias CER - EER (the error and bias figures)"))
 
 
 # Its figures against n (the selectors per n) stand for the criteria's own *_scaling figures.
@@ -83,12 +104,29 @@ def write_supervised(scores: xr.Dataset, figures: Figures, published: Mapping[st
     write_csv(rows, out / "supervised.csv")
     write_csv(gains, out / "supervised_gain.csv")
     summary = summarise(scores[[name for name in CURVES if name in scores]])
+    write_csv(curve_table(scores, summary), out / "supervised_curves.csv")
     figures.draw("supervised_error_vs_k", plot_error_curves, summary)
     if "conditional_error" in scores and "swap_penalty" in scores:
         figures.draw("supervised_bias_vs_k", plot_bias, scores[["swap_penalty", "conditional_error", "resubstitution"]])
     if not rows.empty:
         figures.draw("supervised_selectors", plot_selectors, rows)
     return (table_one(rows, published) if not rows.empty else pd.DataFrame()), rows
+
+
+def curve_table(scores: xr.Dataset, summary: xr.Dataset) -> pd.DataFrame:
+    """One row per (dataset, n, method, k) with a value: the mean over trials of every error curve (Fig. 2) and, where
+    the cube has them, of the swap penalty and of the true bias CER - EER (Fig. 1 right)."""
+    columns = {name: summary[f"{name}_mean"] for name in CURVES if f"{name}_mean" in summary}
+    if "conditional_error" in scores and "swap_penalty" in scores:
+        columns["swap_penalty"] = scores["swap_penalty"].mean("trial")
+        columns["true_bias"] = (scores["conditional_error"] - scores["resubstitution"]).mean("trial")
+    if not columns:
+        return pd.DataFrame()
+    data = xr.Dataset({name: values.reset_coords(drop=True) for name, values in columns.items()})
+    frame = data.to_dataframe(dim_order=["dataset", "n", "model", "k"]).reset_index().rename(columns={"model": "method"})
+    frame = frame[frame[list(columns)].notna().any(axis=1)].reset_index(drop=True)
+    frame["dataset"], frame["method"] = frame["dataset"].astype(str), frame["method"].astype(str)
+    return frame
 
 
 def plot_error_curves(summary: xr.Dataset) -> Figure:

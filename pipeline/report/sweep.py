@@ -2,7 +2,8 @@
 
 Frank et al.'s (2011) Fig. 1 shows, as the overlap of three Gaussians grows, where BIC, AIC and the transfer cost stop
 choosing 3. Per (swept entry, method, n) this writes ``sweep.csv`` (for every value and criterion: the
-modal per-trial choice, its frequency, the frequency of the true k) and a figure with one panel per
+modal per-trial choice, its frequency, the frequency of the true k), ``sweep_frequency.csv`` (the share of trials
+choosing each k: the heat maps' values; both also as tables of ``index.html``) and a figure with one panel per
 criterion (how often each k was chosen, as a k x value heatmap) and one panel with every criterion's
 frequency of the true k; the **crossing point** of a criterion is the first value, in the order the config
 lists them, at which its modal per-trial choice falls below the true k (Frank et al. 2011, Sec. 3:
@@ -21,6 +22,7 @@ import xarray as xr
 from ordercube.pipeline.report.figures import Figures
 from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.report.section import SectionContext, SectionResult
+from ordercube.pipeline.report.values import section_tables
 from ordercube.pipeline.config.sweeps import Swept
 
 if TYPE_CHECKING:
@@ -48,6 +50,18 @@ def sweep_table(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[st
                                  "dataset": dataset, "n": int(n), "method": str(model), "criterion": criterion,
                                  "modal_k": modal, "modal_frequency": float(curve.max()), "true_k": true_k,
                                  "true_k_frequency": float(curve.sel(k=true_k)) if true_k in curve["k"].values else np.nan})
+    return pd.DataFrame(rows)
+
+
+def frequency_table(frequency: xr.Dataset, table: pd.DataFrame) -> pd.DataFrame:
+    """The heat maps' values: per row of :func:`sweep_table` (swept entry, value, n, method, criterion), the share of
+    trials that chose each k."""
+    rows = []
+    for row in table.itertuples(index=False):
+        curve = frequency[row.criterion].sel(dataset=row.dataset, n=row.n, model=row.method)
+        rows += [{"sweep": row.sweep, "parameter": row.parameter, "value": row.value, "dataset": row.dataset, "n": row.n,
+                  "method": row.method, "criterion": row.criterion, "k": int(k), "frequency": float(share)}
+                 for k, share in zip(curve["k"].values, curve.values) if np.isfinite(share)]
     return pd.DataFrame(rows)
 
 
@@ -106,20 +120,30 @@ def plot_sweep(frequency: xr.Dataset, table: pd.DataFrame, crossings: pd.DataFra
     return figure
 
 
-def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[str, Swept], figures: Figures) -> pd.DataFrame:
-    """``sweep.csv``, ``sweep_crossings.csv`` and one figure per (swept entry, n, method); returns the crossings."""
+def write_sweeps(frequency: xr.Dataset, truth: xr.DataArray, datasets: Mapping[str, Swept], figures: Figures
+                 ) -> tuple[pd.DataFrame, str]:
+    """``sweep.csv``, ``sweep_frequency.csv`` (every value the heat maps show), ``sweep_crossings.csv`` and one figure
+    per (swept entry, n, method); returns the crossings and the tables' HTML."""
     out = figures.folder
     table = sweep_table(frequency, truth, datasets)
     if table.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(), ""
     write_csv(table, out / "sweep.csv")
+    shares = frequency_table(frequency, table)
+    write_csv(shares, out / "sweep_frequency.csv")
     crossings = crossing_points(table)
     if crossings.empty:
         crossings = pd.DataFrame(columns=["sweep", "parameter", "n", "method", "criterion", "crossing"])
     write_csv(crossings, out / "sweep_crossings.csv")
     for (base, n, method), _ in table.groupby(["sweep", "n", "method"], sort=False):
         figures.draw(f"sweep_{base}_{method}_n{n}", plot_sweep, frequency, table, crossings, base=base, n=int(n), method=method)
-    return crossings
+    shown = section_tables([("sweep_crossings.csv", "The first value at which each criterion's modal choice falls "
+                                                    "below the true k (empty: never)", crossings),
+                            ("sweep.csv", "Per value: each criterion's modal choice, its share and the share choosing "
+                                          "the true k (the figures' right panel)", table)])
+    shown += section_tables([("sweep_frequency.csv", "The share of trials choosing each k, per value (the figures' "
+                                                     "heat maps)", shares)], folded=True)
+    return crossings, shown
 
 
 def section(context: SectionContext) -> SectionResult | None:
@@ -127,7 +151,7 @@ def section(context: SectionContext) -> SectionResult | None:
     if not context.sweeps:
         return None
     reduced = context.reduced
-    crossings = write_sweeps(reduced.frequency, reduced.truth, context.sweeps, context.figures)
+    crossings, shown_html = write_sweeps(reduced.frequency, reduced.truth, context.sweeps, context.figures)
     shown = "" if crossings.empty else crossings.to_string(index=False)
     return SectionResult(title="swept parameter: the first value at which a criterion's modal choice falls below the "
-                               "true k (sweep.csv)", text=shown, attrs={"sweep_crossings": crossings})
+                               "true k (sweep.csv)", text=shown, html=shown_html, attrs={"sweep_crossings": crossings})

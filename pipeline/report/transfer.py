@@ -2,7 +2,8 @@
 and the number of non-empty clusters beside them (Fig. 5's k_effective), one figure per (method, n).
 
 Each row is a dataset, each column a transfer-cost criterion the method computed; a cross marks the k of the
-lowest median (ties to the smallest k, as the criteria decide).
+lowest median (ties to the smallest k, as the criteria decide). The values drawn are in ``transfer_costs.csv`` and
+a table of ``index.html``.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import xarray as xr
 
+from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.report.figures import Figures
-from ordercube.pipeline.report.section import SectionContext
+from ordercube.pipeline.report.section import SectionContext, SectionResult
+from ordercube.pipeline.report.values import section_tables
 from ordercube.tasks.criteria import CRITERIA
 from ordercube.tasks.criteria.rules import best_index
 
@@ -21,10 +25,35 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def section(context: SectionContext) -> None:
-    """The transfer-cost figures of the criteria that declared this section (nothing printed or tabulated)."""
-    plot_transfer_costs(context.reduced.summary, context.figures, transfer_criteria(context.reduced.summary,
-                                                                                    context.criteria))
+def section(context: SectionContext) -> SectionResult | None:
+    """The transfer-cost figures of the criteria that declared this section, and their values: ``transfer_costs.csv``,
+    also a table of ``index.html`` (nothing printed)."""
+    summary = context.reduced.summary
+    names = transfer_criteria(summary, context.criteria)
+    plot_transfer_costs(summary, context.figures, names)
+    table = values_frame(summary, names)
+    if table.empty:
+        return None
+    write_csv(table, context.folder / "transfer_costs.csv")
+    return SectionResult(title="transfer costs: median and quartiles over trials per k (transfer_costs.csv)",
+                         html=section_tables([("transfer_costs.csv", "Per (dataset, n, method, criterion, k): the median "
+                                               "and quartiles the transfer-cost figures draw", table)], folded=True))
+
+
+def values_frame(summary: xr.Dataset, names: Sequence[str]) -> pd.DataFrame:
+    """One row per (dataset, n, method, criterion, k) with a median: the median and quartiles over trials."""
+    frames = []
+    for name in names:
+        data = xr.Dataset({stat: summary[f"{name}_{stat}"].reset_coords(drop=True) for stat in ("median", "q25", "q75")})
+        frame = data.to_dataframe(dim_order=["dataset", "n", "model", "k"]).reset_index()
+        frame = frame[frame["median"].notna()].rename(columns={"model": "method"})
+        frame.insert(3, "criterion", name)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True)
+    table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
+    return table
 
 
 def transfer_criteria(summary: xr.Dataset, criteria: Sequence[str]) -> list[str]:

@@ -4,7 +4,9 @@ from the reducers.
 Figures per criterion (only those that mean something for it): ``*_vs_k`` (mean ± 1 SE against k per n, k̂
 starred, Prediction Strength's threshold, Gap's s_k bars), ``*_scaling`` (with two sample sizes or more:
 the mean per k against n; sqrt(n) x the mean for the instabilities that shrink like 1/sqrt(n); the failure
-rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k).
+rate ± 1 SE where a true k is known) and ``*_selection_frequency`` (k x n: how often trials chose each k); their
+values in ``curves.csv`` (:mod:`ordercube.pipeline.report.values`) and ``selection.csv`` (k̂, the failure rate and
+its SE).
 Then the sections the cube's criteria declare (:mod:`ordercube.pipeline.report.section`: their own tables, figures and
 text), and those of any model family (the choices against a swept generator parameter).
 """
@@ -33,6 +35,7 @@ from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.within_noise import SHOWN_FLAGS, cluster_columns, within_noise_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
+from ordercube.pipeline.report.values import CURVES_CSV, curves_frame
 from ordercube.pipeline.cube.owner import count_planned
 from ordercube.pipeline.config.sweeps import swept
 from ordercube.tasks.criteria import CRITERIA, Decision, is_reduced
@@ -152,10 +155,13 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
                 columns[UNCERTAINTY_COLUMNS.get(field, field)] = reduced.uncertainty[f"{criterion}_{field}"]
         columns |= cluster_columns(reduced.clusters, criterion, k_hat)
         if criterion in reduced.failures:
-            columns |= {"true_k": reduced.truth, "failure_rate": reduced.failures[criterion],
-                        "trials": scores[criterion].notnull().any("k").sum("trial")}
+            trials = scores[criterion].notnull().any("k").sum("trial")
+            failures = reduced.failures[criterion]
+            columns |= {"true_k": reduced.truth, "failure_rate": failures,
+                        "failure_rate_se": np.sqrt(failures * (1 - failures) / trials.where(trials > 0)), "trials": trials}
         else:  # a curve reduced from stored assignments: no trial chose a k; the resamples it read
             columns |= {"true_k": reduced.truth, "failure_rate": xr.full_like(k_hat, np.nan, dtype=float),
+                        "failure_rate_se": xr.full_like(k_hat, np.nan, dtype=float),
                         "trials": reduced.summary[f"{criterion}_trials"].max("k")}
         if agreement is not None:  # the known classes matched by the solution at k̂
             columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
@@ -171,8 +177,8 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
     table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
     table.insert(table.columns.get_loc("k_set") + 1, "rule",
                  [rule_words(reduced.rules[name]) for name in table["criterion"]])
-    return table[[c for c in table.columns if c not in ("true_k", "failure_rate", "trials", "agreement_at_k_hat")]
-                 + [c for c in ("true_k", "failure_rate", "trials", "agreement_at_k_hat") if c in table.columns]]
+    last = ("true_k", "failure_rate", "failure_rate_se", "trials", "agreement_at_k_hat")
+    return table[[c for c in table.columns if c not in last] + [c for c in last if c in table.columns]]
 
 
 FLAG_MEANINGS = {
@@ -427,7 +433,7 @@ def _criterion_figures(figures: Figures, reduced: Reduced, criterion: str, again
     if several_n and criterion not in against_n:
         failures = reduced.failures[criterion]
         trials = scores[criterion].notnull().any("k").sum("trial")
-        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))
+        errors = np.sqrt(failures * (1 - failures) / trials.where(trials > 0))  # selection.csv's failure_rate_se
         known = bool((reduced.truth >= 0).any())
         scaling = criterion in CRITERIA and CRITERIA[criterion].sqrt_n_scaling
         figures.draw(f"{criterion}_scaling", plot_scaling, summary[f"{criterion}_mean"],
@@ -485,6 +491,9 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
         else:  # added to the cube but not computed yet, or every one of its cells failed: no row, no figure
             without_values.append(criterion)
     table.attrs["without_values"] = without_values
+    drawn = [name for name in criteria_of(reduced.scores) if name not in without_values]
+    curves = curves_frame(reduced.summary, reduced.frequency, drawn + (["gap_sd"] if "gap" in drawn else []))
+    write_csv(curves, out / CURVES_CSV)
     missing = missing_cells(cube)
     if not missing.empty:
         write_csv(missing, out / "missing_cells.csv")
@@ -516,7 +525,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     write_html(out, cube_attrs=cube.attrs, table=table, shown=printable(table) if not table.empty else table,
                flag_notes=flag_notes(table, reduced.rules) if not table.empty else [], missing=missing, adaptive=adaptive,
                figures=figures.names, published=published, published_table=table.attrs["published"],
-               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results)
+               summary=reduced.summary, frequency=reduced.frequency, counts=status_counts(cube), contributed=results,
+               curves=curves)
     return table
 
 
