@@ -45,13 +45,16 @@ details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
 """
 # Marks each image loaded (with its natural width) or names the one that failed, in the page itself.
+# An image that failed before this script ran fires no error event for it: it is complete with no width, and is
+# named then (once), as one that fails later is by its error event.
 SCRIPT = """
 for (const image of document.images) {
-  const mark = () => { image.dataset.loaded = image.naturalWidth > 0 ? "yes" : "no";
-                       image.dataset.width = image.naturalWidth; };
+  const failed = () => { if (image.dataset.loaded === "no") return; image.dataset.loaded = "no";
+    image.insertAdjacentHTML("afterend", '<p class="missing-figure">this figure could not be shown</p>'); };
+  const mark = () => { if (image.naturalWidth === 0) return failed();
+                       image.dataset.loaded = "yes"; image.dataset.width = image.naturalWidth; };
   image.addEventListener("load", mark);
-  image.addEventListener("error", () => { image.dataset.loaded = "no";
-    image.insertAdjacentHTML("afterend", '<p class="missing-figure">this figure could not be shown</p>'); });
+  image.addEventListener("error", failed);
   if (image.complete) mark();
 }
 """
