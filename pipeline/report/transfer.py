@@ -17,7 +17,7 @@ import xarray as xr
 from ordercube.pipeline.files.outputs import write_csv
 from ordercube.pipeline.report.figures import Figures
 from ordercube.pipeline.report.section import SectionContext, SectionResult
-from ordercube.pipeline.report.values import section_tables
+from ordercube.pipeline.report.values import rows_of, section_tables, stacked
 from ordercube.tasks.criteria import CRITERIA
 from ordercube.tasks.criteria.rules import best_index
 
@@ -42,18 +42,9 @@ def section(context: SectionContext) -> SectionResult | None:
 
 def values_frame(summary: xr.Dataset, names: Sequence[str]) -> pd.DataFrame:
     """One row per (dataset, n, method, criterion, k) with a median: the median and quartiles over trials."""
-    frames = []
-    for name in names:
-        data = xr.Dataset({stat: summary[f"{name}_{stat}"].reset_coords(drop=True) for stat in ("median", "q25", "q75")})
-        frame = data.to_dataframe(dim_order=["dataset", "n", "model", "k"]).reset_index()
-        frame = frame[frame["median"].notna()].rename(columns={"model": "method"})
-        frame.insert(3, "criterion", name)
-        frames.append(frame)
-    if not frames:
-        return pd.DataFrame()
-    table = pd.concat(frames, ignore_index=True)
-    table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
-    return table
+    return stacked([rows_of({stat: summary[f"{name}_{stat}"] for stat in ("median", "q25", "q75")},
+                            ("dataset", "n", "model", "k"), ("criterion", name), lambda frame: frame["median"].notna())
+                    for name in names])
 
 
 def transfer_criteria(summary: xr.Dataset, criteria: Sequence[str]) -> list[str]:

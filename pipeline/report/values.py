@@ -10,7 +10,8 @@ trials and standard error, median and quartiles, sqrt(n) x the mean, and the sha
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,15 +36,31 @@ def curves_frame(summary: xr.Dataset, frequency: xr.Dataset, variables: Sequence
         columns["sqrt_n_mean"] = columns["mean"] * np.sqrt(summary["n"])
         if name in frequency:
             columns["share_choosing_k"] = frequency[name]
-        data = xr.Dataset({key: value.reset_coords(drop=True) for key, value in columns.items()})
-        frame = data.to_dataframe(dim_order=["dataset", "n", "model", "k"]).reset_index()
-        shown = frame["mean"].notna() | (frame["share_choosing_k"].notna() if "share_choosing_k" in frame else False)
-        frame = frame[shown].rename(columns={"model": "method"})
-        frame.insert(3, "variable", name)
-        frames.append(frame)
+        frames.append(rows_of(columns, ("dataset", "n", "model", "k"), ("variable", name), lambda frame: (
+            frame["mean"].notna() | (frame["share_choosing_k"].notna() if "share_choosing_k" in frame else False))))
+    return stacked(frames, CURVE_COLUMNS)
+
+
+def rows_of(columns: Mapping[str, xr.DataArray], dims: Sequence[str], label: tuple[str, str],
+            keep: Callable[[pd.DataFrame], Any]) -> pd.DataFrame:
+    """The variables ``columns`` over ``dims`` as one row per cell (their coordinates dropped: the cube's ``true_k``
+    travels along every variable), the rows ``keep(frame)`` selects, ``model`` named ``method``, and a fourth column
+    ``label[0]`` holding ``label[1]`` (the criterion or variable the rows are of)."""
+    data = xr.Dataset({key: value.reset_coords(drop=True) for key, value in columns.items()})
+    frame = data.to_dataframe(dim_order=list(dims)).reset_index()
+    frame = frame[keep(frame)].rename(columns={"model": "method"})
+    frame.insert(3, *label)
+    return frame
+
+
+def stacked(frames: Sequence[pd.DataFrame], columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The tables of :func:`rows_of` as one, ``dataset`` and ``method`` as text, its columns ``columns`` when given
+    (and an empty table of them when there are no frames)."""
     if not frames:
-        return pd.DataFrame(columns=CURVE_COLUMNS)
-    table = pd.concat(frames, ignore_index=True).reindex(columns=CURVE_COLUMNS)
+        return pd.DataFrame(columns=columns)
+    table = pd.concat(frames, ignore_index=True)
+    if columns is not None:
+        table = table.reindex(columns=columns)
     table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
     return table
 

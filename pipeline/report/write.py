@@ -35,7 +35,7 @@ from ordercube.pipeline.report.labels import label_of, reference_lines
 from ordercube.pipeline.report.within_noise import SHOWN_FLAGS, cluster_columns, within_noise_lines
 from ordercube.pipeline.report.published import PUBLISHED_CSV, published_in, published_rows
 from ordercube.pipeline.report.section import Reduced, Section, SectionContext, SectionResult, declared_sections, load_section
-from ordercube.pipeline.report.values import CURVES_CSV, curves_frame
+from ordercube.pipeline.report.values import CURVES_CSV, curves_frame, rows_of, stacked
 from ordercube.pipeline.cube.owner import count_planned
 from ordercube.pipeline.config.sweeps import swept
 from ordercube.tasks.criteria import CRITERIA, Decision, is_reduced
@@ -166,15 +166,10 @@ def table_of(reduced: Reduced) -> pd.DataFrame:
         if agreement is not None:  # the known classes matched by the solution at k̂
             columns["agreement_at_k_hat"] = agreement.where(agreement["k"] == k_hat).max("k", skipna=True)
         # the cube's true_k coordinate travels along every variable: the column keeps it once
-        frame = xr.Dataset({name: value.reset_coords(drop=True) for name, value in columns.items()})
-        frame = frame.to_dataframe(dim_order=list(DECISION_DIMS)).reset_index()
-        frame = frame[frame["trials"] > 0].rename(columns={"model": "method"})
-        frame.insert(3, "criterion", criterion)
-        frames.append(frame)
+        frames.append(rows_of(columns, DECISION_DIMS, ("criterion", criterion), lambda frame: frame["trials"] > 0))
     if not frames:
         return pd.DataFrame()
-    table = pd.concat(frames, ignore_index=True)
-    table["dataset"], table["method"] = table["dataset"].astype(str), table["method"].astype(str)
+    table = stacked(frames)
     table.insert(table.columns.get_loc("k_set") + 1, "rule",
                  [rule_words(reduced.rules[name]) for name in table["criterion"]])
     last = ("true_k", "failure_rate", "failure_rate_se", "trials", "agreement_at_k_hat")
