@@ -83,6 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--no-dashboard", action="store_true", help="no Dask dashboard (as --dashboard-address none)")
     run.add_argument("--retry-failed", action="store_true", help="compute failed cells again")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--report", nargs="?", const="", metavar="DIR",
+                     help="then write the report as 'ordercube report' does, in this process (to DIR; default: "
+                          "<cube>-report next to the cube): one start, and its figures' process warms up as the "
+                          "cells are computed")
     status = commands.add_parser("status", help="count the cells of a cube by status")
     status.add_argument("cube")
     status.add_argument("--json", action="store_true", help="print a JSON object")
@@ -161,6 +165,23 @@ def _kept(out: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.report is None:
+        return _run_with(args)
+    helper = commands.figure_helper()  # now, while this process has one thread: it imports matplotlib as cells run
+    finished = False
+    try:
+        code = _run_with(args)
+        if code in (EXIT_OK, EXIT_FAILED_CELLS):  # a report of every cell computed, the failed ones named in it
+            _report_with(argparse.Namespace(cube=args.resolved_out, out=args.report or None, decide=[], threshold=[],
+                                            format="png", replicates=None), helper)
+        finished = True
+        return code
+    finally:
+        if helper is not None:
+            helper.stop(now=not finished)
+
+
+def _run_with(args: argparse.Namespace) -> int:
     from ordercube import ClusterLost, DiskFull, NoWorkers
 
     started: list[Config] = []
@@ -179,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         if not started:  # stopped before the sweep: as any command
             raise
         return _stopped(error, started[0].out, _resume(args, started[0].out))
-    out = started[0].out
+    out = args.resolved_out = started[0].out
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(f"done: {summary.computed} cells in {summary.seconds:.2f} s "

@@ -3,6 +3,7 @@ consensus matrices with known structure, then end to end on a small cube that st
 
 from __future__ import annotations
 
+import base64
 import math
 import shutil
 
@@ -166,18 +167,25 @@ def test_a_cluster_of_one_item_is_counted_and_said_alone_not_drawn_empty():
     assert [text.get_text() for text in ax.texts] == ["alone"] and ax.texts[0].get_position()[0] == 1
 
 
-def test_a_figure_drawn_now_is_written_kept_when_unchanged_and_left_out_of_the_page_list(tmp_path):
+def test_a_figure_a_section_shows_is_drawn_by_finish_kept_when_unchanged_and_left_out_of_the_page_list(tmp_path):
     ks, pac = np.arange(2, 5), np.array([0.2, 0.1, 0.3])
     figures = Figures(tmp_path)
     figures.draw("other", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC")
-    path = figures.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC")
-    assert path == tmp_path / "consensus_g_pac.png" and path.is_file() and path.read_bytes()[:4] == b"\x89PNG"
-    assert figures.drawn == ["consensus_g_pac.png"] and figures.names == ["other.png"]
+    fragment = "<p>before</p>" + figures.shown("consensus_g_pac", "PAC & more", plot_against_k, ks, pac, 3,
+                                               variable="pac", label="g", name="PAC")
+    fragment += figures.shown("nothing", "never shown", lambda: None)
+    path = tmp_path / "consensus_g_pac.png"
+    assert not path.exists() and figures.names == ["other.png"]  # asked for, drawn by finish
     figures.finish()
+    assert path.read_bytes()[:4] == b"\x89PNG" and sorted(figures.drawn) == ["consensus_g_pac.png", "other.png"]
+    page = figures.resolved(fragment)
+    assert page.startswith("<p>before</p><figure id=\"consensus_g_pac\"") and page.endswith("</figcaption></figure>")
+    assert "PAC &amp; more" in page and "never shown" not in page and "<!--" not in page
+    assert base64.b64decode(page.split("base64,")[1].split('"')[0]) == path.read_bytes()
     again = Figures(tmp_path)
-    assert again.draw_now("consensus_g_pac", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC") == path
-    assert again.kept == ["consensus_g_pac.png"] and again.drawn == []
-    assert again.draw_now("nothing", lambda: None) is None
+    kept = again.shown("consensus_g_pac", "PAC", plot_against_k, ks, pac, 3, variable="pac", label="g", name="PAC")
+    again.finish()
+    assert again.kept == ["consensus_g_pac.png"] and again.drawn == [] and "base64," in again.resolved(kept)
 
 
 @pytest.fixture(scope="module")

@@ -235,6 +235,10 @@ class Cube:
         """The cube as an ``xarray.Dataset`` (lazily loaded, no Dask needed); see :func:`open_cube`."""
         import xarray as xr
 
+        from ordercube.pipeline.system.duck_arrays import defer_dask_array_import
+
+        defer_dask_array_import()  # a cube read never holds dask arrays: xarray's check for them need not import dask.array
+
         flush_open_writers()
         group, place = self.group, self.place
         record = growth_record(group)

@@ -32,7 +32,6 @@ every figure is shown in this section of ``index.html``, and ``ordercube report`
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import math
@@ -68,11 +67,9 @@ CAP = 500  # the most items a heat map shows: above it, every ceil(N / CAP)-th i
 NAMES = {"consensus_area": "Δ(k)", "pac": "PAC", "m3c": "M3C"}
 # A figure's title names the variable it plots, short (its axis label says what it is).
 SHORT = {"consensus_delta": "Δ(k)", "consensus_area": "A(k)", "pac": "PAC"}
-MIME = {"png": "image/png", "svg": "image/svg+xml"}
 NO_CHOICE = "none"  # how the text says that a criterion chose no k
-# The page's own styles (no style sheet is loaded): the smaller figures side by side, each captioned below.
+# The page's own style (no style sheet is loaded): the smaller figures side by side, each captioned below.
 ROW_STYLE = "display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start"
-FIGURE_STYLE = "margin: 0 0 1em; max-width: 100%"
 
 
 @dataclass(frozen=True)
@@ -397,19 +394,6 @@ def heat_map_strips(known: KnownItems | None, shown: int) -> str:
     return said + "."
 
 
-def _embed(path: Path | None, caption: str) -> str:
-    """A figure as an image in the page (a data URI: the page loads nothing), or a link for PDF."""
-    if path is None:
-        return ""
-    escaped = html.escape(caption)
-    if path.suffix[1:] not in MIME:
-        return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a>: {escaped}</p>'
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure id="{html.escape(path.stem)}" style="{FIGURE_STYLE}"><img alt="{html.escape(path.stem)}" '
-            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption style="max-width: 36em">{escaped}'
-            "</figcaption></figure>")
-
-
 def _k_hat(chosen: xr.Dataset, name: str, at: Mapping[str, object]) -> int:
     if name not in chosen:
         return -1
@@ -461,26 +445,26 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
         lines = reference_lines("consensus_delta", rule)
         low, high = _curve(scores, "consensus_delta_lo", at), _curve(scores, "consensus_delta_hi", at)
         within = _within(uncertainty, "consensus_area", at)
-        path = figures.draw_now(f"{stem}_delta", plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
-                                variable="consensus_delta", label=label, name=NAMES["consensus_area"], rule=rule,
-                                low=low, high=high, within=within)
-        parts.append(_embed(path, "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
+        parts.append(figures.shown(f"{stem}_delta", "Relative increase of the area under the consensus CDF, Δ(k) (Monti et al. 2003, "
                                   "Sec. 3.3.1)." + "".join(f" Dashed: the rule's threshold {value:g} (k̂: the largest "
                                                            "k whose Δ(k) reaches it)." for value in lines)
-                            + (" Bars: bootstrap interval over resamples." if low is not None else "")
-                            + (WITHIN_NOISE if len(within) > 1 else "")))
+                                   + (" Bars: bootstrap interval over resamples." if low is not None else "")
+                                   + (WITHIN_NOISE if len(within) > 1 else ""),
+                                   plot_against_k, ks, delta, _k_hat(chosen, "consensus_area", at),
+                                   variable="consensus_delta", label=label, name=NAMES["consensus_area"], rule=rule,
+                                   low=low, high=high, within=within))
     pac = _curve(scores, "pac", at)
     if pac is not None:
         low, high = _curve(scores, "pac_lo", at), _curve(scores, "pac_hi", at)
         within = _within(uncertainty, "pac", at)
-        path = figures.draw_now(f"{stem}_pac", plot_against_k, ks, pac, _k_hat(chosen, "pac", at), variable="pac",
-                                label=label, name="PAC", rule=rules.get("pac"), low=low, high=high, within=within)
         window = tuple(options.get("pac", {}).get("window", ()))
-        parts.append(_embed(path, "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
+        parts.append(figures.shown(f"{stem}_pac", "Proportion of ambiguous clustering (Senbabaoglu et al. 2014): the share of pairs "
                                   "whose consensus falls inside the window"
                             + (f" ({window[0]:g}, {window[1]:g})." if len(window) == 2 else ".")
-                            + (" Bars: bootstrap interval over resamples." if low is not None else "")
-                            + (WITHIN_NOISE if len(within) > 1 else "")))
+                                   + (" Bars: bootstrap interval over resamples." if low is not None else "")
+                                   + (WITHIN_NOISE if len(within) > 1 else ""),
+                                   plot_against_k, ks, pac, _k_hat(chosen, "pac", at), variable="pac", label=label,
+                                   name="PAC", rule=rules.get("pac"), low=low, high=high, within=within))
     rcsi = _curve(scores, "rcsi", at)
     if rcsi is not None:
         k_hat = _k_hat(chosen, "m3c", at)
@@ -489,14 +473,14 @@ def _curve_figures(figures: Figures, scores: xr.Dataset, chosen: xr.Dataset, at:
         low, high = _curve(scores, "rcsi_lo", at), _curve(scores, "rcsi_hi", at)
         se = _curve(scores, "rcsi_se", at)
         within = _within(uncertainty, "m3c", at)
-        path = figures.draw_now(f"{stem}_rcsi", plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low,
-                                high=high, alpha=float(own.get("alpha", 0.05)), within=within)
-        parts.append(_embed(path, "M3C's relative cluster stability index against the reference data sets, and the "
+        parts.append(figures.shown(f"{stem}_rcsi", "M3C's relative cluster stability index against the reference data sets, and the "
                                   "p-values of each k against K = 1 (John et al. 2020); k̂ is the largest RCSI among "
                                   "the k whose p-value marked 'decides' is below alpha."
                             + (" Bars: ± 1 SE over the reference data sets." if se is not None else "")
-                            + (" Band: bootstrap interval over resamples." if low is not None else "")
-                            + (WITHIN_NOISE if len(within) > 1 else "")))
+                                   + (" Band: bootstrap interval over resamples." if low is not None else "")
+                                   + (WITHIN_NOISE if len(within) > 1 else ""),
+                                   plot_rcsi, ks, rcsi, p_values, k_hat, label=label, se=se, low=low, high=high,
+                                   alpha=float(own.get("alpha", 0.05)), within=within))
         if k_hat in ks:
             at_k = list(ks).index(k_hat)
             notes["m3c"] = " (" + ", ".join(f"{name.replace(' (decides)', '')} p = {p[at_k]:.3g}"
@@ -537,14 +521,14 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
     parts = [f"<h3>{html.escape(label)}</h3>",
              "<p>Consensus matrices of every k (NaN where two items were never drawn together), partitions and orders: "
              f"<code>{html.escape(stem)}_matrices.npz</code> (<code>numpy.load(path)['k3']</code>).</p>",
-             _embed(figures.draw_now(f"{stem}_heatmaps", plot_heat_maps, maps, label, known),
-                    "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; strips: "
-                    "each item's cluster" + heat_map_strips(known, maps[consensus.ks[0]].matrix.shape[0])
-                    + " Framed in red: a small cluster (at most max(2 items, 2% of the items))."
-                    + (f" {capped}." if capped else ""))]
-    row = [_embed(figures.draw_now(f"{stem}_cdf", plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label),
-                    "Empirical CDF of the consensus values of every pair of items, one line per k (Monti et al. 2003): "
-                    "the flatter its middle, the cleaner the clusters.")]
+             figures.shown(f"{stem}_heatmaps",
+                           "Consensus matrices, items ordered by consensus cluster and, within it, by item consensus; "
+                           "strips: each item's cluster" + heat_map_strips(known, maps[consensus.ks[0]].matrix.shape[0])
+                           + " Framed in red: a small cluster (at most max(2 items, 2% of the items))."
+                           + (f" {capped}." if capped else ""), plot_heat_maps, maps, label, known)]
+    row = [figures.shown(f"{stem}_cdf", "Empirical CDF of the consensus values of every pair of items, one line per k "
+                         "(Monti et al. 2003): the flatter its middle, the cleaner the clusters.",
+                         plot_cdf, {k: cdf_curve(consensus.matrices[k]) for k in consensus.ks}, label)]
     curves, notes = _curve_figures(figures, scores, chosen, at, stem, label, options, context.reduced.rules,
                                    context.reduced.uncertainty)
     row += curves
@@ -558,9 +542,10 @@ def group_figures(context: SectionContext, scores: xr.Dataset, dataset: str, n: 
     shown = next(((name, k) for name in criteria if (k := _k_hat(chosen, name, at)) in consensus.ks), None)
     if shown is not None:
         name, k = shown
-        path = figures.draw_now(f"{stem}_item_consensus", plot_item_consensus, consensus.own[k], consensus.partitions[k], k,
-                                label=label, name=NAMES.get(name, name))
-        row.append(_embed(path, f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)})."))
+        row.append(figures.shown(f"{stem}_item_consensus",
+                                 f"Each item's consensus with its own cluster at k̂ = {k} (by {NAMES.get(name, name)}).",
+                                 plot_item_consensus, consensus.own[k], consensus.partitions[k], k, label=label,
+                                 name=NAMES.get(name, name)))
     parts.append(f'<div style="{ROW_STYLE}">{"".join(row)}</div>')
     parts.append(write_tables(figures.folder, stem, curves_table(scores, at),
                               items_table(consensus.own[shown[1]], consensus.partitions[shown[1]], known) if shown else None,

@@ -10,9 +10,12 @@ the same folder is kept as it is (``--decide`` on one criterion redraws that cri
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import html
 import io
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -181,6 +184,22 @@ def _code_digest(draw: Callable[..., Any]) -> str:
     return digest.hexdigest()
 
 
+MIME = {"png": "image/png", "svg": "image/svg+xml"}
+FIGURE_STYLE = "margin: 0 0 1em; max-width: 100%"  # the page's own style (no style sheet is loaded)
+SHOWN = "ordercube-figure:"  # a placeholder's mark in a section's HTML fragment (:meth:`Figures.shown`)
+
+
+def embedded(path: Path, caption: str) -> str:
+    """A figure as an image in the page (a data URI: the page loads nothing) with its caption, or a link for PDF."""
+    escaped = html.escape(caption)
+    if path.suffix[1:] not in MIME:
+        return f'<p><a href="{html.escape(path.name)}">{html.escape(path.name)}</a>: {escaped}</p>'
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<figure id="{html.escape(path.stem)}" style="{FIGURE_STYLE}"><img alt="{html.escape(path.stem)}" '
+            f'src="data:{MIME[path.suffix[1:]]};base64,{data}"><figcaption style="max-width: 36em">{escaped}'
+            "</figcaption></figure>")
+
+
 @dataclass(frozen=True)
 class Job:
     """One figure to draw: ``function(*args, **kwargs)`` saved at ``path``."""
@@ -206,10 +225,13 @@ def run_job(job: Job) -> tuple[str, str]:
 
 
 def _warm_up() -> None:
-    """What a first figure pays: the data's libraries (a figure's inputs are labelled arrays; xarray's first
-    operation imports dask.array, 0.4 s), matplotlib, and a small figure drawn (fonts, text layout, PNG)."""
+    """What a first figure pays: the data's libraries (a figure's inputs are labelled arrays), matplotlib, and a
+    small figure drawn (fonts, text layout, PNG)."""
     import io
 
+    from ordercube.pipeline.system.duck_arrays import defer_dask_array_import
+
+    defer_dask_array_import()
     _ = xr.DataArray(np.zeros(2), dims="k") + 1.0
     figure, axes = panels(1)
     axes[0].plot([1, 2], [1, 2], marker="o", label="k = 2")
@@ -312,8 +334,7 @@ class Figures:
     and code. ``finish()`` draws what was asked for (shared with ``helper``, a second process, when there is
     one), writes the record, and deletes the figures an earlier report drew that this one did not (a criterion
     no longer in the cube, a figure that no longer applies); files it did not draw stay. A figure that fails is
-    listed in ``failed`` with its reason. ``draw_now`` draws one at once, for a section that shows it in its own
-    HTML fragment.
+    listed in ``failed`` with its reason. ``shown`` asks for one that a section shows in its own HTML fragment.
     """
 
     def __init__(self, folder: Path, fmt: str = "png", helper: Helper | None = None) -> None:
@@ -329,7 +350,7 @@ class Figures:
         except (OSError, ValueError):
             self._before = {}
         self._now: dict[str, str] = {}
-        self._shown_by_sections: set[str] = set()
+        self._shown_by_sections: dict[str, str] = {}  # a figure a section shows: its caption
         self._code: dict[Callable[..., Any], str] = {}
         self._jobs: list[Job] = []
 
@@ -346,22 +367,26 @@ class Figures:
         else:
             self._jobs.append(Job(path, function, args, kwargs))
 
-    def draw_now(self, stem: str, function: Callable[..., Figure | None], /, *args: Any, **kwargs: Any) -> Path | None:
-        """As :meth:`draw`, drawn at once in this process: the figure's path (drawn or kept), None when there was
-        nothing to draw or it failed (then in ``failed``). For a section that embeds the figure in its own HTML
-        fragment, which is written before :meth:`finish`: the figure is left out of :attr:`names`."""
+    def shown(self, stem: str, caption: str, function: Callable[..., Figure | None], /, *args: Any,
+              **kwargs: Any) -> str:
+        """As :meth:`draw`, for a section that shows the figure in its own HTML fragment, with ``caption``: a
+        placeholder for that fragment, which :meth:`resolved` replaces, once :meth:`finish` has drawn the figures
+        (the helper drawing its share), by the figure and its caption, or by nothing when there was nothing to draw
+        or it failed (then in ``failed``). The figure is left out of :attr:`names`."""
         path = self.folder / f"{stem}.{self.fmt}"
         self.draw(stem, function, *args, **kwargs)
-        self._shown_by_sections.add(path.name)
-        if self._jobs and self._jobs[-1].path == path:
-            job = self._jobs.pop()
-            self._done(job, run_job(job))
-        return path if path.name in self._now else None
+        self._shown_by_sections[path.name] = caption
+        return f"<!--{SHOWN}{path.name}-->"
+
+    def resolved(self, fragment: str) -> str:
+        """``fragment`` with each placeholder of :meth:`shown` replaced (after :meth:`finish`)."""
+        return re.sub(f"<!--{SHOWN}(.*?)-->", lambda found: embedded(self.folder / found[1], self._shown_by_sections[found[1]])
+                      if found[1] in self._now else "", fragment)
 
     @property
     def names(self) -> list[str]:
         """The figures of this report (drawn or kept) in the order they were asked for, but those a section shows
-        (:meth:`draw_now`)."""
+        (:meth:`shown`)."""
         return [name for name in self._now if name not in self._shown_by_sections]
 
     def _done(self, job: Job, outcome: tuple[str, str]) -> None:

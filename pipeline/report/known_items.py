@@ -67,12 +67,14 @@ def known_items_drawn(figure: Figure, axes: np.ndarray, maps: list[Any], known: 
     """Draw what the data's file says of the shown items on each heat map: their known classes as a strip on the
     left and on top, outside the cluster strips (gid ``known_class``; white: an item of no known class), with a
     legend naming the classes in the figure's right margin (``legend`` inches left of the colour bar); and, when
-    ``named``, each row's item name (cut to :data:`NAME_INCHES`). ``maps``: the heat maps shown, each a
+    ``named``, each row's item name (cut to :data:`NAME_INCHES`) left of the map, a text of gid ``item_name``. ``maps``: the heat maps shown, each a
     :class:`ordercube.pipeline.report.consensus.HeatMap`, in the order of ``axes``."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
     count = len(known.classes)
+    names: dict[int, str] = {}  # each item's name fitted once, whichever maps show it
     colours = _class_colours(count)
     for ax, shown in zip(axes, maps):
         m = shown.matrix.shape[0]
@@ -83,10 +85,15 @@ def known_items_drawn(figure: Figure, axes: np.ndarray, maps: list[Any], known: 
                 ax.imshow(data, cmap=ListedColormap(colours), vmin=-0.5, vmax=count + 0.5, interpolation="nearest",
                           extent=extent, gid="known_class")
             ax.set(xlim=(far, m), ylim=(m, far))
-        if named:
-            ax.set_yticks(np.arange(m) + 0.5, [fitted(known.names[i], NAME_POINTS, NAME_INCHES) for i in shown.items],
-                          fontsize=NAME_POINTS)
-            ax.tick_params(axis="y", length=0, pad=1)
+        if named:  # texts, not tick labels: a tick is four artists, and 9 maps of 62 rows took 1.1 s more to draw
+            ax.set_yticks([])
+            beside = blended_transform_factory(ax.transAxes, ax.transData) + ScaledTranslation(
+                -1 / 72, 0, figure.dpi_scale_trans)  # 1 point left of the map's edge, on the row's centre
+            for row, item in enumerate(shown.items.tolist()):
+                if item not in names:
+                    names[item] = fitted(known.names[item], NAME_POINTS, NAME_INCHES)
+                ax.text(0.0, row + 0.5, names[item], transform=beside, ha="right", va="center", fontsize=NAME_POINTS,
+                        gid="item_name")
     if count:
         width, height = figure.get_size_inches()
         handles = [Patch(facecolor=colours[code + 1], edgecolor="0.5", lw=0.4, label=fitted(name, CLASS_POINTS, CLASS_INCHES))

@@ -123,7 +123,8 @@ class SectionResult:
         Printed by ``ordercube report`` under the title (nothing printed when empty).
     html : str
         An HTML fragment shown in ``index.html`` under the title (nothing shown when empty); the section
-        escapes what it writes into it.
+        escapes what it writes into it. Its figures are placeholders of
+        :meth:`ordercube.pipeline.report.figures.Figures.shown`, drawn and put in place after every section ran.
     attrs : mapping
         Added to the returned table's ``attrs`` (its tables, for the API's callers).
     published_rows : sequence of sequences

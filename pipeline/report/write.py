@@ -512,6 +512,8 @@ def write_report(cube: xr.Dataset, out: Path, decide: Mapping[str, Mapping[str, 
     if quoted:
         write_csv(table.attrs["published"], out / PUBLISHED_CSV)
     figures.finish()
+    results = [replace(result, html=figures.resolved(result.html)) for result in results]  # their figures now drawn
+    table.attrs["sections"] = results
     table.attrs["figures"] = (figures.drawn, figures.kept)
     table.attrs["figures_failed"] = figures.failed
     table.attrs["figures_by_helper"] = figures.by_helper
