@@ -262,6 +262,10 @@ def test_a_new_method_with_a_new_criterion_adds_its_variable(tmp_path):
     assert cube["pairwise"].sel(model="km2").notnull().all() and cube["pairwise"].sel(model="km").isnull().all()
     # the halves of a trial are shared by every method: km's lange and km2's pairwise come from the same draws
     assert (cube["status"] == 1).all()
+    # what each method writes is recorded for both (the lost-value check reads it without the criteria)
+    outputs = json.loads(cube.attrs["ordercube_outputs"])
+    assert outputs["km"]["variables"] == ["lange"] and outputs["km"]["baseline"] == ["lange"]
+    assert outputs["km2"]["variables"] == ["pairwise"] and outputs["km2"]["baseline"] == []
 
 
 def test_a_joint_fit_of_all_k_through_the_engine_equals_a_direct_kernel_call(tmp_path):

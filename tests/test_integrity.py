@@ -15,7 +15,7 @@ import pytest
 import zarr
 
 from conftest import ORDERCUBE, REPO, STUBS, cli, cli_in_process, small_config, write_config
-from ordercube.pipeline.cube.integrity import chunk_grid_any, expand_grid
+from ordercube.pipeline.cube.integrity import OUTPUTS, chunk_grid_any, expand_grid, outputs_of
 from test_engine import assert_same_cells, run_here
 
 CONFIG = small_config(resamples=4, datasets=[{"name": "gauss", "kind": "lange_gaussians3"}])
@@ -125,6 +125,35 @@ def test_a_deleted_chunk_or_variable_makes_its_cells_pending_never_silent_nan(cu
     assert f"{CELLS} cell(s) marked done have lost their values" in rerun.stdout
     assert_same_cells(path, computed[1])
     assert cli_in_process("status", str(path)).stderr == ""
+
+
+def test_the_cube_records_what_each_method_writes_and_status_finds_lost_chunks_without_the_criteria(cube):
+    """What the lost-value check needs of the criteria is in the cube (``ordercube_outputs``): ``status`` reads it
+    without importing the criteria registry, and a cube written before it is checked from the registry alike."""
+    import sys
+
+    _, path = cube
+    attributes = json.loads((path / "zarr.json").read_text())["attributes"]
+    recorded = json.loads(attributes[OUTPUTS])
+    assert recorded == outputs_of(json.loads(attributes["ordercube_identity"])["methods"])
+    (model,) = recorded
+    assert {"lange", "pairwise"} <= set(recorded[model]["variables"]) and recorded[model]["baseline"] == ["lange"]
+    shutil.rmtree(path / "lange" / "c" / "0" / "1")  # the n = 80 chunk of lange
+    status = ("import json, sys; from ordercube.pipeline.cli import main; main(['status', sys.argv[1], '--json']); "
+              "print('registry', 'ordercube.tasks.criteria' in sys.modules)")
+
+    def counted() -> tuple[dict, list[str], str]:
+        done = subprocess.run([sys.executable, "-c", status, str(path)], capture_output=True, text=True, timeout=120)
+        lines = done.stdout.splitlines()
+        return json.loads(lines[0]), lines[1:], done.stderr
+
+    counts, registry, stderr = counted()
+    assert counts["pending"] == 12 and registry == ["registry False"] and "lange/c/0/1/0/0/0" in stderr
+    document = json.loads((path / "zarr.json").read_text())
+    del document["attributes"][OUTPUTS]  # as an older ordercube wrote it
+    (path / "zarr.json").write_text(json.dumps(document))
+    older, registry, stderr = counted()
+    assert older == counts and registry == ["registry True"] and "lange/c/0/1/0/0/0" in stderr
 
 
 @pytest.mark.parametrize("damage", ["garbage", "empty", "foreign"])

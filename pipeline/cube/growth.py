@@ -29,7 +29,7 @@ from ordercube.pipeline.cube.layout import array, create_baseline, cube_attribut
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, merge_coords
 from ordercube.pipeline.cube.integrity import (
-    CHECKSUMMED, COMPRESSORS, DESCRIBED, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, grow_manifest, growth_record, manifest_rows,
+    CHECKSUMMED, COMPRESSORS, DESCRIBED, FORMAT_ATTRIBUTE, GROWTH, MANIFEST, OUTPUTS, grow_manifest, growth_record, manifest_rows,
     is_sharded, object_shape, record_objects,
 )
 from ordercube.pipeline.files.location import Location, location
@@ -256,7 +256,12 @@ def extend(group: zarr.Group, config: Config, wanted: Coords) -> tuple[Coords, l
     # One write, which also clears the growth record; then the consolidated metadata of the new shapes.
     roles = {**stored_roles(group), **part_roles_of(config)}
     kept.pop(ROLES_ATTRIBUTE, None)
-    group.attrs.put({**kept, **cube_attributes(config, identity, true_k, cube_format=cube_format, roles=roles),
+    try:
+        outputs = json.loads(str(kept.get(OUTPUTS, "{}")))
+    except ValueError:  # damaged: made again from the registry
+        outputs = {}
+    group.attrs.put({**kept, **cube_attributes(config, identity, true_k, cube_format=cube_format, roles=roles,
+                                               outputs=outputs if isinstance(outputs, dict) else {}),
                      FORMAT_ATTRIBUTE: cube_format})
     consolidate(group)
     return merged, notes

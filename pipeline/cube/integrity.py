@@ -127,21 +127,57 @@ def expand_grid(grid_mask: np.ndarray, chunks: tuple[int, ...], shape: tuple[int
     return cells[tuple(slice(0, size) for size in shape)]
 
 
-def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
-    """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
+OUTPUTS = "ordercube_outputs"  # the group's attribute: what each method's criteria write (:func:`outputs_of`)
+
+
+def outputs_of(methods: Mapping[str, Mapping[str, Any]], recorded: Mapping[str, Any] | None = None
+               ) -> dict[str, dict[str, Any]]:
+    """Per method of an identity's ``methods``: the cell variables its criteria write (``variables``) and those of
+    its criteria divided by the random-labelling baseline (``baseline``, names), from the criteria registry. A method with a
+    criterion not loaded here (a plug-in's) keeps its entry in ``recorded`` (the cube's), or has none.
+
+    Stored in the cube's attributes (:data:`OUTPUTS`), so that reading a cube (``ordercube status``, the check
+    for lost values) needs neither the registry nor the plug-ins that wrote it."""
     import ordercube.tasks.plugins  # noqa: F401  (its loader answers a miss: a plug-in's criterion is found)
     from ordercube.tasks.criteria import get_criterion
 
+    outputs: dict[str, dict[str, Any]] = {}
+    for model, method in methods.items():
+        try:
+            criteria = [get_criterion(name) for name in method.get("criteria", [])]
+        except (KeyError, ValueError):  # a plug-in's criterion that is not loaded here
+            if recorded and model in recorded:
+                outputs[model] = dict(recorded[model])
+            continue
+        outputs[model] = {"variables": sorted({variable for criterion in criteria for variable in criterion.variables}),
+                          "baseline": [name for name, criterion in zip(method.get("criteria", []), criteria)
+                                       if criterion.normalised_by_random_labels]}
+    return outputs
+
+
+def _model_outputs(group: zarr.Group, models: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Per model, its outputs as the cube records them (:data:`OUTPUTS`); the registry's for a model the record
+    lacks (a cube written before it, or an attribute damaged); None where neither knows (a plug-in's criterion
+    not loaded): its chunks are not checked."""
     methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
+    try:
+        recorded = json.loads(str(group.attrs[OUTPUTS]))
+        recorded = {model: entry for model, entry in recorded.items() if isinstance(entry, dict)
+                    and isinstance(entry.get("variables"), list) and isinstance(entry.get("baseline"), list)}
+    except (KeyError, ValueError, AttributeError):
+        recorded = {}
+    unknown = [model for model in models if model not in recorded]
+    if unknown:
+        recorded = {**outputs_of({model: methods.get(model, {}) for model in unknown}), **recorded}
+    return {model: recorded.get(model) for model in models}
+
+
+def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
+    """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
     uses: dict[str, np.ndarray] = {name: np.ones(len(models), dtype=bool) for name in ALWAYS_WRITTEN}
-    for m, model in enumerate(models):
-        for criterion in methods.get(model, {}).get("criteria", []):
-            try:
-                variables = get_criterion(criterion).variables
-            except (KeyError, ValueError):  # a plugin's criterion that is not loaded: its chunks are not checked
-                continue
-            for variable in variables:
-                uses.setdefault(variable, np.zeros(len(models), dtype=bool))[m] = True
+    for m, outputs in enumerate(_model_outputs(group, models).values()):
+        for variable in outputs["variables"] if outputs else ():
+            uses.setdefault(variable, np.zeros(len(models), dtype=bool))[m] = True
     return uses
 
 
@@ -231,21 +267,9 @@ def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> t
     2004, eq. 5: ``lange`` / ``lange_random`` at the same n and k) where that baseline is lost (its array
     deleted, or its chunk: NaN where a value was stored), and a description of the loss ("" when none).
     The baseline is written before any cell, so an ok cell always had it."""
-    import ordercube.tasks.plugins  # noqa: F401  (its loader answers a miss: a plug-in's criterion is found)
-    from ordercube.tasks.criteria import get_criterion
-
-    methods = json.loads(str(group.attrs["ordercube_identity"]))["methods"]
-    normalised: list[str] = []
-    uses = np.zeros(len(models), dtype=bool)
-    for m, model in enumerate(models):
-        for criterion in methods.get(model, {}).get("criteria", []):
-            try:
-                divided = get_criterion(criterion).normalised_by_random_labels
-            except (KeyError, ValueError):  # a plugin's criterion that is not loaded
-                continue
-            if divided:
-                uses[m] = True
-                normalised += [criterion] if criterion not in normalised else []
+    outputs = _model_outputs(group, models)
+    uses = np.array([bool(outputs[model] and outputs[model]["baseline"]) for model in models], dtype=bool)
+    normalised = list(dict.fromkeys(name for model in models for name in (outputs[model] or {}).get("baseline", [])))
     cells = (status == Status.OK) & uses[None, None, :, None, None]
     if not cells.any():
         return np.zeros(status.shape, dtype=bool), ""

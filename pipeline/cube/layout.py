@@ -28,7 +28,8 @@ from ordercube.pipeline.cube.metadata import consolidate
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, plan_of
 from ordercube.pipeline.cube.integrity import (
-    COMPRESSORS, DESCRIBED, FORMAT, FORMAT_ATTRIBUTE, SHARDED, create_manifest, growth_record, is_sharded, manifest_rows,
+    COMPRESSORS, DESCRIBED, FORMAT, FORMAT_ATTRIBUTE, OUTPUTS, SHARDED, create_manifest, growth_record, is_sharded,
+    manifest_rows, outputs_of,
 )
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.outputs import enclosing_store
@@ -160,11 +161,13 @@ def _fill(dtype: Any) -> Any:
 
 
 def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, int], *,
-                    cube_format: int = FORMAT, roles: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
+                    cube_format: int = FORMAT, roles: Mapping[str, list[str]] | None = None,
+                    outputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The group's attributes. Cubes of format 3 hold the true k as a coordinate and status codes as CF
     flags; older ones (format 1, which is not upgraded) keep them as JSON attributes, as they were read.
     ``roles``: the part roles of the models that store assignments (:mod:`ordercube.pipeline.cube.assignments`;
-    none: no attribute)."""
+    none: no attribute). ``outputs``: what the cube recorded of its methods' outputs before (a growing cube's:
+    kept for a method whose plug-in criterion is not loaded here; see :func:`outputs_of`)."""
     from ordercube.pipeline.config.specs import fingerprint
 
     legacy = {"ordercube_true_k": json.dumps(true_k), "ordercube_status_codes": json.dumps(STATUS_MEANINGS),
@@ -174,6 +177,7 @@ def cube_attributes(config: Config, identity: dict[str, Any], true_k: dict[str, 
         "ordercube_config": json.dumps(config.raw, default=str),
         "ordercube_identity": json.dumps(identity, sort_keys=True),
         "ordercube_plan": json.dumps(plan_of(config)),
+        OUTPUTS: json.dumps(outputs_of(identity["methods"], outputs), sort_keys=True),
         **roles_attribute(roles or {}),
         **legacy,
     }
