@@ -153,6 +153,22 @@ def test_a_deleted_or_swapped_assignment_chunk_is_lost_and_computed_again(tmp_pa
     _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
 
 
+def test_with_the_assignment_manifest_deleted_a_swapped_chunk_is_not_trusted(tmp_path):
+    """The assignments' manifest chunks deleted (the fix a damaged one's message gives): no assignment chunk is
+    vouched for, so a chunk copied over another is not kept; the ok cells are pending and computed again."""
+    raw = _config(tmp_path)
+    _run(tmp_path, raw)
+    shutil.copytree(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+    chunks = tmp_path / "c.zarr" / "assignment" / "c" / "0" / "0" / "0"
+    shutil.copyfile(chunks / "0" / "0" / "0" / "0", chunks / "2" / "0" / "0" / "0")  # k = 2's chunk at k = 4
+    shutil.rmtree(tmp_path / "c.zarr" / "integrity" / "assignment_crc" / "c")
+    with pytest.warns(UserWarning, match="lost their values"):
+        counts = Cube.open(tmp_path / "c.zarr").count_cells()
+    assert counts["ok"] == 0 and counts["pending"] == counts["total"]
+    _run(tmp_path, raw)
+    _same_bits(tmp_path / "c.zarr", tmp_path / "copy.zarr")
+
+
 def test_a_deleted_assignment_variable_is_made_again_and_its_cells_computed_again(tmp_path):
     raw = _config(tmp_path)
     _run(tmp_path, raw)

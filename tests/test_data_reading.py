@@ -325,3 +325,24 @@ def test_a_tables_numbers_in_one_conversion_are_each_columns_own(cells):
     for j in range(frame.shape[1]):
         one = as_numbers(frame[j]).to_numpy(dtype=np.float64)
         np.testing.assert_array_equal(together[:, j].view(np.int64), one.view(np.int64), err_msg=f"column {j}")
+
+
+@pytest.mark.parametrize("typo", ["0.64O42", "5,1", "n/a?"])
+def test_a_first_column_of_numbers_with_a_mistyped_cell_is_refused_not_read_as_row_names(tmp_path, typo):
+    """One mistyped number in the first column made the whole column row names "inferred from its distinct text
+    values": a feature dropped, silently. A column of numbers but for a few cells is refused, naming the cell;
+    declared as the row names it is read as such, and a column of names (text in most cells) is still inferred."""
+    values = np.random.default_rng(3).normal(size=(40, 4)).round(4)
+    values[:, 0] = 4.0 + 0.025 * np.arange(40)  # distinct, as the defect needed (else it was refused already)
+    cells = pd.DataFrame(values, columns=["sepal_length", "sepal_width", "petal_length", "petal_width"]).astype(str)
+    cells.loc[6, "sepal_length"] = typo
+    cells.to_csv(tmp_path / "typo.csv", index=False)
+    _refused(tmp_path, {"path": "typo.csv"}, ["datasets[0].row_names", "column 'sepal_length' of",
+                                              f"{typo!r} in data row 7", "set row_names: 'sepal_length'"])
+    declared = cli_in_process("validate", str(_config(tmp_path, {"path": "typo.csv", "row_names": "sepal_length"})))
+    assert declared.returncode == 0 and "40 rows x 3 features" in _data_line(declared.stdout), declared.stderr
+    named = cells.assign(sepal_length=[f"plant{i}" if i != 6 else "7" for i in range(40)])
+    named.to_csv(tmp_path / "named.csv", index=False)
+    inferred = cli_in_process("validate", str(_config(tmp_path, {"path": "named.csv"})))
+    line = _data_line(inferred.stdout)
+    assert inferred.returncode == 0 and "40 rows x 3 features" in line and "inferred from its distinct text" in line

@@ -109,6 +109,26 @@ def test_a_valid_chunk_copied_over_another_is_detected_by_the_manifest_and_recom
     assert cli_in_process("status", str(path), "--verify").stderr.startswith("verified: ")
 
 
+def test_with_the_manifest_s_chunks_deleted_no_chunk_is_trusted_and_a_copied_one_is_recomputed(cube, computed):
+    """Deleting a damaged manifest chunk is the fix its message gives; with every manifest chunk deleted, a value
+    chunk copied over another passed status --verify, report and run (its wrong values kept). A missing manifest
+    chunk vouches for nothing: the cells it covered are pending, and the run recomputes them."""
+    config, path = cube
+    chunks = path / "lange" / "c" / "0"
+    shutil.copyfile(chunks / "0" / "0" / "0" / "0", chunks / "1" / "0" / "0" / "0")
+    shutil.rmtree(path / "integrity" / "crc" / "c")
+    result = cli_in_process("status", str(path), "--json", "--verify")
+    assert json.loads(result.stdout)["pending"] == CELLS and json.loads(result.stdout)["ok"] == 0
+    assert "without a checksum to trust (the manifest's chunk of it is gone: integrity/crc)" in result.stderr
+    report = cli_in_process("report", str(path), "--out", str(path.parent / "report"))
+    assert report.returncode == 0 and "nothing" in report.stdout.lower() + report.stderr.lower()
+    rerun = run_here(config, path)
+    assert f"{CELLS} cell(s) marked done have lost their values" in rerun.stdout
+    assert_same_cells(path, computed[1])  # the copied chunk's values were not kept
+    assert cli_in_process("status", str(path)).stderr == ""
+    assert sorted(p.name for p in (path / "integrity" / "crc" / "c").rglob("*") if p.is_file())  # recorded again
+
+
 def test_a_deleted_chunk_or_variable_makes_its_cells_pending_never_silent_nan(cube, computed):
     config, path = cube
     shutil.rmtree(path / "lange" / "c" / "0" / "1")  # the n = 80 chunk of lange

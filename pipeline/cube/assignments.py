@@ -218,7 +218,9 @@ def forget(arrays: Mapping[str, zarr.Array], chunk: Chunk) -> None:
     entries that accept the chunk, which the next run records)."""
     region = block_region(chunk, arrays[ASSIGNMENT])
     shape = tuple(len(axis) for axis in region[3:])
-    arrays[ASSIGNMENT_MANIFEST].set_orthogonal_selection(region, np.zeros(shape, dtype=np.uint64))  # type: ignore[arg-type]
+    # stored, zeros too: a manifest chunk missing under ok cells then means it was lost, never a crash
+    arrays[ASSIGNMENT_MANIFEST].with_config({"write_empty_chunks": True}).set_orthogonal_selection(  # type: ignore[union-attr]
+        region, np.zeros(shape, dtype=np.uint64))  # type: ignore[arg-type]
 
 
 def write(arrays: Mapping[str, zarr.Array], chunk: Chunk, assignments: np.ndarray) -> None:
@@ -252,8 +254,8 @@ def storing_models(group: zarr.Group, models: list[str]) -> np.ndarray:
 def lost_assignments(group: zarr.Group, status: np.ndarray, models: list[str]) -> tuple[np.ndarray, list[str], list[str],
                                                                                         list[tuple[int, ...]]]:
     """The ok cells of models that store assignments whose assignment chunks are absent or not the ones recorded
-    at their place; the keys of those chunks (absent, misplaced) and the positions whose manifest entry a crash left
-    unrecorded (accepted; the next run records them). Cells not ok hold no assignments worth keeping (-1)."""
+    at their place (or whose manifest chunk is gone); the keys of those chunks (absent, misplaced) and the positions
+    whose manifest entry a crash left unrecorded (accepted; the next run records them). Cells not ok hold no assignments worth keeping (-1)."""
     empty = np.zeros(status.shape, dtype=bool)
     uses = storing_models(group, models)
     expected = (status == Status.OK) & uses[None, None, :, None, None]
@@ -267,6 +269,9 @@ def lost_assignments(group: zarr.Group, status: np.ndarray, models: list[str]) -
     grid = chunk_grid_shape(stored.shape, stored.chunks)  # type: ignore[union-attr]
     present = stored_chunks(group, ASSIGNMENT)
     manifest = np.asarray(group[ASSIGNMENT_MANIFEST][:]) if ASSIGNMENT_MANIFEST in group else None  # type: ignore[index]
+    # an entry whose manifest chunk is gone (deleted) vouches for nothing: its chunk is not trusted
+    vouching = stored_chunks(group, ASSIGNMENT_MANIFEST) if manifest is not None else set()
+    entry_chunks = group[ASSIGNMENT_MANIFEST].chunks if manifest is not None else ()  # type: ignore[union-attr]
     positions = [tuple(int(i) for i in index) for index in zip(*np.nonzero(cells_grid))]
     wanted = [(*position, p, i) for position in positions for p in range(grid[5]) for i in range(grid[6])]
     suffixes = _suffixes(group.store, [chunk_key(ASSIGNMENT, position) for position in wanted])
@@ -278,7 +283,10 @@ def lost_assignments(group: zarr.Group, status: np.ndarray, models: list[str]) -
             bad_cells[position[:5]] = True
             continue
         inside = manifest is not None and all(i < s for i, s in zip(position, manifest.shape))
-        if not inside or manifest[position] == 0:
+        if inside and tuple(i // c for i, c in zip(position, entry_chunks)) not in vouching:
+            misplaced.append(chunk_key(ASSIGNMENT, position))
+            bad_cells[position[:5]] = True
+        elif not inside or manifest[position] == 0:
             unrecorded.append(position)
         elif manifest[position] != _as_recorded(suffix):
             misplaced.append(chunk_key(ASSIGNMENT, position))

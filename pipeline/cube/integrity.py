@@ -190,6 +190,7 @@ class Lost:
     missing_chunks: list[str] = field(default_factory=list)
     misplaced_chunks: list[str] = field(default_factory=list)
     unrecorded: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    unvouched: list[str] = field(default_factory=list)  # value chunks whose manifest chunk is gone
     baseline: str = ""  # where the random-labelling baseline that a criterion is divided by is lost
 
     @property
@@ -199,7 +200,9 @@ class Lost:
     def describe(self) -> str:
         where = [f"variable {name} missing" for name in self.missing_variables]
         where += _first(self.missing_chunks, "missing")
-        where += _first(self.misplaced_chunks, "not the chunk recorded at its place")
+        unvouched = set(self.unvouched)
+        where += _first([key for key in self.misplaced_chunks if key not in unvouched], "not the chunk recorded at its place")
+        where += _first(self.unvouched, f"without a checksum to trust (the manifest's chunk of it is gone: {MANIFEST})")
         where += [self.baseline] if self.baseline else []
         return (f"{self.count} cell(s) marked done have lost their values ({'; '.join(where)}): "
                 "they count as pending")
@@ -237,6 +240,7 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
         lost |= cells
     every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= CHECKSUMMED
     present_arrays = {name for name, _ in group.arrays()}
+    manifest_chunks: set[tuple[int, ...]] | None = None
     for name, used in variables_of_models(group, models).items():
         expected = done & used[None, None, :, None, None]
         if not expected.any():
@@ -254,7 +258,10 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
             if len(index) == grid.ndim and all(i < s for i, s in zip(index, grid.shape)):
                 absent[index] = False
         same_grid = chunks == object_shape(group["status"])  # type: ignore[arg-type]
-        misplaced = misplaced_chunks(group, name, grid & ~absent, result.unrecorded) if same_grid else np.zeros_like(grid)
+        if same_grid and manifest_chunks is None and MANIFEST in group:  # listed once, for every variable
+            manifest_chunks = stored_chunks(group, MANIFEST)
+        misplaced = misplaced_chunks(group, name, grid & ~absent, result.unrecorded, result.unvouched,
+                                     manifest_chunks) if same_grid else np.zeros_like(grid)
         if absent.any() or misplaced.any():
             result.missing_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(absent))]
             result.misplaced_chunks += [chunk_key(name, index) for index in zip(*np.nonzero(misplaced))]
@@ -396,7 +403,8 @@ def record_objects(arrays: Mapping[str, zarr.Array], entries: Sequence[tuple[str
     if not entries:
         return
     keys = [chunk_key(arrays[name].path, position) for name, position in entries]
-    if forget:
+    if forget:  # stored, zeros too: a manifest chunk missing under done cells then means it was lost, never a crash
+        manifest = manifest.with_config({"write_empty_chunks": True})
         values = np.zeros(len(entries), dtype=np.uint64)
     elif is_sharded(arrays[entries[0][0]]):
         values = np.array([object_crc(data) for data in _objects(manifest.store, keys)], dtype=np.uint64)
@@ -413,10 +421,15 @@ def record_unrecorded(group: zarr.Group, unrecorded: Sequence[tuple[str, tuple[i
 
 
 def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
-                     unrecorded: list[tuple[str, tuple[int, ...]]] | None = None) -> np.ndarray:
+                     unrecorded: list[tuple[str, tuple[int, ...]]] | None = None,
+                     unvouched: list[str] | None = None, manifest_chunks: set[tuple[int, ...]] | None = None
+                     ) -> np.ndarray:
     """Of the chunks marked in ``expected`` (a chunk-grid mask), those whose CRC is not the one the
     manifest recorded at their place (copied from elsewhere, rewritten by someone else). Chunks whose
-    entry is not recorded (a crash mid-write) are accepted and appended to ``unrecorded``."""
+    entry is not recorded (a crash mid-write) are accepted and appended to ``unrecorded``; chunks whose entry's
+    manifest chunk is gone (deleted: a write forgets an entry by storing it, so a crash never leaves that) are
+    not vouched for by anything: marked too, and their keys appended to ``unvouched``. ``manifest_chunks``: the
+    manifest's chunks in the store, when the caller listed them already (:func:`stored_chunks`)."""
     misplaced = np.zeros(expected.shape, dtype=bool)
     if MANIFEST not in group:
         return misplaced
@@ -428,7 +441,15 @@ def misplaced_chunks(group: zarr.Group, name: str, expected: np.ndarray,
         recorded = np.asarray(manifest[rows.index(name)])  # type: ignore[index]
     except ValueError:  # the manifest's own checksum failed
         raise corruption_error(_store_name(group.store), corrupt_chunks(group, [MANIFEST])) from None
+    present = stored_chunks(group, MANIFEST) if manifest_chunks is None else manifest_chunks
+    row, shape = rows.index(name), manifest.chunks  # type: ignore[union-attr]
     positions = list(zip(*np.nonzero(expected)))
+    for position in positions:
+        if tuple(i // c for i, c in zip((row, *position), shape)) not in present:
+            misplaced[position] = True
+            if unvouched is not None:
+                unvouched.append(chunk_key(name, position))
+    positions = [position for position in positions if not misplaced[position]]
     keys = [chunk_key(name, position) for position in positions]
     if is_sharded(group[name]):  # type: ignore[arg-type]
         actual = [None if data is None else object_crc(data) for data in _objects(group.store, keys)]

@@ -258,15 +258,29 @@ def _resolve_all(table: Table, values: Sequence[Any] | None, key: str) -> list[i
     return [table.find(value, f"{key}[{i}]") for i, value in enumerate(values or ())]
 
 
-def inferred_row_names(table: Table, taken: set[int]) -> int | None:
-    """The first column, when it is unambiguously row names: no name in the header row, or distinct text."""
+def inferred_row_names(table: Table, taken: set[int], key: str | None = None) -> int | None:
+    """The first column, when it is unambiguously row names: no name in the header row, or distinct text. A
+    column of numbers but for a few cells (text in at most half of them) is not: a mistyped number (``0.64O42``)
+    would silently turn a feature into row names. With ``key`` (a dataset's) that is refused, naming the cell;
+    without (a labels file, whose rows may be named by another column), the column is not taken as names."""
     if table.cells.shape[1] < 2 or 0 in taken or table.naming not in ("header", "position", "column") \
             or table.index_names:
         return None
     column = table.cells[0]
     if table.naming == "header" and table.names[0] == "":
         return 0
-    if column.notna().all() and not_numbers(column).any() and column.is_unique:
+    text = table.not_numbers(0)
+    if column.notna().all() and text.any() and column.is_unique:
+        if 2 * int(text.sum()) <= len(text):
+            if key is None:
+                return None
+            i = int(np.flatnonzero(text)[0])
+            more = f" (and {int(text.sum()) - 1} more)" if text.sum() > 1 else ""
+            raise ConfigError(f"{key}.row_names", f"{table.shown(0)} of {table.source} holds numbers but for "
+                              f"{shown_cell(column.iloc[i])} in {table.row(i)}{more}: read as row names, it would "
+                              "silently drop a feature",
+                              f"correct that cell if it is a mistyped number, or set row_names: {table.names[0]!r} "
+                              "if the column names the rows")
         return 0
     return None
 
@@ -318,7 +332,7 @@ def select(table: Table, reading: Reading, key: str, data_key: str, *, dissimila
         if len(set(features)) != len(features):
             raise ConfigError(f"{key}.columns", "a column is listed twice", "list each column once")
     else:
-        inferred = None if reading.row_names is not None else inferred_row_names(table, set(roles) | excluded)
+        inferred = None if reading.row_names is not None else inferred_row_names(table, set(roles) | excluded, key)
         if inferred is not None:
             roles[inferred], names_at = "row names", inferred
             why = "its empty header cell" if table.naming == "header" and table.names[0] == "" else \
