@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,6 +230,18 @@ def choose_k_config(X: Any, k: Any, *, labels: Any, criteria: Any, algorithm: An
         X = _array(X)
     if isinstance(k, (str, bytes)) or not isinstance(k, Iterable):
         raise ConfigError("k", f"expected an iterable of integers, got {k!r}", "e.g. k=range(2, 11)")
+    from itertools import islice
+
+    from ordercube.pipeline.config.study import MAX_K_VALUES
+
+    # counted before anything is made of them: k=range(2, 10**9) took 40 s, then a MemoryError
+    if not isinstance(k, Sized):  # a generator: read once, no further than the bound
+        k = list(islice(iter(k), MAX_K_VALUES + 1))
+    count = len(k)
+    if count > MAX_K_VALUES:
+        held = f"more than {MAX_K_VALUES:,}" if isinstance(k, list) and count == MAX_K_VALUES + 1 else f"{count:,}"
+        raise ConfigError("k", f"{held} values of k; at most {MAX_K_VALUES:,}",
+                          "compare the numbers of clusters the data could hold, e.g. k=range(2, 11)")
     ks = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v for v in k]
     name = options.get("name", "X")
     dataset: dict[str, Any] = {"name": name, "data": X}

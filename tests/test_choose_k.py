@@ -111,6 +111,9 @@ def test_dataframe_with_a_label_column(tmp_path, capsys):
     (lambda X: ordercube.choose_k(X, criteria=["lnage"], seed=1), "criteria[0]",
      ["unknown criterion 'lnage'", "expected one of"]),
     (lambda X: ordercube.choose_k(X, k="2-10", seed=1), "k", ["'2-10'", "range(2, 11)"]),
+    # counted before the list is made (it took 40 s, then a MemoryError), a generator read no further than the bound
+    (lambda X: ordercube.choose_k(X, k=range(2, 10**9), seed=1), "k", ["999,999,998 values of k", "at most 10,000"]),
+    (lambda X: ordercube.choose_k(X, k=(k for k in range(2, 10**18)), seed=1), "k", ["more than 10,000 values"]),
     (lambda X: ordercube.choose_k(X, seed=1, resamples=0), "resamples", ["got 0", "at least 1"]),
     (lambda X: ordercube.choose_k(X, seed=1, algorithm="kmeens"), "algorithm", ["unknown algorithm 'kmeens'"]),
     (lambda X: ordercube.choose_k(X, labels="species", seed=1), "labels", ["DataFrame", "labels themselves"]),
