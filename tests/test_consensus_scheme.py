@@ -446,3 +446,25 @@ def test_a_distances_file_gives_the_points_files_assignments_and_refuses_p_featu
     assert refused.returncode == 2, refused.stdout
     assert ("methods[0].scheme_params.p_feature: dataset 'three_blobs' (n = 30): a dissimilarity matrix has no features "
             "to subsample, got p_feature = 0.5; set p_feature: 1.0") in refused.stderr
+
+
+def test_m3c_without_reference_sets_is_refused_before_the_sweep_naming_scheme_params(tmp_path):
+    """M3C compares the data with reference data sets: under ``references: 0`` the config was accepted, the sweep
+    ran, and the report ended in a traceback. Refused now by ``validate``, naming the key, what is stored, the fix."""
+    from conftest import cli_in_process, write_config
+
+    np.savetxt(tmp_path / "points.csv", _blobs(), delimiter=",", header=",".join("abcdef"), comments="")
+    method = {"name": "hc", "algorithm": "agglomerative", "params": {"linkage": "average"}, "scheme": "consensus",
+              "scheme_params": {"p_item": 0.8, "references": 0}, "criteria": ["pac", "m3c"]}
+    raw = {"name": "m3c", "seed": 1, "k": [2, 3], "resamples": 5, "methods": [method],
+           "datasets": [{"name": "d", "kind": "file", "path": "points.csv"}]}
+    refused = cli_in_process("validate", str(write_config(tmp_path / "bad.yaml", **raw)))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("error: methods[0].scheme_params: m3c reads the stored clusterings of "
+                                     "'reference' parts, and the scheme 'consensus' with {p_feature: 1.0, p_item: 0.8, "
+                                     "references: 0} stores none (it stores ['data']); set scheme_params.references: 25")
+    method["scheme_params"]["references"] = 2
+    assert cli_in_process("validate", str(write_config(tmp_path / "good.yaml", **raw))).returncode == 0
+    method["criteria"] = ["pac"]  # without m3c, no reference sets are needed
+    method["scheme_params"]["references"] = 0
+    assert cli_in_process("validate", str(write_config(tmp_path / "pac.yaml", **raw))).returncode == 0

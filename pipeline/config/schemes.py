@@ -197,3 +197,21 @@ def size_line(config: Config, plan: Any) -> str | None:
     return (f"assignments: stored by {', '.join(storing)}: {count} cells x {parts} parts x {items} items = {human(raw)} "
             f"raw (int16), about {human(disk)} on disk (zstd; {COMPRESSION_RATIO:g}:1, below the ratio measured on "
             "halves of 150 rows)")
+
+
+def missing_parts(key: str, scheme: str, params: Mapping[str, Any], criteria: Sequence[str]) -> list[ConfigError]:
+    """The refusals of the ``criteria`` that need part roles (``needs_parts``) the method's scheme, with its
+    ``params``, does not store (M3C under ``references: 0``): caught before the sweep, not by the report after it.
+    ``key``: the method's."""
+    if not scheme:
+        return []
+    roles = set(get_scheme(scheme).part_roles(params))
+    refused = []
+    for name in criteria:
+        for role, fix in get_criterion(name).needs_parts.items():
+            if role not in roles:
+                shown = ", ".join(f"{param}: {value}" for param, value in sorted(params.items()))
+                refused.append(ConfigError(f"{key}.scheme_params", f"{name} reads the stored clusterings of "
+                                           f"{role!r} parts, and the scheme {scheme!r} with {{{shown}}} stores none "
+                                           f"(it stores {sorted(roles)})", fix))
+    return refused

@@ -28,7 +28,7 @@ from ordercube.pipeline.config.checks import (
 )
 from ordercube.pipeline.config.defaults import RESAMPLES, default_criteria, default_name, draw_seed, fitting_criteria
 from ordercube.pipeline.config.schemes import (
-    SCHEME_KEYS, check_items, check_schemes, method_assignments, method_scheme, scheme_misfit,
+    SCHEME_KEYS, check_items, check_schemes, method_assignments, method_scheme, missing_parts, scheme_misfit,
 )
 from ordercube.pipeline.config.specs import (
     Config, DatasetSpec, Execution, IN_PROCESS_SECONDS, MethodSpec, fingerprint,
@@ -133,6 +133,7 @@ def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec,
     except ConfigError as error:
         raise ConfigErrors.of([*refused, error]) from None
     assignments, stored = method_assignments(entry, key, resolved_algorithm, criteria, refused)
+    refused += missing_parts(key, scheme, scheme_params, criteria)
     filled |= stored
     if refused:
         raise ConfigErrors.of(refused)

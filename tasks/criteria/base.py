@@ -355,6 +355,11 @@ class Criterion:
         ``"package.module:function"`` of functions ``section(context) -> SectionResult``
         (:mod:`ordercube.pipeline.report.section`; a path, so that this package never imports the report). A report calls
         each section declared by the criteria of its cube once, in the order of the criteria's registry.
+    needs_parts : mapping of str to str
+        For a criterion reduced from stored clusterings: the part roles it needs among those the method's scheme
+        stores (``part_roles`` of :class:`ordercube.tasks.schemes.base.Scheme`), each with the fix to give when
+        the scheme's parameters store none (M3C needs ``"reference"`` parts). A config without them is refused
+        before the sweep, naming ``scheme_params``.
     """
 
     name: str
@@ -386,6 +391,7 @@ class Criterion:
     sqrt_n_scaling: bool = False
     needs_coordinates: bool = False
     report_sections: tuple[str, ...] = ()
+    needs_parts: Mapping[str, str] = field(default_factory=dict)
     reduce: Callable[..., Mapping[str, NDArray[np.float64]]] | None = None
 
     @property

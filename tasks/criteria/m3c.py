@@ -164,4 +164,6 @@ M3C = Criterion(
             "m3c_reference": "mean PAC (or entropy) of the references"},
     no_choice="no k has a p-value below alpha: M3C's K = 1, no cluster structure against the reference data",
     report_sections=("ordercube.pipeline.report.consensus:section",),
+    needs_parts={"reference": "set scheme_params.references: 25 (M3C's default, John et al. 2020), or remove m3c "
+                              "from the criteria"},
 )
