@@ -369,3 +369,21 @@ def test_a_sample_of_the_bad_configs_through_a_real_process(tmp_path, case):
     assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
     assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1, result.stderr
     assert not (tmp_path / "cube.zarr").exists() and not (tmp_path / "DIR").exists()
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), [
+    ("ORDERCUBE_SHARD_CELLS", "nan", "a positive whole number of cells, got 'nan'"),
+    ("ORDERCUBE_SHARD_CELLS", "text", "a positive whole number of cells, got 'text'"),
+    ("ORDERCUBE_SHARD_CELLS", "0", "a positive whole number of cells, got '0'"),
+    ("ORDERCUBE_FLUSH_SECONDS", "text", "a non-negative number of seconds, got 'text'"),
+    ("ORDERCUBE_FLUSH_SECONDS", "inf", "a non-negative number of seconds, got 'inf'"),
+    ("ORDERCUBE_MAX_INPUT_BYTES", "2.5", "a positive whole number of bytes, got '2.5'"),
+])
+def test_a_bad_environment_variable_exits_2_naming_it_before_any_cube_is_made(tmp_path, variable, value, expected):
+    """Every numeric environment variable read is checked as a config key is (they ended in tracebacks, one of them
+    after the cube was created): exit 2, one line naming the variable, its value and the fix; nothing written."""
+    config = write_config(tmp_path / "c.yaml", **small_config(n=[40], k=[2], resamples=2))
+    done = cli("run", str(config), "--out", str(tmp_path / "c.zarr"), "--workers", "0", env={variable: value})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == f"error: {variable}: expected {expected}; unset it " + done.stderr.split("unset it ")[1].strip()
+    assert f"give e.g. {variable}=" in done.stderr and not (tmp_path / "c.zarr").exists()

@@ -34,6 +34,7 @@ from ordercube.pipeline.cube.integrity import (
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.outputs import enclosing_store
 from ordercube.pipeline.cube.remote import check_new_remote, create_remote, remote_is_cube
+from ordercube.pipeline.system.environment import positive_number
 from ordercube.pipeline.system.software import package_versions
 from ordercube.tasks.trial import Status
 
@@ -69,6 +70,12 @@ SHARD_ABOVE_CHUNKS = 256
 SHARD_CELLS = 1 << 16
 
 
+def shard_cells() -> int:
+    """The cells a shard holds at most: ``ORDERCUBE_SHARD_CELLS``, else :data:`SHARD_CELLS` (exit 2 on a value
+    that is not a positive whole number)."""
+    return int(positive_number("ORDERCUBE_SHARD_CELLS", SHARD_CELLS, integer=True, example=4096, unit="cells"))
+
+
 def shard_shape(shape: tuple[int, ...], cell_chunks: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shard shape of the cell arrays of a new cube of ``shape`` chunked by ``cell_chunks``, None for no shards.
 
@@ -82,7 +89,7 @@ def shard_shape(shape: tuple[int, ...], cell_chunks: tuple[int, ...]) -> tuple[i
     grid = [-(-size // chunk) for size, chunk in zip(shape, cell_chunks)]
     if int(np.prod(grid)) <= SHARD_ABOVE_CHUNKS:
         return None
-    most = int(os.environ.get("ORDERCUBE_SHARD_CELLS") or SHARD_CELLS)
+    most = shard_cells()
     shard = list(cell_chunks)
     for axis in (4, 2, 1, 0):  # trial, model, n, dataset
         cells = int(np.prod(shard))

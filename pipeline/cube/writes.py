@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,6 +54,15 @@ def flush_open_writers() -> None:
 Position = tuple[int, ...]
 
 
+def flush_seconds() -> float:
+    """How long held blocks may wait before they are written: ``ORDERCUBE_FLUSH_SECONDS``, else
+    :data:`FLUSH_SECONDS` (0: at once; exit 2 on a value that is not a number >= 0)."""
+    from ordercube.pipeline.system.environment import positive_number
+
+    return float(positive_number("ORDERCUBE_FLUSH_SECONDS", FLUSH_SECONDS, integer=False, example=10, unit="seconds",
+                                 zero=True))
+
+
 class BlockWriter:
     """The arrays of a cube open for writing, opened once per run (opening one reads its metadata file), and the
     region writes of computed blocks into them (:func:`write_block`). ``writer[name]`` is the array ``name``,
@@ -72,7 +80,7 @@ class BlockWriter:
         self.remaining: dict[Position, int] | None = None
         self.complete: list[Position] = []  # held objects whose planned cells are all in, written next
         self.flushed_at = time.monotonic()
-        self.flush_seconds = float(os.environ.get("ORDERCUBE_FLUSH_SECONDS") or FLUSH_SECONDS)
+        self.flush_seconds = flush_seconds()
         self.objects_written = 0  # shard writes of all variables (for the benchmarks' request counts)
         if self.shard is not None:
             _OPEN.add(self)

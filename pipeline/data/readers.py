@@ -37,13 +37,9 @@ FIRST_READERS = ("csv", "npy")
 
 
 def max_dense_bytes() -> int:
-    given = os.environ.get(MAX_DENSE_ENV)
-    if given is None:
-        return MAX_DENSE_BYTES
-    if not given.isdigit() or int(given) <= 0:
-        raise ConfigError(MAX_DENSE_ENV, f"expected a positive number of bytes, got {given!r}",
-                          f"unset it (default {MAX_DENSE_BYTES}) or give e.g. {MAX_DENSE_ENV}=4294967296")
-    return int(given)
+    from ordercube.pipeline.system.environment import positive_number
+
+    return int(positive_number(MAX_DENSE_ENV, MAX_DENSE_BYTES, integer=True, example=4294967296, unit="bytes"))
 
 
 def size(count: float) -> str:

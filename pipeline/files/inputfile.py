@@ -49,17 +49,9 @@ class InputFile:
 
 
 def max_input_bytes() -> int:
-    given = os.environ.get(MAX_INPUT_ENV)
-    if given is None:
-        return MAX_INPUT_BYTES
-    try:
-        value = int(given)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(MAX_INPUT_ENV, f"expected a positive number of bytes, got {given!r}",
-                          f"unset it (default {MAX_INPUT_BYTES}) or give e.g. {4 * 2**30}")
-    return value
+    from ordercube.pipeline.system.environment import positive_number
+
+    return int(positive_number(MAX_INPUT_ENV, MAX_INPUT_BYTES, integer=True, example=4 * 2**30, unit="bytes"))
 
 
 def kind_of(mode: int) -> str:
