@@ -114,6 +114,8 @@ def test_dataframe_with_a_label_column(tmp_path, capsys):
     # counted before the list is made (it took 40 s, then a MemoryError), a generator read no further than the bound
     (lambda X: ordercube.choose_k(X, k=range(2, 10**9), seed=1), "k", ["999,999,998 values of k", "at most 10,000"]),
     (lambda X: ordercube.choose_k(X, k=(k for k in range(2, 10**18)), seed=1), "k", ["more than 10,000 values"]),
+    # too few rows for any k: the fix asks for rows (it said "use k <= 0")
+    (lambda X: ordercube.choose_k(X[:3], seed=1), "k", ["halves of 1 points", "give at least 8 rows"]),
     (lambda X: ordercube.choose_k(X, seed=1, resamples=0), "resamples", ["got 0", "at least 1"]),
     (lambda X: ordercube.choose_k(X, seed=1, algorithm="kmeens"), "algorithm", ["unknown algorithm 'kmeens'"]),
     (lambda X: ordercube.choose_k(X, labels="species", seed=1), "labels", ["DataFrame", "labels themselves"]),

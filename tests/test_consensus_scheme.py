@@ -465,6 +465,13 @@ def test_m3c_without_reference_sets_is_refused_before_the_sweep_naming_scheme_pa
                                      "references: 0} stores none (it stores ['data']); set scheme_params.references: 25")
     method["scheme_params"]["references"] = 2
     assert cli_in_process("validate", str(write_config(tmp_path / "good.yaml", **raw))).returncode == 0
+    # a bad scheme parameter is named as itself (it was reported as "methods[0].predictor: missing")
+    method["scheme_params"]["p_item"] = 1.5
+    bad = cli_in_process("validate", str(write_config(tmp_path / "p.yaml", **raw)))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: methods[0].scheme_params.p_item: expected a finite "
+                                                         "number > 0 and <= 1, got 1.5"), bad.stderr
+    assert "predictor" not in bad.stderr
+    method["scheme_params"]["p_item"] = 0.8
     method["criteria"] = ["pac"]  # without m3c, no reference sets are needed
     method["scheme_params"]["references"] = 0
     assert cli_in_process("validate", str(write_config(tmp_path / "pac.yaml", **raw))).returncode == 0

@@ -158,6 +158,22 @@ def test_a_config_with_another_seed_is_refused_naming_both_seeds(blobs, tmp_path
     assert files_of(folder / "blobs.zarr") == before
 
 
+def test_a_data_file_changed_since_the_run_is_named_not_a_config_never_given(blobs, tmp_path):
+    """With the cube's own config (no --config given), only the data can differ: the message names the dataset and
+    its file's digests, never --config."""
+    import shutil
+
+    folder, _ = blobs
+    shutil.copytree(folder, tmp_path / "copy")
+    data = tmp_path / "copy" / "blobs.csv"
+    data.write_text(data.read_text().replace("s0,", "s0x,", 1))
+    result = cli_in_process("partition", str(tmp_path / "copy" / "blobs.zarr"), "--dataset", "blobs", "--method", "km",
+                            cwd=tmp_path / "copy")  # where the cube's own config reads its data file from
+    assert result.returncode == 2 and "--config" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: --dataset: the data of 'blobs' are not what the cube was computed from "
+                                    "(sha256: ") and "restore the file the cube was computed from" in result.stderr
+
+
 @pytest.fixture(scope="module")
 def in_memory(tmp_path_factory):
     """A cube of arrays given from Python (three blobs of 30 rows, their classes)."""

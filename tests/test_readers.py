@@ -467,3 +467,29 @@ def test_workers_started_elsewhere_receive_the_values_and_compute_the_same_bits(
         assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
         cubes.append(xr.open_zarr(out)["lange"].load())
     assert bool(cubes[0].notnull().all()) and np.array_equal(cubes[0].values, cubes[1].values)
+
+
+def test_a_boolean_matrix_reads_a_matrix_market_file_and_refuses_one_not_0_1(tmp_path):
+    """A Matrix Market file given as a Boolean matrix was read as a CSV ("209 rows x 0 0/1 columns"): it is read as
+    the mtx reader reads it (a pattern file's entries are ones), densified, its values checked to be 0 or 1."""
+    import scipy.io
+    import scipy.sparse
+
+    from ordercube.pipeline.data.matrixfiles import boolean_of
+    from ordercube.pipeline.files.inputfile import read_input
+
+    ones = scipy.sparse.random(209, 40, density=0.1, random_state=1, format="coo")
+    ones.data[:] = 1.0
+    scipy.io.mmwrite(tmp_path / "ones.mtx", ones)
+    scipy.io.mmwrite(tmp_path / "pattern.mtx", ones, field="pattern")
+    for name in ("ones.mtx", "pattern.mtx"):
+        loaded = boolean_of(read_input(tmp_path / name, "d.path", expected="a matrix"), "datasets[0]")
+        np.testing.assert_array_equal(loaded.values, ones.toarray())
+        assert loaded.read.startswith(f"209 rows x 40 columns, {ones.nnz} ones, Matrix Market (coordinate ")
+    real = ones.copy()
+    real.data[3] = 0.25
+    scipy.io.mmwrite(tmp_path / "real.mtx", real)
+    with pytest.raises(ConfigError) as refused:
+        boolean_of(read_input(tmp_path / "real.mtx", "d.path", expected="a matrix"), "datasets[0]")
+    assert refused.value.key == "datasets[0].path" and "holds 0.25 at row" in str(refused.value)
+    assert "(1 values other than 0 and 1)" in str(refused.value) and "0/1 (or pattern)" in str(refused.value)

@@ -25,10 +25,14 @@ def check_clusterer(datasets: Sequence[Any], method: Any, i: int, ks: Sequence[i
     assert isinstance(algorithm, Clusterer)  # registered for its kind
     largest_n = max(n for dataset in datasets for n in dataset.n)
     if not algorithm.feasible(max(ks), largest_n // 2):  # no dataset and n could ever hold this k
-        most = largest_n // 2 // algorithm.min_points_per_cluster
+        per_cluster = algorithm.min_points_per_cluster
+        most = largest_n // 2 // per_cluster
+        # below k = 2 there is no number of clusters to compare: the data are too few, whatever k is asked
+        fix = f"use k <= {most}, or larger n" if most >= 2 else \
+            f"give at least {4 * per_cluster} rows (k = 2 needs halves of {2 * per_cluster} points)"
         raise ConfigError("k", f"k = {max(ks)} cannot be fitted at any sample size: the largest n ({largest_n}) "
                           f"gives halves of {largest_n // 2} points and {method.algorithm} needs "
-                          f"{algorithm.min_points_per_cluster} points per cluster", f"use k <= {most}, or larger n")
+                          f"{per_cluster} points per cluster", fix)
 
 
 CONFIG_CHECKS: dict[type, ConfigCheck] = {

@@ -91,6 +91,8 @@ def _method(entry: Any, i: int, ks: tuple[int, ...] | None) -> tuple[MethodSpec,
         filled["name"] = name = _name(algorithm, f"{key}.name")
     refused: list[ConfigError] = []  # the scheme's and the assignments' refusals, reported together
     resolved_algorithm, scheme, scheme_params = method_scheme(entry, key, resolved_algorithm, refused)
+    if refused:  # a scheme refused: the method's other keys would be judged as without it ("predictor: missing")
+        raise ConfigErrors.of(refused)
     params_given = entry.get("params") or {}
     if not isinstance(params_given, Mapping):
         raise ConfigError(f"{key}.params", f"expected a mapping, got {show(params_given)}",

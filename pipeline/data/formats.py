@@ -67,7 +67,9 @@ def _banner(file: InputFile, key: str) -> tuple[list[str], tuple[int, int]]:
                       "give a complete Matrix Market file")
 
 
-def _mtx(file: InputFile, *, key: str) -> TableRead:
+def read_matrix_market(file: InputFile, *, key: str) -> TableRead:
+    """A Matrix Market file's matrix (sparse for a coordinate file), its banner checked first (the ``mtx`` reader;
+    also the ``boolean_matrix`` kind's for a ``.mtx`` file)."""
     import scipy.io
 
     (layout, field, symmetry), (rows, columns) = _banner(file, key)
@@ -192,7 +194,7 @@ OPTIONAL = (
     Reader("arrow", _arrow, (".arrow", ".feather", ".ipc"), lambda head: head.startswith(b"ARROW1"), builtin=True,
            requires="pyarrow (pip install 'ordercube[parquet]')",
            description="an Arrow IPC (Feather v2) table, read as a Parquet one"),
-    Reader("mtx", _mtx, (".mtx",), lambda head: head[:14].lower() == b"%%matrixmarket", builtin=True,
+    Reader("mtx", read_matrix_market, (".mtx",), lambda head: head[:14].lower() == b"%%matrixmarket", builtin=True,
            description="a Matrix Market matrix, sparse or dense (SciPy)"),
     Reader("h5ad", _h5ad, (".h5ad",), lambda head: head.startswith(HDF5_SIGNATURE), {"layer": None, "obsm": None},
            builtin=True, requires="h5py (pip install 'ordercube[anndata]')",

@@ -102,8 +102,11 @@ def load_boolean_matrix(path: str, key: str, layout: str | None = None) -> Loade
 
 
 def boolean_of(file: InputFile, key: str, layout: str | None = None) -> LoadedMatrix:
-    """The 0/1 matrix of a file's bytes (the ``boolean_matrix`` reader; see :func:`load_boolean_matrix`)."""
+    """The 0/1 matrix of a file's bytes (the ``boolean_matrix`` reader; see :func:`load_boolean_matrix`): a 0/1 CSV
+    table, a ``user,permission`` edge list, or a Matrix Market file (sparse or dense) of 0/1 values."""
     path = str(file.path)
+    if file.data[:14].lower() == b"%%matrixmarket":
+        return _matrix_market(file, key)
     rows = csv_rows(file, f"{key}.path")
     if len(rows) < 2:
         raise ConfigError(f"{key}.path", f"{path} holds no data rows", "give a header row, then one row per user (or "
@@ -119,6 +122,27 @@ def boolean_of(file: InputFile, key: str, layout: str | None = None) -> LoadedMa
     reading = {"format": "dense"} if chosen == "dense" and width == 2 else {}
     return LoadedMatrix(values=values, read=f"{read} (format: {chosen}, {how}) from {path}{note}", sha256=file.sha256,
                         reading=reading)
+
+
+def _matrix_market(file: InputFile, key: str) -> LoadedMatrix:
+    """A Matrix Market file as a 0/1 matrix (a pattern matrix's entries are ones): read as the ``mtx`` reader
+    reads it, densified within the same bound as a CSV matrix, every value checked to be 0 or 1."""
+    from ordercube.pipeline.data.formats import read_matrix_market
+
+    read = read_matrix_market(file, key=f"{key}.path")
+    rows, columns = read.values.shape
+    if rows * columns > MAX_MATRIX_CELLS:
+        raise ConfigError(f"{key}.path", f"{file.path} is a {rows} x {columns} matrix, above the {MAX_MATRIX_CELLS} "
+                          "cells a Boolean matrix holds at most", "give a smaller matrix")
+    values = read.values.toarray() if hasattr(read.values, "toarray") else np.asarray(read.values)
+    values = np.asarray(values, dtype=np.float64)
+    odd = np.flatnonzero((values != 0) & (values != 1))
+    if odd.size:
+        i, j = divmod(int(odd[0]), columns)
+        raise ConfigError(f"{key}.path", f"{file.path} holds {values.flat[odd[0]]:g} at row {i + 1}, column {j + 1} "
+                          f"({odd.size} values other than 0 and 1)", "give a 0/1 (or pattern) Matrix Market file")
+    return LoadedMatrix(values=values, read=f"{rows} rows x {columns} columns, {int(values.sum())} ones, "
+                        f"{read.format}, densified, from {file.path}", sha256=file.sha256)
 
 
 def _has_header(rows: list[tuple[int, list[str]]]) -> bool:

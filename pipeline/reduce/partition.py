@@ -204,10 +204,20 @@ def _named(items: tuple[Any, ...], name: str, key: str) -> Any:
     raise InputError(f"{key}: no {key.lstrip('-')} {name!r} in the cube; it has {[item.name for item in items]}")
 
 
-def _check_identity(cube: xr.Dataset, config: Config, dataset: DatasetSpec, method: MethodSpec, source: str) -> None:
-    """``InputError`` unless ``config`` draws the cube's resamples and fits: its seed, the dataset and the method."""
+def _check_identity(cube: xr.Dataset, config: Config, dataset: DatasetSpec, method: MethodSpec, source: str,
+                    given: bool = True) -> None:
+    """``InputError`` unless ``config`` draws the cube's resamples and fits: its seed, the dataset and the method.
+    With the cube's own config (not ``given``), only the data can differ: the message names the data, not
+    ``--config``."""
     stored = json.loads(cube.attrs["ordercube_identity"])
     now = json.loads(json.dumps(config.identity, default=str))
+    if not given:
+        changed = _differences(stored["datasets"].get(dataset.name) or {}, now["datasets"].get(dataset.name) or {})
+        if changed:
+            shown = "; ".join(f"{key}: {json.dumps(new)} now, {json.dumps(old)} in the cube" for key, new, old in changed[:3])
+            raise InputError(f"--dataset: the data of {dataset.name!r} are not what the cube was computed from "
+                             f"({shown}): its file changed since; restore the file the cube was computed from, or "
+                             "run the config again into a new cube (--out) and take the partition of that")
     fix = ("give the config (and data) the cube was computed from, or leave --config out to use the cube's own: "
            "otherwise the stabilities would be of labels the cube never computed")
     if stored["seed"] != now["seed"]:
@@ -257,7 +267,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     cfg = _config_of(cube, config)
     spec, m = _named(cfg.datasets, dataset, "--dataset"), _named(cfg.methods, method, "--method")
     _check_identity(cube, cfg, spec, m, str(config) if isinstance(config, (str, Path)) else
-                    "the config" if config is not None else "the cube's own config")
+                    "the config" if config is not None else "the cube's own config", given=config is not None)
     if method in part_roles(cube):
         return stored_partition(cube, spec, method, k=k, criterion=criterion, linkage=final_linkage(cube, method))
     algorithm = get_algorithm(m.algorithm)
