@@ -42,8 +42,11 @@ from ordercube.pipeline.cube.attrs import BASELINE, variable_attrs
 from ordercube.pipeline.cube.checks import check_cube, check_metadata
 from ordercube.pipeline.cube.growth import extend, open_existing, repair
 from ordercube.pipeline.cube.metadata import described
-from ordercube.pipeline.cube.layout import array, check_new_cube_path, create, is_cube, stored_chunk_shape, stored_coords
-from ordercube.pipeline.cube.writes import BlockWriter, flush_open_writers
+from ordercube.pipeline.cube.layout import (
+    array, check_new_cube_path, create, is_cube, shard_cells, stored_chunk_shape,
+    stored_coords,
+)
+from ordercube.pipeline.cube.writes import BlockWriter, flush_open_writers, flush_seconds
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.cube.grid import DIMS, Coords, planned_mask
 from ordercube.pipeline.cube.integrity import (
@@ -209,6 +212,13 @@ class Cube:
         others = record_assignments(self.group, list(unrecorded))
         if others:
             record_unrecorded(self.group, others)
+
+    @staticmethod
+    def check_settings() -> None:
+        """``ConfigError`` (exit 2) when an environment variable that sets how cubes are written holds no valid
+        value (``ORDERCUBE_SHARD_CELLS``, ``ORDERCUBE_FLUSH_SECONDS``): checked before a cube is created or grown."""
+        shard_cells()
+        flush_seconds()
 
     def count_cells(self) -> dict[str, int]:
         """Planned cells by status (``total, ok, failed, infeasible, crashed, pending, skipped``), read as

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ordercube.pipeline.data.readers import max_dense_bytes, size
+import ordercube.pipeline.data.readers  # noqa: F401  (the first readers: registered before these, listed first)
+from ordercube.pipeline.data.matrixmarket import read_matrix_market
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.files.inputfile import InputFile
 from ordercube.tasks.readers import READERS, Reader, TableRead
@@ -45,43 +46,6 @@ def _arrow(file: InputFile, *, key: str) -> TableRead:
 
     frame = feather.read_table(file.binary()).to_pandas()
     return TableRead(frame=frame, format=f"Arrow IPC, {frame.shape[1]} columns")
-
-
-def _banner(file: InputFile, key: str) -> tuple[list[str], tuple[int, int]]:
-    """The Matrix Market banner's words (``matrix coordinate real general``) and the size line's rows and columns,
-    read before anything is allocated."""
-    lines = iter(file.data[:1 << 16].split(b"\n"))
-    words = next(lines, b"").decode("ascii", "replace").split()
-    if len(words) != 5 or words[0].lower() != "%%matrixmarket" or words[1].lower() != "matrix":
-        raise ConfigError(key, f"{file.path} does not begin with a Matrix Market banner (%%MatrixMarket matrix "
-                          f"FORMAT FIELD SYMMETRY), got {' '.join(words)[:60]!r}", "give a file written by "
-                          "scipy.io.mmwrite or R's Matrix::writeMM")
-    for line in lines:
-        text = line.decode("ascii", "replace").strip()
-        if text and not text.startswith("%"):
-            shape = text.split()[:2]
-            if len(shape) == 2 and all(part.isdigit() for part in shape):
-                return [word.lower() for word in words[2:]], (int(shape[0]), int(shape[1]))
-            break
-    raise ConfigError(key, f"{file.path} has no size line (ROWS COLUMNS [ENTRIES]) after its banner",
-                      "give a complete Matrix Market file")
-
-
-def read_matrix_market(file: InputFile, *, key: str) -> TableRead:
-    """A Matrix Market file's matrix (sparse for a coordinate file), its banner checked first (the ``mtx`` reader;
-    also the ``boolean_matrix`` kind's for a ``.mtx`` file)."""
-    import scipy.io
-
-    (layout, field, symmetry), (rows, columns) = _banner(file, key)
-    if field == "complex":
-        raise ConfigError(key, f"{file.path} holds complex numbers", "give a real, integer or pattern matrix")
-    if layout == "array" and 8 * rows * columns > max_dense_bytes():  # mmread would allocate it whole
-        raise ConfigError(key, f"{file.path} is a dense {rows} x {columns} array: {size(8 * rows * columns)} as float64, "
-                          f"above the {size(max_dense_bytes())} held at most", "give a smaller matrix")
-    values = scipy.io.mmread(file.binary())
-    if field == "pattern" and hasattr(values, "data"):
-        values.data = np.ones_like(values.data, dtype=np.float64)
-    return TableRead(values=values, format=f"Matrix Market ({layout} {field} {symmetry})")
 
 
 def _strings(dataset: Any) -> np.ndarray:

@@ -127,7 +127,7 @@ def boolean_of(file: InputFile, key: str, layout: str | None = None) -> LoadedMa
 def _matrix_market(file: InputFile, key: str) -> LoadedMatrix:
     """A Matrix Market file as a 0/1 matrix (a pattern matrix's entries are ones): read as the ``mtx`` reader
     reads it, densified within the same bound as a CSV matrix, every value checked to be 0 or 1."""
-    from ordercube.pipeline.data.formats import read_matrix_market
+    from ordercube.pipeline.data.matrixmarket import read_matrix_market
 
     read = read_matrix_market(file, key=f"{key}.path")
     rows, columns = read.values.shape

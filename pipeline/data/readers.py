@@ -25,30 +25,12 @@ import numpy as np
 
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.files.inputfile import InputFile, read_input
+from ordercube.pipeline.data.matrixmarket import MAX_DENSE_ENV, max_dense_bytes, size
 from ordercube.tasks.readers import READERS, Reader, TableRead, get_reader, guess_reader, readers_listed
 from ordercube.tasks.registry import register_reader
 
-#: The largest matrix densified from a sparse file (bytes of float64): 2 GiB, as a matrix dataset's
-#: ``MAX_MATRIX_CELLS``; ``ORDERCUBE_MAX_DENSE_BYTES`` changes it.
-MAX_DENSE_BYTES = 2 * 2**30
-MAX_DENSE_ENV = "ORDERCUBE_MAX_DENSE_BYTES"
 #: The readers whose identity predates the registry: a cube read by them keeps its data digest.
 FIRST_READERS = ("csv", "npy")
-
-
-def max_dense_bytes() -> int:
-    from ordercube.pipeline.system.environment import positive_number
-
-    return int(positive_number(MAX_DENSE_ENV, MAX_DENSE_BYTES, integer=True, example=4294967296, unit="bytes"))
-
-
-def size(count: float) -> str:
-    """A number of bytes as people read it: ``46.9 KiB``."""
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} TiB"  # pragma: no cover
 
 
 def option_keys() -> set[str]:

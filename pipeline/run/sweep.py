@@ -31,9 +31,7 @@ from ordercube.pipeline.cube.grid import (
     CELL_SECONDS, CellCost, Chunk, Coords, chunks_to_compute, config_coords, default_chunks, estimated_seconds,
     group_into_tasks, iter_task_groups, merge_coords, plan_of, planned_mask, task_target,
 )
-from ordercube.pipeline.cube.layout import shard_cells
 from ordercube.pipeline.cube.owner import Cube
-from ordercube.pipeline.cube.writes import flush_seconds
 from ordercube.pipeline.cube.attrs import BASELINE
 from ordercube.pipeline.system.kernel_cache import use_writable_cache
 from ordercube.pipeline.files.location import location
@@ -252,7 +250,7 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     ``options`` are those of :func:`_sweep_locked`.
     """
     path = location(config.out)
-    shard_cells(), flush_seconds()  # a bad ORDERCUBE_SHARD_CELLS or ORDERCUBE_FLUSH_SECONDS exits 2 before the cube changes
+    Cube.check_settings()  # a bad ORDERCUBE_SHARD_CELLS or ORDERCUBE_FLUSH_SECONDS exits 2 before the cube changes
     use_writable_cache()  # before numba is imported here or in a LocalCluster's workers: compiled once per machine
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
