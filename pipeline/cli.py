@@ -157,6 +157,8 @@ def _resume(args: argparse.Namespace, out: str) -> str:
             where += [option, f"{value:g}"]
     if args.no_dashboard or args.dashboard_address is not None:
         where += ["--no-dashboard"] if args.no_dashboard else ["--dashboard-address", args.dashboard_address]
+    if args.report is not None:  # the report asked for is written once the run resumed is done
+        where += ["--report", args.report] if args.report else ["--report"]
     return shlex.join(["ordercube", "run", args.config, "--out", out, *where])
 
 
@@ -166,14 +168,14 @@ def _kept(out: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     if args.report is None:
-        return _run_with(args)
+        return _run_with(args)[0]
     helper = commands.figure_helper()  # now, while this process has one thread: it imports matplotlib as cells run
     finished = False
     try:
-        code = _run_with(args)
+        code, out = _run_with(args)
         if code in (EXIT_OK, EXIT_FAILED_CELLS):  # a report of every cell computed, the failed ones named in it
-            _report_with(argparse.Namespace(cube=args.resolved_out, out=args.report or None, decide=[], threshold=[],
-                                            format="png", replicates=None), helper)
+            _report_with(argparse.Namespace(cube=out, out=args.report or None, decide=[], threshold=[], format="png",
+                                            replicates=None), helper)
         finished = True
         return code
     finally:
@@ -181,7 +183,8 @@ def _run(args: argparse.Namespace) -> int:
             helper.stop(now=not finished)
 
 
-def _run_with(args: argparse.Namespace) -> int:
+def _run_with(args: argparse.Namespace) -> tuple[int, str]:
+    """``ordercube run``'s work and what it prints: its exit code and the cube it wrote to."""
     from ordercube import ClusterLost, DiskFull, NoWorkers
 
     started: list[Config] = []
@@ -199,8 +202,8 @@ def _run_with(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, ClusterLost, NoWorkers, DiskFull) as error:
         if not started:  # stopped before the sweep: as any command
             raise
-        return _stopped(error, started[0].out, _resume(args, started[0].out))
-    out = args.resolved_out = started[0].out
+        return _stopped(error, started[0].out, _resume(args, started[0].out)), started[0].out
+    out = started[0].out
     if summary.computed:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(f"done: {summary.computed} cells in {summary.seconds:.2f} s "
@@ -213,7 +216,7 @@ def _run_with(args: argparse.Namespace) -> int:
     if failed:
         print(f"{failed} planned cells of {out} have failed or crashed their worker (reasons in its 'reason' "
               "variable); 'ordercube run --retry-failed' computes them again", file=sys.stderr)
-    return EXIT_FAILED_CELLS if failed else EXIT_OK
+    return (EXIT_FAILED_CELLS if failed else EXIT_OK), out
 
 
 def _stopped(error: BaseException, out: str, resume: str) -> int:

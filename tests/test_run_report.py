@@ -68,3 +68,20 @@ def test_a_report_never_imports_dask_array(tmp_path):
     """)], capture_output=True, text=True, timeout=240)
     assert done.stdout.splitlines()[-1] == "dask.array imported: False", done.stdout + done.stderr
     assert (folder / "index.html").is_file() and (folder / "consensus_g_45_hc_heatmaps.png").is_file()
+
+
+def test_the_resume_command_of_a_stopped_run_asks_for_its_report_again():
+    """A run stopped mid-sweep prints the command that resumes it; with --report, that command writes the report."""
+    import argparse
+
+    from ordercube.pipeline.cli import _parser, _resume
+
+    def resumed(*given: str) -> str:
+        args = _parser().parse_args(["run", "c.yaml", *given])
+        assert isinstance(args, argparse.Namespace)
+        return _resume(args, "out.zarr")
+
+    assert resumed("--report") == "ordercube run c.yaml --out out.zarr --report"
+    assert resumed("--report", "my report", "--workers", "2") == \
+        "ordercube run c.yaml --out out.zarr --workers 2 --report 'my report'"
+    assert resumed() == "ordercube run c.yaml --out out.zarr"
