@@ -169,10 +169,16 @@ def _kept(out: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     if args.report is None:
         return _run_with(args)[0]
+    from ordercube.pipeline.files.location import location
+    from ordercube.pipeline.files.outputs import report_folder
+
+    def check_folder(config: Config) -> None:  # a report folder that cannot be written is refused before the sweep
+        report_folder(location(config.out), args.report or None, key="--report")
+
     helper = commands.figure_helper()  # now, while this process has one thread: it imports matplotlib as cells run
     finished = False
     try:
-        code, out = _run_with(args)
+        code, out = _run_with(args, check_folder)
         if code in (EXIT_OK, EXIT_FAILED_CELLS):  # a report of every cell computed, the failed ones named in it
             _report_with(argparse.Namespace(cube=out, out=args.report or None, decide=[], threshold=[], format="png",
                                             replicates=None), helper)
@@ -183,13 +189,16 @@ def _run(args: argparse.Namespace) -> int:
             helper.stop(now=not finished)
 
 
-def _run_with(args: argparse.Namespace) -> tuple[int, str]:
-    """``ordercube run``'s work and what it prints: its exit code and the cube it wrote to."""
+def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None = None) -> tuple[int, str]:
+    """``ordercube run``'s work and what it prints: its exit code and the cube it wrote to. ``before(config)`` is
+    called once the config is read, before the sweep starts."""
     from ordercube import ClusterLost, DiskFull, NoWorkers
 
     started: list[Config] = []
 
     def start(config: Config) -> None:
+        if before is not None:
+            before(config)
         started.append(config)
         show.print_datasets(config)
 

@@ -48,6 +48,12 @@ def test_run_with_report_writes_what_report_writes_after_run(tmp_path):
     assert "consensus_g_45_hc_heatmaps.png" in drawn and "consensus_g_45_hc_pac.png" in drawn
     page = (tmp_path / "one-report" / "index.html").read_text()
     assert 'id="consensus_g_45_hc_heatmaps"' in page and "<!--ordercube-figure:" not in page  # placeholders resolved
+    # a report folder that cannot be written is refused before the sweep: nothing computed, no cube
+    (tmp_path / "taken").write_text("a file, not a folder")
+    refused = cli("run", str(config), "--out", str(tmp_path / "three.zarr"), "--report", str(tmp_path / "taken"),
+                  timeout=60)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: --report: "), refused.stderr
+    assert "not a folder" in refused.stderr and not (tmp_path / "three.zarr").exists()
     # a config that cannot run writes no report, and says why as any run does
     bad = cli("run", str(tmp_path / "missing.yaml"), "--report", timeout=60)
     assert bad.returncode == 2 and "missing.yaml" in bad.stderr and not (tmp_path / "missing-report").exists()
