@@ -62,10 +62,11 @@ def cube_written(out: str) -> bool:
 def run_command(config: str, *, out: str | None, workers: int | None, scheduler: str | None,
                 scheduler_file: str | None, connect_timeout: float | None, wait_for_workers: float | None,
                 dashboard_address: str | None, no_dashboard: bool, retry_failed: bool, progress: bool,
-                started: Callable[[Config], None]) -> tuple[Any, dict[str, int]]:
+                started: Callable[[Config], None], break_lock: str | None = None) -> tuple[Any, dict[str, int]]:
     """``ordercube run``: the config checked, ``started(config)`` called, the sweep run; returns its summary and
     the cube's cell counts. A stop raises ``KeyboardInterrupt``, :class:`ClusterLost`, :class:`NoWorkers` or
-    :class:`DiskFull` (a full disk or file size limit met while growing or creating the cube)."""
+    :class:`DiskFull` (a full disk or file size limit met while growing or creating the cube). ``break_lock``: the
+    ``HOST:PID`` of a gone run whose S3 lock object is taken over (:meth:`ordercube.pipeline.cube.owner.Cube.lock`)."""
     from ordercube.pipeline.config.study import load_config
     from ordercube.pipeline.cube.owner import Cube
     from ordercube.pipeline.run.sweep import DISK_FULL, DiskFull, Interrupted, run_sweep
@@ -80,7 +81,8 @@ def run_command(config: str, *, out: str | None, workers: int | None, scheduler:
     try:
         summary = run_sweep(parsed, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
                             retry_failed=retry_failed, show_progress=progress, dashboard_address=dashboard,
-                            dashboard_asked=dashboard is not None and dashboard_address is not None, **waits)
+                            dashboard_asked=dashboard is not None and dashboard_address is not None,
+                            **({"break_lock": break_lock} if break_lock is not None else {}), **waits)
     except Interrupted:
         raise KeyboardInterrupt from None
     except OSError as error:  # growing or creating the cube

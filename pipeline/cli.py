@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--no-dashboard", action="store_true", help="no Dask dashboard (as --dashboard-address none)")
     run.add_argument("--retry-failed", action="store_true", help="compute failed cells again")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--break-lock", metavar="HOST:PID",
+                     help="take over the lock object of an S3 cube held by the run HOST:PID on another machine, gone "
+                          "without releasing it: refused while its heartbeat is younger than the lease (120 s)")
     run.add_argument("--report", nargs="?", const="", metavar="DIR",
                      help="then write the report as 'ordercube report' does, in this process (to DIR; default: "
                           "<cube>-report next to the cube): one start, and its figures' process warms up as the "
@@ -207,7 +210,8 @@ def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None 
             args.config, out=args.out, workers=args.workers, scheduler=args.scheduler,
             scheduler_file=args.scheduler_file, connect_timeout=args.connect_timeout,
             wait_for_workers=args.wait_for_workers, dashboard_address=args.dashboard_address,
-            no_dashboard=args.no_dashboard, retry_failed=args.retry_failed, progress=not args.no_progress, started=start)
+            no_dashboard=args.no_dashboard, retry_failed=args.retry_failed, progress=not args.no_progress, started=start,
+            break_lock=args.break_lock)
     except (KeyboardInterrupt, ClusterLost, NoWorkers, DiskFull) as error:
         if not started:  # stopped before the sweep: as any command
             raise

@@ -249,8 +249,8 @@ def test_the_lock_object_keeps_out_a_run_on_another_machine_and_a_dead_local_hol
     refused = cli_in_process("run", str(config), "--out", url, env=s3)
     assert refused.returncode == 2
     assert refused.stderr.startswith(f"error: --out: the cube {url} is being written by another ordercube run "
-                                     "(pid 4242 on host another-machine, started 2026-01-01T00:00:00+0000)")
-    assert f"delete the lock object {url}.lock" in refused.stderr
+                                     "(pid 4242 on host another-machine, started 2026-01-01T00:00:00+0000; no heartbeat")
+    assert "once it is more than 120 s old, run again with --break-lock another-machine:4242" in refused.stderr
     assert not fs.exists(f"{BUCKET}/shared.zarr") and json.loads(fs.cat(f"{BUCKET}/shared.zarr.lock")) == other
 
     import socket
@@ -261,6 +261,45 @@ def test_the_lock_object_keeps_out_a_run_on_another_machine_and_a_dead_local_hol
     assert "a previous run (pid 4242 on host " in taken.stdout and "its lock was stale and is taken over" in taken.stdout
     assert not fs.exists(f"{BUCKET}/shared.zarr.lock")  # released at the end of the run
     assert fs.exists(f"{BUCKET}/shared.zarr/zarr.json")
+
+
+def test_a_lock_of_another_machine_is_broken_only_by_name_and_only_once_its_heartbeat_is_older_than_the_lease(
+        s3, tmp_path, monkeypatch):
+    """The holder of an S3 cube's lock object rewrites its heartbeat while it runs; a run on another machine takes
+    the lock over only with --break-lock naming that holder, and only once the heartbeat is older than the lease
+    (never while the holder lives). A run's own heartbeat is seen in its lock object while it holds it."""
+    import time
+
+    from ordercube.pipeline.cube import remote
+    from ordercube.pipeline.cube.lock import CubeLock
+
+    config = write_config(tmp_path / "c.yaml", **small_config(n=[40], k=[2, 3], resamples=2))
+    url = f"s3://{BUCKET}/leased.zarr"
+    fs = _s3fs()
+    alive = {"host": "another-machine", "pid": 77, "started": "2026-11-29T10:00:00+0000", "command": "ordercube run",
+             "heartbeat": time.time() - 10}
+    fs.pipe(f"{BUCKET}/leased.zarr.lock", json.dumps(alive).encode())
+    live = cli_in_process("run", str(config), "--out", url, "--break-lock", "another-machine:77", env=s3)
+    assert live.returncode == 2 and live.stderr.startswith("error: --break-lock: another-machine:77 wrote its heartbeat "), \
+        live.stderr
+    assert "under the 120 s lease: it is running; its lock is not broken" in live.stderr
+    wrong = cli_in_process("run", str(config), "--out", url, "--break-lock", "another-machine:78", env=s3)
+    assert wrong.returncode == 2 and "does not name the lock's holder, which is another-machine:77" in wrong.stderr
+    assert json.loads(fs.cat(f"{BUCKET}/leased.zarr.lock")) == alive and not fs.exists(f"{BUCKET}/leased.zarr")
+    fs.pipe(f"{BUCKET}/leased.zarr.lock", json.dumps({**alive, "heartbeat": time.time() - 121}).encode())  # it died
+    taken = cli_in_process("run", str(config), "--out", url, "--no-progress", "--workers", "0", "--break-lock",
+                           "another-machine:77", env=s3)
+    assert taken.returncode == 0, taken.stderr
+    assert "a previous run (pid 77 on host another-machine" in taken.stdout and "taken over" in taken.stdout
+    assert not fs.exists(f"{BUCKET}/leased.zarr.lock") and fs.exists(f"{BUCKET}/leased.zarr/zarr.json")
+    # a holder's heartbeat: rewritten while it holds the lock, stopped at release (the object removed)
+    monkeypatch.setattr(remote, "HEARTBEAT_SECONDS", 0.2)
+    monkeypatch.setattr("ordercube.pipeline.cube.lock.HEARTBEAT_SECONDS", 0.2)
+    with CubeLock(url):
+        first = json.loads(fs.cat(f"{BUCKET}/leased.zarr.lock"))["heartbeat"]
+        time.sleep(1.0)
+        assert json.loads(_s3fs().cat(f"{BUCKET}/leased.zarr.lock"))["heartbeat"] > first
+    assert not fs.exists(f"{BUCKET}/leased.zarr.lock")
 
 
 @pytest.mark.slow  # 2 to 8 minutes: nine runs of a LocalCluster

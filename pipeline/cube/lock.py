@@ -24,6 +24,7 @@ import os
 import socket
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -31,7 +32,9 @@ from types import TracebackType
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.inputfile import kind_of
-from ordercube.pipeline.cube.remote import drop_lock_object, supports_lock_object, take_lock_object
+from ordercube.pipeline.cube.remote import (
+    HEARTBEAT_SECONDS, drop_lock_object, heartbeat_lock_object, supports_lock_object, take_lock_object,
+)
 
 
 def lock_path(cube: Path) -> Path:
@@ -48,8 +51,9 @@ class CubeLock:
     ``stale`` is the holder record a dead process left behind (None when the lock was free).
     """
 
-    def __init__(self, cube: Path | str | Location) -> None:
+    def __init__(self, cube: Path | str | Location, break_lock: str | None = None) -> None:
         place = location(cube)
+        self.break_lock = break_lock  # HOST:PID of a dead holder of an S3 cube's lock object, to be taken over
         self.place = place
         self.cube = str(place)
         self.local = place.is_local
@@ -57,6 +61,8 @@ class CubeLock:
         self.stale: dict | None = None
         self._fd: int | None = None
         self._object: dict | None = None  # the record in the lock object of an S3 cube, while held
+        self._beating: threading.Event | None = None  # set to stop the lock object's heartbeat
+        self.broken = False  # another run broke this run's lock object while it ran
 
     def acquire(self) -> CubeLock:
         while True:
@@ -93,17 +99,32 @@ class CubeLock:
         os.pwrite(fd, json.dumps(record).encode(), 0)
         self._fd = fd
         if supports_lock_object(self.place):
+            record["heartbeat"] = time.time()
             try:
-                self.stale = take_lock_object(self.place, record, _describe) or self.stale
+                self.stale = take_lock_object(self.place, record, _describe, self.break_lock) or self.stale
             except BaseException:
                 self.release()
                 raise
             self._object = record
+            self._beating = threading.Event()
+            threading.Thread(target=self._beat, args=(self._beating, record), daemon=True,
+                             name="ordercube-lock-heartbeat").start()
         return self
+
+    def _beat(self, stop: threading.Event, record: dict) -> None:
+        """Rewrite the lock object's heartbeat every :data:`HEARTBEAT_SECONDS` until ``stop``: a run on another
+        machine may break the lock only once the heartbeat is older than the lease (its holder is gone)."""
+        while not stop.wait(HEARTBEAT_SECONDS):
+            if not heartbeat_lock_object(self.place, record):
+                self.broken = True
+                return
 
     def release(self) -> None:
         if self._fd is None:
             return
+        if self._beating is not None:
+            self._beating.set()
+            self._beating = None
         if self._object is not None:
             record, self._object = self._object, None
             drop_lock_object(self.place, record)

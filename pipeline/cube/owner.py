@@ -131,10 +131,12 @@ class Cube:
         return cls(open_existing(place, config, mode="r+" if writable else "r"), place)
 
     @staticmethod
-    def lock(where: str | Path | Location) -> CubeLock:
+    def lock(where: str | Path | Location, break_lock: str | None = None) -> CubeLock:
         """The writer lock of the cube at ``where`` (a context manager; ``InputError`` naming the holder when
-        another live run writes it). Held for as long as a run creates, grows, repairs or fills the cube."""
-        return CubeLock(where)
+        another live run writes it). Held for as long as a run creates, grows, repairs or fills the cube.
+        ``break_lock``: ``HOST:PID`` of a run on another machine whose S3 lock object is to be taken over, once its
+        heartbeat is older than the lease (:mod:`ordercube.pipeline.cube.remote`)."""
+        return CubeLock(where, break_lock)
 
     # --- growth ---------------------------------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ import asyncio
 import json
 import os
 import socket
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import zarr
@@ -142,16 +143,33 @@ def _lock_key(place: Location) -> tuple[Any, str]:
     return store.fs, store.path.rstrip("/") + ".lock"
 
 
-def take_lock_object(place: Location, record: dict, describe: Callable[[dict], str]) -> dict | None:
+#: A run holding an S3 cube's lock object rewrites its heartbeat this often ...
+HEARTBEAT_SECONDS = 30.0
+#: ... and a holder whose heartbeat is older than this is taken for dead: its lock may be broken (``--break-lock``).
+LEASE_SECONDS = 120.0
+
+
+def holder_name(holder: Mapping[str, Any]) -> str:
+    """How a lock's holder is named to ``--break-lock``: ``HOST:PID``."""
+    return f"{holder.get('host')}:{holder.get('pid')}"
+
+
+def _same_holder(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(field) == b.get(field) for field in ("host", "pid", "started"))
+
+
+def take_lock_object(place: Location, record: dict, describe: Callable[[dict], str],
+                     break_lock: str | None = None) -> dict | None:
     """Create the lock object ``CUBE.lock`` beside the cube at ``place``, holding ``record``; returns the record
-    of a dead holder on this machine that it replaced (None if it was free). The caller holds this machine's
-    lock of the cube, so a lock object naming this host is stale; one naming another host is an ``InputError``."""
+    of the holder it replaced (None if it was free). The caller holds this machine's lock of the cube, so a lock
+    object naming this host is stale. One naming another host is an ``InputError``, unless ``break_lock`` names
+    that holder (``HOST:PID``) and its heartbeat (rewritten every :data:`HEARTBEAT_SECONDS` while it runs) is
+    older than :data:`LEASE_SECONDS`: a holder that lives is never broken."""
     fs, key = _lock_key(place)
-    data = json.dumps(record).encode()
 
     async def create() -> bool:
         try:
-            await fs._pipe_file(key, data, mode="create")
+            await fs._pipe_file(key, json.dumps(record).encode(), mode="create")
         except FileExistsError:  # S3's 412 Precondition Failed: somebody holds it, or held it and died
             return False
         return True
@@ -163,20 +181,60 @@ def take_lock_object(place: Location, record: dict, describe: Callable[[dict], s
         holder = json.loads(text)
     except ValueError:
         holder = {}
-    if not isinstance(holder, dict) or holder.get("host") != record["host"]:
-        holder = holder if isinstance(holder, dict) else {}
-        raise InputError(f"{place.option}: the cube {place} is being written by another ordercube run ({describe(holder)}); wait "
-                         f"for it to finish (or stop it), then run again. If that run is gone without releasing its "
-                         f"lock (its machine died), delete the lock object {place.sibling('.lock')}")
-    _call(place, "lock", lambda: fs._pipe_file(key, data))
+    holder = holder if isinstance(holder, dict) else {}
+    if holder.get("host") != record["host"]:
+        _check_break(place, holder, describe, break_lock)
+    _call(place, "lock", lambda: fs._pipe_file(key, json.dumps(record).encode()))
+    now = json.loads(_call(place, "read the lock object of", lambda: fs._cat_file(key)))
+    if not _same_holder(now, record):  # another run broke it at the same moment: it is theirs
+        raise InputError(f"{place.option}: the lock object {place.sibling('.lock')} was taken by another run at the same "
+                         f"moment ({describe(now)}); wait for it to finish, then run again")
     return holder
 
 
-def drop_lock_object(place: Location, record: dict) -> None:
-    """Delete the lock object if it still holds ``record`` (a release must not delete another run's lock)."""
+def _check_break(place: Location, holder: dict, describe: Callable[[dict], str], break_lock: str | None) -> None:
+    """``InputError`` unless ``break_lock`` names ``holder`` (a run on another host) and its heartbeat is older
+    than the lease."""
+    heartbeat = holder.get("heartbeat")
+    age = time.time() - float(heartbeat) if isinstance(heartbeat, (int, float)) else None
+    said = (f"its heartbeat {age:.0f} s ago" if age is not None else "no heartbeat (an older ordercube)")
+    if break_lock is None:
+        raise InputError(f"{place.option}: the cube {place} is being written by another ordercube run ({describe(holder)}; "
+                         f"{said}); wait for it to finish (or stop it), then run again. If that run is gone without "
+                         f"releasing its lock (its machine died), its heartbeat stops: once it is more than "
+                         f"{LEASE_SECONDS:.0f} s old, run again with --break-lock {holder_name(holder)}")
+    if break_lock != holder_name(holder):
+        raise InputError(f"--break-lock: {break_lock!r} does not name the lock's holder, which is {holder_name(holder)} "
+                         f"({describe(holder)}); give --break-lock {holder_name(holder)} if that run is gone")
+    if age is not None and age < LEASE_SECONDS:
+        raise InputError(f"--break-lock: {holder_name(holder)} wrote its heartbeat {age:.0f} s ago, under the "
+                         f"{LEASE_SECONDS:.0f} s lease: it is running; its lock is not broken. Wait for it to finish "
+                         "(or stop it), or until its heartbeat is older than the lease")
+
+
+def heartbeat_lock_object(place: Location, record: dict) -> bool:
+    """Rewrite the lock object with ``record``'s heartbeat now, if it still holds this run's lock; False when
+    another run took it (it was broken: this run's writes are no longer alone)."""
     fs, key = _lock_key(place)
     try:
-        if json.loads(sync(fs._cat_file(key))) == record:
+        now = json.loads(sync(fs._cat_file(key)))
+    except Exception:  # noqa: BLE001 - unreachable for a moment: the next beat tries again
+        return True
+    if not isinstance(now, dict) or not _same_holder(now, record):
+        return False
+    record["heartbeat"] = time.time()
+    try:
+        sync(fs._pipe_file(key, json.dumps(record).encode()))
+    except Exception:  # noqa: BLE001 - the next beat tries again, within the lease
+        pass
+    return True
+
+
+def drop_lock_object(place: Location, record: dict) -> None:
+    """Delete the lock object if it still holds this run's lock (a release must not delete another run's lock)."""
+    fs, key = _lock_key(place)
+    try:
+        if _same_holder(json.loads(sync(fs._cat_file(key))), record):
             sync(fs._rm(key))
     except Exception:  # noqa: BLE001 - already gone, or the store unreachable: the next run reports the lock
         pass

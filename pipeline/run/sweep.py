@@ -8,6 +8,7 @@ Dask cluster (:mod:`ordercube.pipeline.run.on_cluster`: a LocalCluster started f
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
@@ -261,10 +262,14 @@ def run_sweep(config: Config, **options: Any) -> Summary:
         Cube.check_new(path)
         if path.is_local:
             path.local().parent.mkdir(parents=True, exist_ok=True)
-    with Cube.lock(path) as lock:
+    with Cube.lock(path, options.pop("break_lock", None)) as lock:
         if lock.stale:
             options.get("echo", print)(lock.stale_note)
-        return _sweep_locked(config, **options)
+        summary = _sweep_locked(config, **options)
+    if lock.broken:  # its heartbeat found another run's record: a run elsewhere took the lock as if this one had died
+        warnings.warn(f"{config.out}: another run broke this run's lock object while it ran (--break-lock): both may "
+                      "have written the cube; check it with 'ordercube status --verify'", RuntimeWarning, stacklevel=2)
+    return summary
 
 
 def _sweep_locked(
