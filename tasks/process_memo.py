@@ -8,13 +8,18 @@ dataset. Two threads may both compute a missing value (the same bits): one is ke
 
 Bounded: the oldest entries go first once :data:`ENTRIES` values or :data:`BYTES` of arrays are held (a
 long-lived worker visits many datasets).
+
+Across the processes of one machine: :func:`shared_by_machine` shares a list of arrays through a
+:class:`SharedStore` the pipeline installs (:func:`use_shared_store`; a folder every worker of a local cluster
+shares), so that what one process computed another reads instead of computing it again. This module does no I/O
+of its own: the store does.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -27,6 +32,55 @@ BYTES = 512 * 2**20
 
 _MEMO: dict[Hashable, tuple[Any, int]] = {}
 _LOCK = threading.Lock()
+
+
+class SharedStore(Protocol):
+    """Arrays by name, shared by the processes of one machine: ``get`` returns None for a name never put; a
+    ``put`` is whole or absent to a reader (never half-written); ``claim`` is True for the first process to ask
+    for a name (it is to compute it), False for the others."""
+
+    def get(self, name: str) -> np.ndarray | None: ...
+
+    def put(self, name: str, value: np.ndarray) -> None: ...
+
+    def claim(self, name: str) -> bool: ...
+
+
+_SHARED: list[SharedStore | None] = [None]
+
+
+def use_shared_store(store: SharedStore | None) -> None:
+    """Share the arrays of :func:`shared_by_machine` through ``store`` (None: each process computes its own)."""
+    _SHARED[0] = store
+
+
+def shared_by_machine(names: Sequence[str], compute: Callable[[int], np.ndarray]) -> list[np.ndarray]:
+    """``[compute(i) for i in range(len(names))]``, the work shared by the processes of this machine through the
+    installed :class:`SharedStore`: each value is read when another process put it, else computed by the process
+    that claims it first; those another process claimed are read at the end, or computed here if they are not
+    there yet (its claimer still at it, or gone). ``names[i]`` names ``compute(i)`` on the machine, and each value
+    must be a function of its name alone: which process computes it cannot change a bit."""
+    store = _SHARED[0]
+    if store is None:
+        return [compute(i) for i in range(len(names))]
+    found: dict[int, np.ndarray] = {}
+    theirs = []
+    for i, name in enumerate(names):
+        value = store.get(name)
+        if value is None and not store.claim(name):
+            theirs.append(i)
+            continue
+        if value is None:
+            value = compute(i)
+            store.put(name, value)
+        found[i] = value
+    for i in reversed(theirs):  # from the far end: the claimer works its way up from the near one
+        value = store.get(names[i])
+        if value is None:
+            value = compute(i)
+            store.put(names[i], value)
+        found[i] = value
+    return [found[i] for i in range(len(names))]
 
 
 def nbytes(value: Any) -> int:

@@ -143,3 +143,72 @@ def test_gap_agrees_with_clusgap_on_digits(tmp_path):
     that tolerance at k = 6..10. Our Gap is the higher by up to 0.0064 (0.6% of W_k): the two k-means end at other
     local optima of the 64-dimensional reference sets (not measured apart here); the allowance 0.01 says so."""
     _agrees_with_clusgap(load_digits().data, tmp_path, k_max=10, references=20, resamples=3, optima=0.01)
+
+
+def test_work_shared_by_machine_reads_what_another_process_put_and_computes_what_it_left(tmp_path):
+    """:func:`process_memo.shared_by_machine` through a folder: a value another process put is read, one it claimed
+    and has not put yet is computed here at the end, the rest claimed and computed here; every value is compute(i)."""
+    from ordercube.pipeline.system.shared_store import FolderStore
+
+    store, other = FolderStore(tmp_path), FolderStore(tmp_path)  # two processes' views of one folder
+    names = [f"row{i}" for i in range(5)]
+    other.put("row3", np.full(2, 3.0))
+    assert other.claim("row3") and other.claim("row1")  # the other process claimed 1 and 3, and has put 3
+    computed = []
+
+    def compute(i):
+        computed.append(i)
+        return np.full(2, float(i))
+
+    process_memo.use_shared_store(store)
+    try:
+        rows = process_memo.shared_by_machine(names, compute)
+    finally:
+        process_memo.use_shared_store(None)
+    assert [row.tolist() for row in rows] == [[float(i)] * 2 for i in range(5)]
+    assert computed == [0, 2, 4, 1]  # 3 read; 1 claimed by the other, not there at the end: computed here
+    assert not store.claim("row0") and store.get("row0").tolist() == [0.0, 0.0]
+
+
+SHARER = r'''
+import json, sys, time
+import numpy as np
+from ordercube.pipeline.system.shared_store import FolderStore
+from ordercube.tasks import process_memo
+
+process_memo.use_shared_store(FolderStore(sys.argv[1]))
+done = []
+def compute(i):
+    done.append(i)
+    time.sleep(0.15)
+    return np.arange(3.0) + i
+rows = process_memo.shared_by_machine([f"b{i}" for i in range(12)], compute)
+print(json.dumps({"computed": done, "rows": [row.tolist() for row in rows]}))
+'''
+
+
+def test_two_processes_share_twelve_values_each_computing_about_half(tmp_path):
+    """Two real processes started together over one folder: each value is computed about once (the two meet at one
+    value at most), and both get every value, equal to compute(i)."""
+    import sys
+
+    script = tmp_path / "sharer.py"
+    script.write_text(SHARER)
+    runs = [subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outs = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    for out in outs:
+        assert out["rows"] == [[i, i + 1.0, i + 2.0] for i in range(12)]
+    first, second = (set(out["computed"]) for out in outs)
+    assert first | second == set(range(12)) and len(first & second) <= 2, (first, second)
+    assert 4 <= len(first) <= 8 and 4 <= len(second) <= 8, (first, second)
+
+
+def test_the_same_bits_on_ordercube_s_own_local_cluster_which_shares_the_references(tmp_path):
+    """choose_k on its own LocalCluster of two workers (they share the reference sets through a folder) gives the
+    bits of this process."""
+    X = load_iris().data
+    here = _choose(X, tmp_path, "here", resamples=6, workers=0)
+    there = _choose(X, tmp_path, "there", resamples=6, workers=2, execution={"task_seconds": 0.01})
+    for variable in ("gap", "gap_sd"):
+        assert np.array_equal(_values(here, variable), _values(there, variable), equal_nan=True)

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Coroutine, Iterator
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.config.plugins import load_plugins, preload
 from ordercube.pipeline.run.nomain import records_from_main, workers_without_main
+from ordercube.pipeline.system.shared_store import VARIABLE as SHARED_VARIABLE
 from ordercube.pipeline.system.software import skew, software
 
 if TYPE_CHECKING:  # distributed is imported where a cluster is used: a sweep in this process does without it
@@ -180,8 +182,12 @@ def connect(*, workers: int | None, scheduler: str | None, scheduler_file: str |
     if preload(load_plugins()):
         settings["distributed.worker.preload"] = preload(load_plugins())
     refuse_records_from_main()
-    with dask.config.set(settings), ExitStack() as stack:
-        stack.enter_context(workers_without_main())  # entered first, left last: every start and restart of a worker
+    with ExitStack() as stack:
+        # A folder the workers share what each would compute alike (Gap's reference sets), removed with the cluster.
+        shared = stack.enter_context(tempfile.TemporaryDirectory(prefix="ordercube-shared-"))
+        settings[f"distributed.nanny.pre-spawn-environ.{SHARED_VARIABLE}"] = shared
+        stack.enter_context(dask.config.set(settings))
+        stack.enter_context(workers_without_main())  # entered before the cluster, left after: every start and restart of a worker
         # The default port taken moves the dashboard to a free one (Dask warns in three lines; we print the link
         # we got). The scheduler binds it while LocalCluster() blocks this thread, so the filter is in force.
         with _interrupts_blocked_in_new_threads(), warnings.catch_warnings():

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.grid import Chunk, Coords
 from ordercube.pipeline.system.memory import keep_freed_memory
+from ordercube.pipeline.system.shared_store import share_within_machine
 from ordercube.tasks.algorithms import get_algorithm
 from ordercube.tasks.cell import BlockSpec, run_block
 from ordercube.tasks.datasets import ArraySource, SyntheticSource
@@ -105,6 +106,7 @@ def execute_task(task: Task, synthetic: SyntheticSource | MatrixSource | None, d
     its known classes, if any); timed as a whole (:class:`Computed`), twice per task, never per cell.
     The first task of a process sets its allocator to reuse freed arrays (:mod:`ordercube.pipeline.system.memory`)."""
     keep_freed_memory()
+    share_within_machine()  # a local cluster's workers share what all of them would compute (Gap's references)
     started, cpu = time.perf_counter(), time.thread_time()
     if isinstance(synthetic, MatrixSource):  # a matrix dataset's recipe, with its clean matrix scattered as the array
         source: Any = replace(synthetic, clean=np.asarray(data))

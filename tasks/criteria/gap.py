@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 
 from ordercube.tasks.criteria.base import GAP_METHODS, Criterion, Decision, TrialSample
 from ordercube.tasks.params import choice, integer
+from ordercube.tasks.process_memo import shared_by_machine
 
 REFERENCES = ("uniform", "pca")
 # Each reference set costs as much as the trial's own fits: more than this is a typo, not a study.
@@ -98,27 +99,35 @@ def reference_sample(X: NDArray[np.float64], rng: np.random.Generator, *, refere
 def reference_dispersions(sample: TrialSample, *, references: int, reference: str,
                           d_power: int) -> NDArray[np.float64]:
     """log W*_kb of shape (references, len(ks)): B reference sets over the sample's box, each clustered at every
-    k. Drawn and fitted with the sample's shared streams (the same for every trial whose sample has this box)
-    and computed once per process for every such trial (:meth:`TrialSample.shared`)."""
+    k. Drawn and fitted with the sample's shared streams (the same for every trial whose sample has this box),
+    computed once per process for every such trial (:meth:`TrialSample.shared`), and each reference set once per
+    machine where the processes share a store (:func:`ordercube.tasks.process_memo.shared_by_machine`: on a local
+    cluster of two workers each computes about half of them, where each computed all B)."""
     ks = list(sample.ks)
     frame = reference_frame(sample.X, reference=reference)
     n = sample.X.shape[0]
     rng = sample.shared_rng if sample.shared_rng is not None else sample.rng
     cluster = sample.shared_cluster if sample.shared_cluster is not None else sample.cluster
 
-    def compute() -> NDArray[np.float64]:
-        log_w_ref = np.empty((references, len(ks)))
-        for b in range(references):
-            Z = draw_reference(frame, n, rng((1, b + 1, 0, 0)))
-            fitted = cluster(Z, ks, (1, b + 1, 0, 0))
-            log_w_ref[b] = [np.log(within_dispersion(Z, fitted[k], d_power=d_power)) for k in ks]
+    def one(b: int) -> NDArray[np.float64]:
+        Z = draw_reference(frame, n, rng((1, b + 1, 0, 0)))
+        fitted = cluster(Z, ks, (1, b + 1, 0, 0))
+        return np.array([np.log(within_dispersion(Z, fitted[k], d_power=d_power)) for k in ks])
+
+    def stacked(rows: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+        log_w_ref = np.array(rows, dtype=np.float64).reshape(references, len(ks))
         log_w_ref.flags.writeable = False  # shared by every trial of the process
         return log_w_ref
 
     if sample.shared_rng is None or sample.shared_cluster is None:  # a sample without shared streams: its own
-        return compute()
+        return stacked([one(b) for b in range(references)])
     box = hashlib.blake2b(b"".join(np.ascontiguousarray(part).tobytes() for part in frame), digest_size=16).digest()
-    return sample.shared(("gap", box, n, tuple(ks), references, reference, d_power), compute)
+    # each reference set's row, named on the machine by what it is a function of (not by B: row b is the same
+    # whatever the number of references)
+    names = [hashlib.blake2b(repr((sample.scope, "gap", box, n, tuple(ks), reference, d_power, b)).encode(),
+                             digest_size=20).hexdigest() for b in range(references)]
+    return sample.shared(("gap", box, n, tuple(ks), references, reference, d_power),
+                         lambda: stacked(shared_by_machine(names, one)))
 
 
 def gap_statistic(sample: TrialSample, *, references: int = 20, reference: str = "uniform",
