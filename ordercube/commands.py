@@ -130,6 +130,15 @@ def status_command(cube: str, *, verify: bool) -> tuple[str | None, dict[str, in
     return checked, owner.count_cells()
 
 
+def run_report_folder(cube: str, given: str | None) -> Path:
+    """The folder ``run --report`` writes the report of ``cube`` to (``given``, else beside the cube), checked
+    before the sweep: ``InputError`` naming ``--report`` when it cannot be written."""
+    from ordercube.pipeline.files.location import location
+    from ordercube.pipeline.files.outputs import report_folder
+
+    return report_folder(location(cube), given, key="--report")
+
+
 def figure_helper() -> Helper | None:
     """A second process that draws figures, started while this one has one thread (see
     :class:`ordercube.pipeline.report.figures.Helper`); None where it cannot help."""

@@ -172,11 +172,8 @@ def _kept(out: str) -> str:
 def _run(args: argparse.Namespace) -> int:
     if args.report is None:
         return _run_with(args)[0]
-    from ordercube.pipeline.files.location import location
-    from ordercube.pipeline.files.outputs import report_folder
-
     def check_folder(config: Config) -> None:  # a report folder that cannot be written is refused before the sweep
-        report_folder(location(config.out), args.report or None, key="--report")
+        commands.run_report_folder(config.out, args.report or None)
 
     helper = commands.figure_helper()  # now, while this process has one thread: it imports matplotlib as cells run
     finished = False
