@@ -33,7 +33,7 @@ from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.inputfile import kind_of
 from ordercube.pipeline.cube.remote import (
-    HEARTBEAT_SECONDS, drop_lock_object, heartbeat_lock_object, supports_lock_object, take_lock_object,
+    HEARTBEAT_SECONDS, LEASE_SECONDS, drop_lock_object, heartbeat_lock_object, supports_lock_object, take_lock_object,
 )
 
 
@@ -61,7 +61,7 @@ class CubeLock:
         self.stale: dict | None = None
         self._fd: int | None = None
         self._object: dict | None = None  # the record in the lock object of an S3 cube, while held
-        self._beating: threading.Event | None = None  # set to stop the lock object's heartbeat
+        self._beating: tuple[threading.Event, threading.Thread] | None = None  # the heartbeat: set to stop, its thread
         self.broken = False  # another run broke this run's lock object while it ran
 
     def acquire(self) -> CubeLock:
@@ -106,9 +106,10 @@ class CubeLock:
                 self.release()
                 raise
             self._object = record
-            self._beating = threading.Event()
-            threading.Thread(target=self._beat, args=(self._beating, record), daemon=True,
-                             name="ordercube-lock-heartbeat").start()
+            stop = threading.Event()
+            beat = threading.Thread(target=self._beat, args=(stop, record), daemon=True, name="ordercube-lock-heartbeat")
+            beat.start()
+            self._beating = (stop, beat)
         return self
 
     def _beat(self, stop: threading.Event, record: dict) -> None:
@@ -122,8 +123,10 @@ class CubeLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        if self._beating is not None:
-            self._beating.set()
+        if self._beating is not None:  # stopped, and a beat in flight finished, before the object is deleted: a
+            stop, beat = self._beating  # beat written after the delete would leave a lock object nobody holds
+            stop.set()
+            beat.join(timeout=LEASE_SECONDS / 4)
             self._beating = None
         if self._object is not None:
             record, self._object = self._object, None
