@@ -172,12 +172,13 @@ def _model_outputs(group: zarr.Group, models: list[str]) -> dict[str, dict[str, 
     return {model: recorded.get(model) for model in models}
 
 
-def variables_of_models(group: zarr.Group, models: list[str]) -> dict[str, np.ndarray]:
-    """Per cell variable the cube should hold: which of its models write it (a boolean per model)."""
-    uses: dict[str, np.ndarray] = {name: np.ones(len(models), dtype=bool) for name in ALWAYS_WRITTEN}
-    for m, outputs in enumerate(_model_outputs(group, models).values()):
-        for variable in outputs["variables"] if outputs else ():
-            uses.setdefault(variable, np.zeros(len(models), dtype=bool))[m] = True
+def variables_of_models(outputs: Mapping[str, dict[str, Any] | None]) -> dict[str, np.ndarray]:
+    """Per cell variable the cube should hold: which of its models write it (a boolean per model, in the order of
+    ``outputs``, :func:`_model_outputs`)."""
+    uses: dict[str, np.ndarray] = {name: np.ones(len(outputs), dtype=bool) for name in ALWAYS_WRITTEN}
+    for m, written in enumerate(outputs.values()):
+        for variable in written["variables"] if written else ():
+            uses.setdefault(variable, np.zeros(len(outputs), dtype=bool))[m] = True
     return uses
 
 
@@ -235,13 +236,14 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
     result = Lost(cells=lost)
     if not done.any():
         return result
+    outputs = _model_outputs(group, models)  # read once, for the baseline and the variables
     if baseline:
-        cells, result.baseline = lost_baseline(group, status, models)
+        cells, result.baseline = lost_baseline(group, status, models, outputs)
         lost |= cells
     every_chunk = int(group.attrs.get(FORMAT_ATTRIBUTE, 1)) >= CHECKSUMMED
     present_arrays = {name for name, _ in group.arrays()}
     manifest_chunks: set[tuple[int, ...]] | None = None
-    for name, used in variables_of_models(group, models).items():
+    for name, used in variables_of_models(outputs).items():
         expected = done & used[None, None, :, None, None]
         if not expected.any():
             continue
@@ -269,12 +271,13 @@ def lost_cells(group: zarr.Group, status: np.ndarray, models: list[str], *, base
     return result
 
 
-def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str]) -> tuple[np.ndarray, str]:
+def lost_baseline(group: zarr.Group, status: np.ndarray, models: list[str],
+                  outputs: Mapping[str, dict[str, Any] | None] | None = None) -> tuple[np.ndarray, str]:
     """The ok cells of the models with a criterion divided by the random-labelling baseline (Lange et al.
     2004, eq. 5: ``lange`` / ``lange_random`` at the same n and k) where that baseline is lost (its array
     deleted, or its chunk: NaN where a value was stored), and a description of the loss ("" when none).
     The baseline is written before any cell, so an ok cell always had it."""
-    outputs = _model_outputs(group, models)
+    outputs = _model_outputs(group, models) if outputs is None else outputs
     uses = np.array([bool(outputs[model] and outputs[model]["baseline"]) for model in models], dtype=bool)
     normalised = list(dict.fromkeys(name for model in models for name in (outputs[model] or {}).get("baseline", [])))
     cells = (status == Status.OK) & uses[None, None, :, None, None]
