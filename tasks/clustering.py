@@ -73,6 +73,17 @@ def fit_halves(
     return fitted, seconds
 
 
+def _read_only(*arrays: Any) -> tuple[Any, ...]:
+    """``arrays`` made read-only where they are arrays: a trial's halves and sample are read by every k's fit and
+    every criterion in turn, so a kernel that changed them in place (scikit-learn's ``KMeans(copy_x=False)``
+    centres its input and adds the mean back, moving its last bits) would change what the next one reads. Such a
+    kernel now fails its cell, naming the read-only array, instead."""
+    for array in arrays:
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return arrays
+
+
 def _whole_sample(spec: BlockSpec, trial: int, data: Any, ks: list[int], fits: dict[int, TrialFits],
                   algorithm: Clusterer, params: dict[str, Any]) -> TrialSample:
     """The trial's whole sample, with the method's algorithm and streams, for Gap, Clest, BIC and AIC."""
@@ -95,12 +106,12 @@ def _whole_sample(spec: BlockSpec, trial: int, data: Any, ks: list[int], fits: d
         return {k: algorithm.cluster(X, k, rng(k), **params) for k in wanted}
 
     scope = (spec.root_seed, spec.dataset_id, spec.n, spec.method_id, spec.algorithm, repr(sorted(params.items())))
-    return TrialSample(X=np.concatenate([data.first, data.second]), ks=ks, fits=fits, cluster=cluster,
+    return TrialSample(X=_read_only(np.concatenate([data.first, data.second]))[0], ks=ks, fits=fits, cluster=cluster,
                        rng=lambda key: stream(spec.root_seed, Purpose.REFERENCE, *ids, *key), fit_rng=fit_rng,
                        algorithm=spec.algorithm, params=params,
                        shared_rng=lambda key: stream(spec.root_seed, Purpose.SHARED_REFERENCE, spec.dataset_id, spec.n,
                                                      *key),
-                       shared_cluster=shared_cluster, scope=scope)
+                       shared_cluster=shared_cluster, scope=scope, fits_each_k=algorithm.cluster_many is None)
 
 
 def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Source) -> TrialRunner:
@@ -125,6 +136,7 @@ def trial_runner(algorithm: Clusterer, spec: BlockSpec, source: Source) -> Trial
         started = time.perf_counter()
         data = source.draw(spec.n, stream(spec.root_seed, Purpose.DRAW, *ids, trial),
                            stream(spec.root_seed, Purpose.EVAL, *ids, trial), with_eval=with_eval)
+        _read_only(data.first, data.second, data.evaluation)
         pairing = None
         if data.evaluation is not None:
             pairing = stream(spec.root_seed, Purpose.PAIRING, *ids, trial).permutation(data.evaluation.shape[0])

@@ -40,8 +40,10 @@ def test_trials_of_the_same_rows_share_their_references_and_a_fresh_process_memo
     first = _choose(X, tmp_path, "first", resamples=4, workers=0)
     sd = _values(first, "gap_sd")
     assert np.all(sd == sd[:, :1]) and np.all(sd > 0)  # one set of references: one s_k, bit for bit
-    # one entry of the sample's n (the run's pilot warms the kernels up at a small n: an entry of its own)
-    assert len({key for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == X.shape[0]}) == 1
+    # one box of the sample's n (the run's pilot warms the kernels up at a small n: entries of its own), one entry
+    # per k of it (k-means is fitted one k at a time: each k's references are named on their own)
+    held = [key[1] for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == X.shape[0]]
+    assert len({key[1] for key in held}) == 1 and sorted(key[3] for key in held) == list(range(2, 11))
     gap = _values(first, "gap")
     assert not np.all(gap == gap[:, :1])  # the trials' own fits still differ (their restarts)
     process_memo.clear()  # computed again, by whichever trial comes first: the same bits
@@ -55,7 +57,7 @@ def test_fewer_rows_than_the_data_draw_references_over_each_trials_own_box(tmp_p
     choice = _choose(X, tmp_path, "half", resamples=3, n=60, workers=0)
     sd = _values(choice, "gap_sd")
     assert not np.all(sd == sd[:, :1])  # the boxes differ: so do the references
-    assert len({key for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == 60}) == 3
+    assert len({key[1][1] for key in process_memo.keys() if key[1][0] == "gap" and key[1][2] == 60}) == 3
 
 
 def test_the_same_bits_in_this_process_and_on_two_worker_processes(tmp_path):
@@ -143,6 +145,63 @@ def test_gap_agrees_with_clusgap_on_digits(tmp_path):
     that tolerance at k = 6..10. Our Gap is the higher by up to 0.0064 (0.6% of W_k): the two k-means end at other
     local optima of the 64-dimensional reference sets (not measured apart here); the allowance 0.01 says so."""
     _agrees_with_clusgap(load_digits().data, tmp_path, k_max=10, references=20, resamples=3, optima=0.01)
+
+
+class _Counted:
+    """A :class:`process_memo.SharedStore` in this process's memory that counts what was put under each name."""
+
+    def __init__(self):
+        self.values, self.puts = {}, {}
+
+    def get(self, name):
+        return self.values.get(name)
+
+    def put(self, name, value):
+        self.values[name] = value
+        self.puts[name] = self.puts.get(name, 0) + 1
+
+    def claim(self, name):
+        return name not in self.values
+
+
+def _sample(X, ks):
+    """A trial's sample of every row of ``X`` for k-means, as the sweep builds it (no halves' fits needed)."""
+    from ordercube.tasks.cell import BlockSpec
+    from ordercube.tasks.clustering import _whole_sample
+    from ordercube.tasks.datasets import ArraySource
+    from ordercube.tasks.algorithms import get_algorithm
+
+    spec = BlockSpec(root_seed=5, dataset_id=1, n=X.shape[0], method_id=2, algorithm="kmeans",
+                     algorithm_params=(("max_iter", 300), ("n_init", 3), ("tol", 1e-4)), predictor="nearest_centroid",
+                     criteria=("gap",), ks=tuple(ks), trials=(0,))
+    halves = type("Halves", (), {"first": X[: X.shape[0] // 2], "second": X[X.shape[0] // 2:]})()
+    return _whole_sample(spec, 0, halves, list(ks), {}, get_algorithm("kmeans"), dict(spec.algorithm_params))
+
+
+def test_blocks_of_other_ks_share_each_k_s_reference_fits_bit_for_bit():
+    """A k-means reference set at k is named by k alone: the pilot's one-k tasks and the sweep's blocks of other
+    ks fit each (b, k) once on the machine, and read the same bits (at 10^5 rows, naming whole blocks fitted the
+    20 reference sets again for every k tuple)."""
+    from ordercube.tasks.criteria.gap import reference_dispersions
+
+    X = load_iris().data
+    store = _Counted()
+    process_memo.clear()
+    process_memo.use_shared_store(store)
+    try:
+        options = {"references": 4, "reference": "uniform", "d_power": 2}
+        block = reference_dispersions(_sample(X, [2, 3, 4]), **options)
+        process_memo.clear()  # another process: only the machine's store holds them
+        alone = [reference_dispersions(_sample(X, [k]), **options) for k in (3, 4, 5)]
+    finally:
+        process_memo.use_shared_store(None)
+        process_memo.clear()
+    assert block.shape == (4, 3) and all(column.shape == (4, 1) for column in alone)
+    assert np.array_equal(alone[0][:, 0], block[:, 1]) and np.array_equal(alone[1][:, 0], block[:, 2])
+    assert len(store.puts) == 4 * 4 and set(store.puts.values()) == {1}  # (b, k) for k = 2..5, each put once
+    unshared = reference_dispersions(_sample(X, [2, 3, 4]), **options)  # no store: computed in this process
+    assert np.array_equal(unshared, block)
+    assert not block.flags.writeable
 
 
 def test_work_shared_by_machine_reads_what_another_process_put_and_computes_what_it_left(tmp_path):

@@ -109,6 +109,9 @@ class TrialSample:
     scope : tuple
         What the shared streams and ``shared_cluster`` depend on besides their arguments (the root seed, dataset,
         n, method, algorithm and its parameters): with the criterion's own key, it addresses :meth:`shared`.
+    fits_each_k : bool
+        True when ``shared_cluster``'s labels at k depend on k alone, not on the other ks asked with it (an
+        algorithm fitted one k at a time): a value computed at one k is then the same whichever block asks.
 
     Keys are tuples of four non-negative integers, the first naming the use (1: Gap, 2: Clest,
     3: mixture fits), so that the streams of different uses never coincide.
@@ -125,6 +128,7 @@ class TrialSample:
     shared_rng: Callable[[tuple[int, int, int, int]], np.random.Generator] | None = None
     shared_cluster: Callable[[NDArray[np.float64], list[int], tuple[int, int, int, int]], dict[int, Labels]] | None = None
     scope: tuple[Any, ...] = ()
+    fits_each_k: bool = False
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:

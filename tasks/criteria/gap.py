@@ -35,6 +35,7 @@ in any order.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -102,32 +103,43 @@ def reference_dispersions(sample: TrialSample, *, references: int, reference: st
     k. Drawn and fitted with the sample's shared streams (the same for every trial whose sample has this box),
     computed once per process for every such trial (:meth:`TrialSample.shared`), and each reference set once per
     machine where the processes share a store (:func:`ordercube.tasks.process_memo.shared_by_machine`: on a local
-    cluster of two workers each computes about half of them, where each computed all B)."""
+    cluster of two workers each computes about half of them, where each computed all B).
+
+    An algorithm fitted one k at a time (:attr:`TrialSample.fits_each_k`) has each (b, k) named on its own, so
+    that blocks of different ks (one k per task in the pilot, a chunk's ks in the sweep) share every fit they
+    have in common. An algorithm that fits every k at once has them named by its block's ks."""
     ks = list(sample.ks)
     frame = reference_frame(sample.X, reference=reference)
     n = sample.X.shape[0]
     rng = sample.shared_rng if sample.shared_rng is not None else sample.rng
     cluster = sample.shared_cluster if sample.shared_cluster is not None else sample.cluster
 
-    def one(b: int) -> NDArray[np.float64]:
+    def fitted(b: int, wanted: list[int]) -> NDArray[np.float64]:
         Z = draw_reference(frame, n, rng((1, b + 1, 0, 0)))
-        fitted = cluster(Z, ks, (1, b + 1, 0, 0))
-        return np.array([np.log(within_dispersion(Z, fitted[k], d_power=d_power)) for k in ks])
+        labels = cluster(Z, wanted, (1, b + 1, 0, 0))
+        return np.array([np.log(within_dispersion(Z, labels[k], d_power=d_power)) for k in wanted])
 
-    def stacked(rows: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-        log_w_ref = np.array(rows, dtype=np.float64).reshape(references, len(ks))
+    def frozen(log_w_ref: NDArray[np.float64]) -> NDArray[np.float64]:
         log_w_ref.flags.writeable = False  # shared by every trial of the process
         return log_w_ref
 
     if sample.shared_rng is None or sample.shared_cluster is None:  # a sample without shared streams: its own
-        return stacked([one(b) for b in range(references)])
+        return frozen(np.array([fitted(b, ks) for b in range(references)], dtype=np.float64).reshape(references, len(ks)))
     box = hashlib.blake2b(b"".join(np.ascontiguousarray(part).tobytes() for part in frame), digest_size=16).digest()
-    # each reference set's row, named on the machine by what it is a function of (not by B: row b is the same
-    # whatever the number of references)
-    names = [hashlib.blake2b(repr((sample.scope, "gap", box, n, tuple(ks), reference, d_power, b)).encode(),
-                             digest_size=20).hexdigest() for b in range(references)]
-    return sample.shared(("gap", box, n, tuple(ks), references, reference, d_power),
-                         lambda: stacked(shared_by_machine(names, one)))
+
+    def named(b: int, at: Any) -> str:  # a value's name on the machine: what it is a function of (not B: row b is
+        # the same whatever the number of references)
+        return hashlib.blake2b(repr((sample.scope, "gap", box, n, at, reference, d_power, b)).encode(),
+                               digest_size=20).hexdigest()
+
+    if not sample.fits_each_k:
+        names = [named(b, tuple(ks)) for b in range(references)]
+        return sample.shared(("gap", box, n, tuple(ks), references, reference, d_power), lambda: frozen(np.array(
+            shared_by_machine(names, lambda b: fitted(b, ks)), dtype=np.float64).reshape(references, len(ks))))
+    columns = [sample.shared(("gap", box, n, k, references, reference, d_power), lambda k=k: frozen(np.array(
+        shared_by_machine([named(b, k) for b in range(references)], lambda b: fitted(b, [k])), dtype=np.float64
+    ).reshape(references))) for k in ks]
+    return frozen(np.stack(columns, axis=1) if columns else np.empty((references, 0)))
 
 
 def gap_statistic(sample: TrialSample, *, references: int = 20, reference: str = "uniform",
