@@ -50,6 +50,12 @@ a :class:`SectionContext` gives the cube, its reducers, the k̂ table, the figur
 the :class:`SectionResult` is what the report shows of the section (title, text, HTML fragment);
 :class:`Section` wraps a section that draws its criteria against n itself. These three are imported on first
 use (they need xarray and pandas); the rest of this module is cheap to import.
+
+**The conformance kit.** :func:`check_plugin` ``(name)`` runs a registered algorithm, criterion or dataset through
+the smallest study it fits, in this process and in a worker process, and checks what every record must hold: every
+cell ok, its outputs produced and decided on, the same bits in a worker process, other values under another seed,
+and a declared cost that grows as the measured does. It raises :class:`PluginCheckError` naming each failed check,
+or returns a :class:`PluginReport` (imported on first use, as the section types).
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from ordercube.tasks.seeding import Purpose, label_id, stream
 from ordercube.tasks.trial import BlockSpec, TrialOutcome, TrialRunner, scattered
 
 if TYPE_CHECKING:
+    from ordercube.conformance import PluginCheckError, PluginReport, check_plugin
     from ordercube.pipeline.report.section import Section, SectionContext, SectionResult
 
 # Resolved on first use (PEP 562): the report's section types import xarray and pandas, which a plug-in's
@@ -83,6 +90,9 @@ _LAZY = {
     "Section": "ordercube.pipeline.report.section",
     "SectionContext": "ordercube.pipeline.report.section",
     "SectionResult": "ordercube.pipeline.report.section",
+    "check_plugin": "ordercube.conformance",
+    "PluginReport": "ordercube.conformance",
+    "PluginCheckError": "ordercube.conformance",
 }
 
 
@@ -108,6 +118,8 @@ __all__ = [
     "integer", "number", "choice", "Param", "ParamError",
     # report sections
     "SectionContext", "SectionResult", "Section",
+    # the conformance kit
+    "check_plugin", "PluginReport", "PluginCheckError",
 ]
 
 

@@ -465,6 +465,13 @@ def test_m3c_without_reference_sets_is_refused_before_the_sweep_naming_scheme_pa
                                      "references: 0} stores none (it stores ['data']); set scheme_params.references: 25")
     method["scheme_params"]["references"] = 2
     assert cli_in_process("validate", str(write_config(tmp_path / "good.yaml", **raw))).returncode == 0
+    # without a scheme the halves store no reference sets either: validate accepted it, select_k raised after the sweep
+    plain = {**raw, "methods": [{"name": "km", "algorithm": "kmeans", "criteria": ["m3c"]}]}
+    halves = cli_in_process("validate", str(write_config(tmp_path / "halves.yaml", **plain)))
+    assert halves.returncode == 2 and "Traceback" not in halves.stderr
+    assert halves.stderr.startswith("error: methods[0].scheme: m3c reads the stored clusterings of 'reference' parts, "
+                                    "and a method without a scheme (the halves) stores none; name a scheme that stores "
+                                    "them; set scheme_params.references: 25"), halves.stderr
     # a bad scheme parameter is named as itself (it was reported as "methods[0].predictor: missing")
     method["scheme_params"]["p_item"] = 1.5
     bad = cli_in_process("validate", str(write_config(tmp_path / "p.yaml", **raw)))

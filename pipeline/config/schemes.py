@@ -201,17 +201,19 @@ def size_line(config: Config, plan: Any) -> str | None:
 
 def missing_parts(key: str, scheme: str, params: Mapping[str, Any], criteria: Sequence[str]) -> list[ConfigError]:
     """The refusals of the ``criteria`` that need part roles (``needs_parts``) the method's scheme, with its
-    ``params``, does not store (M3C under ``references: 0``): caught before the sweep, not by the report after it.
-    ``key``: the method's."""
-    if not scheme:
-        return []
-    roles = set(get_scheme(scheme).part_roles(params))
+    ``params``, does not store (M3C under ``references: 0``, or without a scheme): caught before the sweep, not by the report after it. ``key``: the method's."""
+    roles = set(get_scheme(scheme).part_roles(params)) if scheme else set()
     refused = []
     for name in criteria:
         for role, fix in get_criterion(name).needs_parts.items():
             if role not in roles:
                 shown = ", ".join(f"{param}: {value}" for param, value in sorted(params.items()))
-                refused.append(ConfigError(f"{key}.scheme_params", f"{name} reads the stored clusterings of "
-                                           f"{role!r} parts, and the scheme {scheme!r} with {{{shown}}} stores none "
-                                           f"(it stores {sorted(roles)})", fix))
+                if scheme:
+                    refused.append(ConfigError(f"{key}.scheme_params", f"{name} reads the stored clusterings of "
+                                               f"{role!r} parts, and the scheme {scheme!r} with {{{shown}}} stores none "
+                                               f"(it stores {sorted(roles)})", fix))
+                else:
+                    refused.append(ConfigError(f"{key}.scheme", f"{name} reads the stored clusterings of {role!r} "
+                                               "parts, and a method without a scheme (the halves) stores none",
+                                               f"name a scheme that stores them; {fix}"))
     return refused

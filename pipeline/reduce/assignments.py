@@ -430,6 +430,8 @@ def k_hat_clusters(cube: xr.Dataset, chosen: xr.Dataset) -> xr.Dataset:
     """
     from ordercube.tasks.consensus import consensus_matrix, consensus_partition, small_cluster_limit
 
+    if not chosen.data_vars:  # no criterion decides (each one's rule is "none"): no k̂ to partition
+        return xr.Dataset()
     coords = {dim: chosen[dim].values for dim in GROUP_DIMS}
     shape = tuple(len(values) for values in coords.values())
     smallest = {name: np.full(shape, -1, dtype=np.int64) for name in map(str, chosen.data_vars)}
