@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from ordercube.tasks.algorithms.correlation import correlation_gibbs_restarts, gibbs_reference, signed_graph
+from ordercube.tasks.algorithms.correlation import correlation_gibbs_restarts, gibbs_reference
+from ordercube.tasks.datasets.graphs import signed_graph
 
 SIZES = (150, 150, 150)
 Q, P = 0.3, 0.8

@@ -24,7 +24,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
-from ordercube.tasks.algorithms.lowrank import opcv_errors, svd_transfer_costs, tile_patches
+from ordercube.tasks.algorithms.lowrank import opcv_errors, svd_transfer_costs
+from ordercube.tasks.datasets.patches import tile_patches
 
 
 def best_seconds(function, repeats: int) -> tuple[float, object]:

@@ -11,7 +11,8 @@ from ordercube.pipeline.config.study import load_config
 from ordercube.pipeline.errors import ConfigError
 from ordercube.pipeline.reduce.select import criterion_scores, select_k
 from ordercube.pipeline.cube.owner import open_cube
-from ordercube.tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph, signed_graph
+from ordercube.tasks.algorithms.correlation import correlation_cost, graph_transfer, own_graph
+from ordercube.tasks.datasets.graphs import signed_graph
 from ordercube.tasks.datasets import SyntheticSource
 from ordercube.tasks.datasets.sources import node_halves as graph_halves
 

@@ -14,10 +14,10 @@ from ordercube.tasks.algorithms.correlation import (
     correlation_gibbs_restarts,
     gibbs_reference,
     k_effective,
-    signed_graph,
     temperature_schedule,
     transfer_labels,
 )
+from ordercube.tasks.datasets.graphs import signed_graph
 
 
 def symmetric(upper: dict[tuple[int, int], float], n: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from ordercube.pipeline.reduce.select import choice_per_trial, criterion_scores,
 from ordercube.pipeline.reduce.uncertainty import at_grid_edge, decision_uncertainty
 from ordercube.pipeline.report.write import flag_notes, printable, selection_table
 from ordercube.tasks.adaptive import choice_on_means, race_by
-from ordercube.tasks.algorithms.lowrank import opcv_rank
+from ordercube.tasks.criteria.rank_rules import opcv_rank
 from ordercube.tasks.criteria import CRITERIA, Decision
 from ordercube.tasks.criteria.rules import EDGES, TIE_RTOL, choose_index
 

@@ -163,6 +163,25 @@ def test_the_pipeline_subpackages_import_one_way(ordercube_graph):
     assert cycles(between) == []
 
 
+def test_the_tasks_subpackages_import_one_way(ordercube_graph):
+    """The kernels' parts (algorithms, criteria, predictors, datasets, consensus and the modules beside them) import
+    one way: no cycle among them (algorithms -> criteria -> predictors -> algorithms and algorithms <-> datasets were
+    two, through a decision rule and data-making functions kept among the kernels)."""
+    _, arrows, _ = ordercube_graph
+
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:3])  # ordercube.tasks.algorithms, ordercube.tasks.cell, ...
+
+    between: dict[str, set[str]] = {}
+    for module, targets in arrows.items():
+        if module.startswith("ordercube.tasks."):
+            between.setdefault(part(module), set()).update(
+                part(target) for target in targets if target.startswith("ordercube.tasks.") and part(target) != part(module))
+    assert {"ordercube.tasks.algorithms", "ordercube.tasks.criteria", "ordercube.tasks.datasets"} <= set(between)
+    assert "ordercube.tasks.algorithms" in between["ordercube.tasks.criteria"]  # criteria read fits, not the reverse
+    assert [sorted(cycle) for cycle in cycles(between)] == []
+
+
 def test_the_kernels_never_import_the_pipeline_or_the_api(ordercube_graph):
     _, arrows, _ = ordercube_graph
     up = sorted(f"{module} -> {target}" for module, targets in arrows.items() if module.startswith("ordercube.tasks")

@@ -8,25 +8,20 @@ import pytest
 from ordercube.tasks.algorithms.lowrank import (
     boolean_denoise,
     boolean_svd_transfer_costs,
-    coverage_rank,
     coverage_shares,
     denoise_errors,
     denoise_psnrs,
     fit_low_rank,
-    flip_noise,
-    increment_rank,
     increments,
     nearest_rows,
     opcv_errors,
-    opcv_rank,
     project,
     psnr,
-    random_patches,
     reconstruct,
     svd_transfer_costs,
-    tile_patches,
-    untile,
 )
+from ordercube.tasks.criteria.rank_rules import coverage_rank, increment_rank, opcv_rank
+from ordercube.tasks.datasets.patches import flip_noise, random_patches, tile_patches, untile
 
 # blockdiag(ones(3, 3), ones(2, 2), 1): singular values 3, 2, 1 with the blocks as the rank-one terms
 BLOCKS = np.zeros((6, 6), dtype=np.uint8)

@@ -16,6 +16,7 @@ from conftest import cli_in_process, write_config
 from ordercube import open_cube
 from ordercube.pipeline.reduce.select import choice_per_trial, criterion_scores, select_k
 from ordercube.tasks.algorithms import boolean_mf, lowrank
+from ordercube.tasks.datasets import patches
 from ordercube.tasks.datasets.matrices import MatrixSource
 from ordercube.tasks.seeding import Purpose, label_id, stream
 
@@ -55,7 +56,7 @@ def test_an_image_trial_is_the_noisy_images_tiles_split_at_the_train_fraction():
     source = MatrixSource(clean=clean, kind="image", noise=3.0, patch=8, train_fraction=0.75)
     trial = source.draw_matrix(12, np.random.default_rng(1))
     assert trial.first.shape == (9, 64) and trial.second.shape == (3, 64) and trial.whole.shape == (12, 64)
-    assert np.array_equal(trial.clean, lowrank.tile_patches(clean, 8))
+    assert np.array_equal(trial.clean, patches.tile_patches(clean, 8))
     noise = trial.whole - trial.clean
     assert 2.0 < noise.std() < 4.0 and abs(noise.mean()) < 1.0  # sd 3 on 768 pixels
     rows = {row.tobytes() for row in trial.whole}
@@ -151,8 +152,8 @@ def test_an_image_sweep_over_noise_is_stored_per_noise_level(shared, tmp_path):
     rng = stream(3, Purpose.DRAW, label_id("camera_noise20"), 4096, 0)
     noisy = X + 20 * rng.standard_normal(X.shape)
     for k in (1, 8, 64):  # the whole-image reconstruction, by hand
-        U, s, Vt = np.linalg.svd(lowrank.tile_patches(noisy, 8), full_matrices=False)
-        image = lowrank.untile((U[:, :k] * s[:k]) @ Vt[:k], X.shape, 8)
+        U, s, Vt = np.linalg.svd(patches.tile_patches(noisy, 8), full_matrices=False)
+        image = patches.untile((U[:, :k] * s[:k]) @ Vt[:k], X.shape, 8)
         assert psnr[k - 1] == pytest.approx(10 * np.log10(255**2 / np.mean((image - X) ** 2)), abs=1e-9)
 
 

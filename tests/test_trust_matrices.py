@@ -455,10 +455,10 @@ def test_any_small_csv_is_read_as_0_1_with_differing_rows_or_refused_with_a_conf
 
 
 def test_the_identical_tiles_check_agrees_with_the_tiling_the_model_reads():
-    """``check_image_structure`` compares tiles through a view; ``lowrank.tile_patches`` builds the rows the truncated
+    """``check_image_structure`` compares tiles through a view; ``patches.tile_patches`` builds the rows the truncated
     SVD is fitted on: on 300 random periodic images, half with one pixel changed, both say the same."""
     from ordercube.pipeline.data.imagefiles import check_image_structure
-    from ordercube.tasks.algorithms.lowrank import tile_patches
+    from ordercube.tasks.datasets.patches import tile_patches
 
     rng = np.random.default_rng(0)
     for _ in range(300):

@@ -2,10 +2,8 @@
 
 Everything here is read off one SVD per matrix: every rank k of a sweep comes from the same factors.
 
-- Image patches (Sec. 4.1): ``tile_patches`` cuts the non-overlapping ``size x size`` tiling
-  (512 x 512 into 8 x 8 gives the paper's N = 4096 rows of D = 64), ``random_patches`` the overlapping
-  variant, ``untile`` puts a tiling back, ``psnr`` is 10 log10(peak² / MSE), and ``denoise_psnrs`` is the
-  oracle curve: the PSNR of every rank-k reconstruction of the full noisy patch matrix against the clean
+- Image patches (Sec. 4.1; cut by :mod:`ordercube.tasks.datasets.patches`): ``psnr`` is 10 log10(peak² / MSE),
+  and ``denoise_psnrs`` is the oracle curve: the PSNR of every rank-k reconstruction of the full noisy patch matrix against the clean
   patches (for a tiling, the image's MSE is the patches' MSE).
 - Eq. (7): ``Rᵀ(k) = (1/N₂) ‖ψ_NN(X⁽¹⁾, X⁽²⁾) ∘ X⁽²⁾ − U⁽¹⁾ₖS⁽¹⁾ₖV⁽¹⁾ₖᵀ‖²``: each row x′ of X⁽²⁾ is
   mapped to its nearest row i of X⁽¹⁾ (Euclidean, Sec. 4.1) and pays ‖x′ − x⁽¹⁾ᵢ VₖVₖᵀ‖² (``svd_transfer_costs``).
@@ -14,13 +12,14 @@ Everything here is read off one SVD per matrix: every rank k of a sweep comes fr
   is Σ_{j≤k} e_j² + Σ_{j>k} q_j² + ‖x′ − VVᵀx′‖²: prefix sums of non-negative terms, no cancellation, and
   exactly 0 when x′ = x⁽¹⁾ᵢ and k = d.
 - Boolean matrices (Sec. 4.2): Molloy's denoiser g(UₖSₖVₖᵀ), g = 1{· > 0.5}
-  (``boolean_denoise``), its error against the clean matrix (``denoise_errors``, the oracle k*), Molloy's
-  80 % coverage and 0.001 increment rules, a symmetric flip noise (ours), and MTC "with nearest-neighbor mapping
+  (``boolean_denoise``), its error against the clean matrix (``denoise_errors``, the oracle k*), the curves of
+  Molloy's 80 % coverage and 0.001 increment rules (``coverage_shares``, ``increments``), and MTC "with nearest-neighbor mapping
   and Hamming distance" (Sec. 4.2): each x′ pays the Hamming distance to g(rank-k reconstruction of its
   Hamming-nearest row of X⁽¹⁾), a choice the paper leaves open (``boolean_svd_transfer_costs``).
 - OP-CV, Owen & Perry's bi-cross-validation as the paper runs it (Sec. 4.2): per random row and
   column permutation, ‖A − B Dₖ⁺ C‖²_F with A the held-out top-left p x q block; every k from one SVD of D
-  (``opcv_errors``); the rank of the lowest per-k median over permutations (``opcv_rank``).
+  (``opcv_errors``). The rules that read a rank off these curves are criteria's
+  (:mod:`ordercube.tasks.criteria.rank_rules`).
 
 A rank k larger than the r = min(n, d) components of a fit means the fit itself (the rank-k truncation of a
 matrix of rank <= r is the matrix); in OP-CV, a k above the numerical rank of D is NaN, since Dₖ⁺ is undefined
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ordercube.tasks.criteria.rules import best_index, median_curve
+from ordercube.tasks.datasets.patches import as_boolean, as_matrix
 
 ROWS_PER_BLOCK = 2048  # nearest neighbours in blocks of rows of X2: memory stays O(block x N1)
 THRESHOLD = 0.5  # Molloy's g(x) = 1{x > 0.5}
@@ -78,83 +77,25 @@ class LowRank:
 
 def fit_low_rank(X: ArrayLike) -> LowRank:
     """One thin SVD of ``X`` (n_samples, n_features), uncentred (a choice the paper leaves open)."""
-    X = _matrix(X, "X")
+    X = as_matrix(X, "X")
     U, singular, Vt = np.linalg.svd(X, full_matrices=False)
     return LowRank(U=U, singular=singular, Vt=Vt)
 
 
 def reconstruct(lowrank: LowRank, k: int) -> NDArray[np.float64]:
     """``U_k S_k V_kᵀ``, shape (n_samples, n_features); k >= r gives the fitted matrix."""
-    k = min(int(_ranks([k])[0]), lowrank.rank)
+    k = min(int(as_ranks([k])[0]), lowrank.rank)
     return lowrank.coefficients[:, :k] @ lowrank.Vt[:k]
 
 
 def project(X: ArrayLike, lowrank: LowRank, k: int) -> NDArray[np.float64]:
     """Rank-k reconstruction of new rows through a fitted basis, ``X V_k V_kᵀ``, shape (n_samples, n_features)."""
-    X = _matrix(X, "X")
-    k = min(int(_ranks([k])[0]), lowrank.rank)
+    X = as_matrix(X, "X")
+    k = min(int(as_ranks([k])[0]), lowrank.rank)
     return (X @ lowrank.Vt[:k].T) @ lowrank.Vt[:k]
 
 
 # -------------------------------------------------------------------------------------------- image patches
-
-def tile_patches(image: ArrayLike, size: int) -> NDArray[np.float64]:
-    """The non-overlapping ``size x size`` tiling of a 2-D image, row-major over tiles and within a tile.
-
-    Parameters
-    ----------
-    image : array_like of shape (height, width)
-    size : int
-        The patch side; it must divide both sides.
-
-    Returns
-    -------
-    patches : ndarray of shape (height * width / size², size²)
-    """
-    image = _image(image, size)
-    height, width = image.shape
-    if height % size or width % size:
-        raise ValueError(f"tile_patches: size {size} must divide the image's sides, got {height} x {width}; "
-                         "crop the image or use random_patches")
-    tiles = image.reshape(height // size, size, width // size, size).swapaxes(1, 2)
-    return tiles.reshape(-1, size * size).copy()
-
-
-def untile(patches: ArrayLike, shape: tuple[int, int], size: int) -> NDArray[np.float64]:
-    """The inverse of :func:`tile_patches`: patches of shape (height * width / size², size²) → image ``shape``."""
-    patches = np.asarray(patches, dtype=np.float64)
-    height, width = (int(side) for side in shape)
-    if size < 1 or height % size or width % size:
-        raise ValueError(f"untile: size {size} must be >= 1 and divide the sides of shape {tuple(shape)}")
-    expected = (height // size * (width // size), size * size)
-    if patches.shape != expected:
-        raise ValueError(f"untile: expected patches of shape {expected} for an image {height} x {width}, "
-                         f"got {patches.shape}")
-    tiles = patches.reshape(height // size, width // size, size, size).swapaxes(1, 2)
-    return tiles.reshape(height, width).copy()
-
-
-def random_patches(image: ArrayLike, size: int, count: int,
-                   rng: np.random.Generator) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """``count`` overlapping patches at uniformly random top-left corners (a sensitivity check; the paper tiles).
-
-    Returns
-    -------
-    patches : ndarray of shape (count, size²)
-        Each patch flattened row-major.
-    corners : ndarray of shape (count, 2)
-        (row, column) of each patch's top-left pixel.
-    """
-    image = _image(image, size)
-    if int(count) < 1:
-        raise ValueError(f"random_patches: count must be >= 1, got {count}")
-    height, width = image.shape
-    corners = rng.integers(0, [height - size + 1, width - size + 1], size=(int(count), 2))
-    offsets = np.arange(size)
-    rows = corners[:, 0, None, None] + offsets[None, :, None]
-    columns = corners[:, 1, None, None] + offsets[None, None, :]
-    return image[rows, columns].reshape(int(count), size * size), corners.astype(np.int64)
-
 
 def psnr(image: ArrayLike, clean: ArrayLike, peak: float = 255.0) -> float:
     """Peak signal-to-noise ratio ``10 log10(peak² / MSE)`` in dB; ``inf`` for identical images."""
@@ -181,11 +122,11 @@ def denoise_psnrs(noisy_patches: ArrayLike, clean_patches: ArrayLike, ks: Sequen
         ``10 log10(peak² / MSE_k)``, MSE_k the mean squared difference of the clean patches and
         ``U_k S_k V_kᵀ`` of the noisy ones.
     """
-    noisy, clean = _matrix(noisy_patches, "noisy_patches"), _matrix(clean_patches, "clean_patches")
+    noisy, clean = as_matrix(noisy_patches, "noisy_patches"), as_matrix(clean_patches, "clean_patches")
     if noisy.shape != clean.shape:
         raise ValueError(f"denoise_psnrs: the patch matrices' shapes differ: {noisy.shape} and {clean.shape}")
     Vt = fit_low_rank(noisy).Vt
-    return _psnr_from_mse(_squared_errors_by_rank(clean, noisy, Vt, _ranks(ks)) / clean.size, peak)
+    return _psnr_from_mse(_squared_errors_by_rank(clean, noisy, Vt, as_ranks(ks)) / clean.size, peak)
 
 
 def _psnr_from_mse(mse: NDArray[np.float64], peak: float) -> NDArray[np.float64]:
@@ -263,7 +204,7 @@ def svd_transfer_costs(X1: ArrayLike, X2: ArrayLike, ks: Sequence[int] | ArrayLi
     ndarray of shape (len(ks),)
     """
     X1, X2 = _pair(X1, X2)
-    ks = _ranks(ks)
+    ks = as_ranks(ks)
     Vt = fit_low_rank(X1).Vt
     return _squared_errors_by_rank(X2, X1[nearest_rows(X1, X2)], Vt, ks) / X2.shape[0]
 
@@ -288,13 +229,13 @@ def boolean_denoise(X: ArrayLike, lowrank: LowRank | None, k: int) -> NDArray[np
 
     ``lowrank`` is the SVD of ``X`` (fitted here when None).
     """
-    X = _boolean(X, "X")
+    X = as_boolean(X, "X")
     if lowrank is None:
         lowrank = fit_low_rank(X)
     elif lowrank.U.shape[0] != X.shape[0] or lowrank.Vt.shape[1] != X.shape[1]:
         raise ValueError(f"boolean_denoise: lowrank is the SVD of a {lowrank.U.shape[0]} x {lowrank.Vt.shape[1]} "
                          f"matrix, X is {X.shape[0]} x {X.shape[1]}; pass fit_low_rank(X)")
-    ((_, denoised),) = _thresholded(lowrank.coefficients, lowrank.Vt, _ranks([k]))
+    ((_, denoised),) = _thresholded(lowrank.coefficients, lowrank.Vt, as_ranks([k]))
     return denoised.astype(np.uint8)
 
 
@@ -315,9 +256,9 @@ def boolean_svd_transfer_costs(X1: ArrayLike, X2: ArrayLike, ks: Sequence[int] |
     ndarray of shape (len(ks),)
         Mismatching bits per row of X2.
     """
-    X1, X2 = _boolean(X1, "X1"), _boolean(X2, "X2")
+    X1, X2 = as_boolean(X1, "X1"), as_boolean(X2, "X2")
     _pair(X1, X2)
-    ks = _ranks(ks)
+    ks = as_ranks(ks)
     lowrank = fit_low_rank(X1)
     used, inverse = np.unique(nearest_rows(X1, X2), return_inverse=True)
     targets = X2 > THRESHOLD
@@ -328,10 +269,10 @@ def boolean_svd_transfer_costs(X1: ArrayLike, X2: ArrayLike, ks: Sequence[int] |
 
 def denoise_errors(X_noisy: ArrayLike, X_star: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.int64]:
     """``‖g(rank-k SVD of X_noisy) − X*‖₁`` per k (Sec. 4.2; the oracle is k* = argmin), shape (len(ks),)."""
-    X_noisy, X_star = _boolean(X_noisy, "X_noisy"), _boolean(X_star, "X_star")
+    X_noisy, X_star = as_boolean(X_noisy, "X_noisy"), as_boolean(X_star, "X_star")
     if X_noisy.shape != X_star.shape:
         raise ValueError(f"denoise_errors: X_noisy is {X_noisy.shape}, X_star is {X_star.shape}; they must match")
-    ks = _ranks(ks)
+    ks = as_ranks(ks)
     lowrank = fit_low_rank(X_noisy)
     clean = X_star > THRESHOLD
     errors = {k: np.count_nonzero(denoised != clean) for k, denoised in _thresholded(lowrank.coefficients, lowrank.Vt, ks)}
@@ -340,8 +281,8 @@ def denoise_errors(X_noisy: ArrayLike, X_star: ArrayLike, ks: Sequence[int] | Ar
 
 def coverage_shares(X: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.float64]:
     """The share of the 1-entries of X that g(rank-k of X) keeps at 1 (Molloy's rule (i), Frank et al. 2011, Sec. 4.2)."""
-    X = _boolean(X, "X", ones=True)
-    ks = _ranks(ks)
+    X = as_boolean(X, "X", ones=True)
+    ks = as_ranks(ks)
     lowrank = fit_low_rank(X)
     ones = X > THRESHOLD
     share = {k: np.count_nonzero(denoised & ones) / np.count_nonzero(ones)
@@ -351,46 +292,12 @@ def coverage_shares(X: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.f
 
 def increments(X: ArrayLike, ks: Sequence[int] | ArrayLike) -> NDArray[np.float64]:
     """Molloy's approximation increment ``‖g_k − g_{k+1}‖₁ / ‖X‖₁`` per k (0 from k = r = min(n, d) on)."""
-    X = _boolean(X, "X", ones=True)
-    ks = _ranks(ks)
+    X = as_boolean(X, "X", ones=True)
+    ks = as_ranks(ks)
     lowrank = fit_low_rank(X)
     denoised = dict(_thresholded(lowrank.coefficients, lowrank.Vt, np.concatenate([ks, ks + 1])))
     r, total = lowrank.rank, np.count_nonzero(X > THRESHOLD)
     return np.array([np.count_nonzero(denoised[min(int(k), r)] != denoised[min(int(k) + 1, r)]) / total for k in ks])
-
-
-def coverage_rank(X: ArrayLike, ks: Sequence[int] | ArrayLike, share: float = 0.8) -> int | None:
-    """Molloy's rule (i): the smallest k of ``ks`` whose g(rank-k) covers >= ``share`` of X's 1-entries; None if none."""
-    ks = _ranks(ks)
-    qualifying = ks[coverage_shares(X, ks) >= share]
-    return int(qualifying.min()) if qualifying.size else None
-
-
-def increment_rank(X: ArrayLike, ks: Sequence[int] | ArrayLike, threshold: float = 0.001) -> int | None:
-    """Molloy's rule (ii): the smallest k of ``ks`` with ``‖g_k − g_{k+1}‖₁ / ‖X‖₁ < threshold``; None if none."""
-    ks = _ranks(ks)
-    qualifying = ks[increments(X, ks) < threshold]
-    return int(qualifying.min()) if qualifying.size else None
-
-
-def flip_noise(X_star: ArrayLike, nu: float, rng: np.random.Generator) -> NDArray[np.uint8]:
-    """A flip noise of ours: m = round(ν ‖X*‖₁) random 1s set to 0 and m random 0s set to 1 (without replacement).
-
-    Returns
-    -------
-    ndarray of shape X_star.shape, 0/1 ``uint8``
-    """
-    X_star = _boolean(X_star, "X_star")
-    flat = (X_star > THRESHOLD).ravel()
-    ones, zeros = np.flatnonzero(flat), np.flatnonzero(~flat)
-    m = round(float(nu) * ones.size)
-    if not nu >= 0 or m > ones.size or m > zeros.size:
-        raise ValueError(f"flip_noise: nu = {nu} flips m = {m} ones and m zeros, but X_star has {ones.size} ones "
-                         f"and {zeros.size} zeros; choose 0 <= nu with m <= both")
-    noisy = flat.astype(np.uint8)
-    noisy[rng.choice(ones, size=m, replace=False)] = 0
-    noisy[rng.choice(zeros, size=m, replace=False)] = 1
-    return noisy.reshape(X_star.shape)
 
 
 def _thresholded(coefficients: NDArray[np.float64], Vt: NDArray[np.float64],
@@ -434,8 +341,8 @@ def opcv_errors(X: ArrayLike, ks: Sequence[int] | ArrayLike, rng: np.random.Gene
     -------
     ndarray of shape (permutations, len(ks))
     """
-    X = _matrix(X, "X")
-    ks = _ranks(ks)
+    X = as_matrix(X, "X")
+    ks = as_ranks(ks)
     n, d = X.shape
     p, q = int(np.floor(n * fraction)), int(np.floor(d * fraction))
     if not (1 <= p < n and 1 <= q < d):
@@ -465,67 +372,19 @@ def _holdout_errors(A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[n
     return np.where(ks <= rank, by_rank[np.minimum(ks, rank)], np.nan)
 
 
-def opcv_rank(errors: ArrayLike, ks: Sequence[int] | ArrayLike) -> int | None:
-    """The paper's decision: the k of the lowest median error over permutations (Frank et al. 2011, Sec. 4.2).
-
-    A k that is NaN in any permutation has no median and is not chosen; a permutation without any value is left
-    out; medians equal within ``ordercube.tasks.criteria.rules.TIE_RTOL`` tie, to the smallest k. None when no k has a
-    median. The reducers decide ``aggregate: median`` with the same functions.
-
-    Parameters
-    ----------
-    errors : array_like of shape (permutations, len(ks))
-        From :func:`opcv_errors`.
-    ks : sequence of int
-    """
-    errors, ks = np.asarray(errors, dtype=np.float64), _ranks(ks)
-    if errors.ndim != 2 or errors.shape[1] != ks.size:
-        raise ValueError(f"opcv_rank: expected errors of shape (permutations, {ks.size}), got {errors.shape}")
-    order = np.argsort(ks, kind="stable")  # the rule reads k ascending
-    best = best_index(median_curve(errors[:, order]), lower_is_better=True, ties="smallest")
-    return int(ks[order][best]) if best >= 0 else None
-
-
 # ------------------------------------------------------------------------------------------------- checks
 
-def _matrix(X: ArrayLike, name: str) -> NDArray[np.float64]:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"{name}: expected a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name}: expected finite values, got NaN or inf")
-    return X
-
-
 def _pair(X1: ArrayLike, X2: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    X1, X2 = _matrix(X1, "X1"), _matrix(X2, "X2")
+    X1, X2 = as_matrix(X1, "X1"), as_matrix(X2, "X2")
     if X1.shape[1] != X2.shape[1]:
         raise ValueError(f"X1 has {X1.shape[1]} features, X2 has {X2.shape[1]}; the halves must share the columns")
     return X1, X2
 
 
-def _boolean(X: ArrayLike, name: str, *, ones: bool = False) -> NDArray[np.float64]:
-    X = _matrix(X, name)
-    if not np.isin(X, (0.0, 1.0)).all():
-        raise ValueError(f"{name}: expected a 0/1 matrix, got values {np.unique(X)[:5]}...; binarise it first")
-    if ones and not X.any():
-        raise ValueError(f"{name}: has no 1-entries, so shares of ‖X‖₁ are undefined")
-    return X
-
-
-def _ranks(ks: Sequence[int] | ArrayLike) -> NDArray[np.int64]:
+def as_ranks(ks: Sequence[int] | ArrayLike) -> NDArray[np.int64]:
     array = np.asarray(ks)
     if array.ndim != 1 or array.size == 0 or array.dtype.kind not in "iu" or (array < 0).any():
         raise ValueError(f"ks: expected a non-empty 1-D sequence of integers >= 0, got {ks!r}")
     return array.astype(np.int64)
 
 
-def _image(image: ArrayLike, size: int) -> NDArray[np.float64]:
-    if not isinstance(size, int | np.integer):
-        raise TypeError(f"size: expected an integer patch side, got {size!r}")
-    image = np.asarray(image, dtype=np.float64)
-    if image.ndim != 2:
-        raise ValueError(f"image: expected a 2-D grey-level array (height, width), got shape {image.shape}")
-    if size < 1 or size > image.shape[0] or size > image.shape[1]:
-        raise ValueError(f"size: expected 1 <= size <= the image's sides {image.shape}, got {size}")
-    return image

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ordercube.tasks.algorithms.lowrank import flip_noise, random_patches, tile_patches
+from ordercube.tasks.datasets.patches import flip_noise, random_patches, tile_patches
 
 MATRIX_KINDS = ("image", "boolean_matrix")
 # What each kind offers besides its rows (ordercube.tasks.capabilities): a clean image to compare with, 0/1 entries.

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ordercube.tasks.datasets.bounds import MAX_PARAMETER
+from ordercube.tasks.datasets.graphs import planted_graph
 
 Sampler = Callable[..., tuple[NDArray[np.float64], NDArray[np.int64]]]
 Checker = Callable[[Mapping[str, Any]], None]
@@ -241,8 +242,6 @@ def _check_gaussian_mixture(params: Mapping[str, Any]) -> None:
 
 
 def _signed_graph(n: int, rng: np.random.Generator, **params: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    from ordercube.tasks.algorithms.correlation import planted_graph  # numba: for graph datasets only
-
     return planted_graph(n, rng, **params)
 
 
