@@ -25,8 +25,9 @@ by the dataset, n, the method, k and b, so every trial whose sample has the same
 reference sets, bit for bit, and the same log W*_kb. With n = every row (the default of a data file and of
 ``choose_k``), every trial's sample holds the same rows, so E*_n{log W*_k} and s_k are computed once, as
 clusGap computes them for its one data set, instead of once per resample for no gain: a worker process
-computes them once (a memo keyed by the box's bytes, n, the ks and the options) and every trial reads them;
-which trial or process computes them cannot change a bit. Samples of fewer rows than the data have boxes of
+computes them once (a memo keyed by the box's bytes, n, k and the options; by the block's ks for an algorithm
+that fits every k at once), the processes of one machine share them (each (b, k) fitted once), and every trial
+reads them; which trial or process computes them cannot change a bit. Samples of fewer rows than the data have boxes of
 their own and get reference sets of their own (the same draws, scaled to their box). The ``pca`` box is
 computed from the sample's rows in a canonical (sorted) order, so that the same rows give the same bits
 in any order.

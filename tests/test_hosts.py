@@ -1,0 +1,251 @@
+"""A sweep across hosts: the scheduler, two workers, the driver and an S3 server each on a host of its own (a network
+namespace of this machine, joined to the others by a bridge: deploy/netns/hosts.sh), the cube on S3 the same bits as
+a run in one process; and the scheduler killed mid-sweep: the driver says so and exits with the resume command, and
+the resumed sweep, on a scheduler started again, gives the same cube.
+
+Root only (namespaces): skipped, saying so, elsewhere. Every process is started with a timeout and stopped (with
+the hosts) when the module ends."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import ORDERCUBE, REPO, cli_in_process, small_config, write_config
+from test_engine import assert_same_cells
+
+pytestmark = pytest.mark.slow
+
+HOSTS_SH = REPO / "deploy" / "netns" / "hosts.sh"
+NAMES = ("sched", "w1", "w2", "s3", "drv")
+BUCKET = "cubes"
+SCHEDULER_PORT, S3_PORT = 8786, 5000
+
+
+def _why_not() -> str | None:
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "network namespaces need root on Linux"
+    if shutil.which("ip") is None:
+        return "no 'ip' command (iproute2)"
+    if shutil.which("moto_server", path=str(Path(sys.executable).parent)) is None:
+        return "moto's server is not installed (pip install -e .[test])"
+    return None
+
+
+def _wait_for_port(address: str, port: int, what: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode} before listening on {address}:{port}")
+        try:
+            with socket.create_connection((address, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"{what} did not listen on {address}:{port} within {timeout:.0f} s")
+
+
+class Hosts:
+    """The namespaces of one test module: ``address[name]``, ``start(name, command)`` runs a program on a host."""
+
+    def __init__(self, prefix: str, subnet: str, folder: Path) -> None:
+        self.prefix, self.folder = prefix, folder
+        self.address = {name: f"{subnet}.{i}" for i, name in enumerate(NAMES, start=1)}
+        self.processes: list[subprocess.Popen] = []
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("ORDERCUBE_PLUGINS", None)
+        self.env = env
+
+    def start(self, host: str, command: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        with open(self.folder / log, "w") as out:  # a pipe nobody reads could fill and block the process
+            process = subprocess.Popen(["ip", "netns", "exec", f"{self.prefix}-{host}", *command], env=env or self.env,
+                                       cwd=self.folder, stdout=out, stderr=subprocess.STDOUT)
+        self.processes.append(process)
+        return process
+
+    def scheduler(self) -> subprocess.Popen:
+        process = self.start("sched", [sys.executable, "-m", "dask", "scheduler", "--host", self.address["sched"],
+                                       "--port", str(SCHEDULER_PORT), "--no-dashboard"], "scheduler.log")
+        _wait_for_port(self.address["sched"], SCHEDULER_PORT, "dask scheduler", process)
+        return process
+
+    def workers(self) -> list[subprocess.Popen]:
+        return [self.start(host, [sys.executable, "-m", "dask", "worker", f"tcp://{self.address['sched']}:"
+                                  f"{SCHEDULER_PORT}", "--host", self.address[host], "--nworkers", "1", "--nthreads",
+                                  "1", "--no-dashboard", "--death-timeout", "60"], f"{host}.log")
+                for host in ("w1", "w2")]
+
+    def stop(self, processes: list[subprocess.Popen], grace: float = 20) -> None:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=20)
+
+
+@contextmanager
+def made_hosts(folder: Path) -> Iterator[Hosts]:
+    prefix = f"oc{os.getpid() % 100_000}"
+    subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() // 50 % 250}"
+    made = subprocess.run(["bash", str(HOSTS_SH), "start", prefix, subnet, *NAMES], capture_output=True, text=True,
+                          timeout=60)
+    if made.returncode != 0:
+        pytest.skip(f"deploy/netns/hosts.sh could not make the hosts (exit {made.returncode}): {made.stderr.strip()}")
+    hosts = Hosts(prefix, subnet, folder)
+    assert made.stdout.split() == [part for name in NAMES for part in (f"{prefix}-{name}", hosts.address[name])]
+    try:
+        yield hosts
+    finally:
+        hosts.stop(hosts.processes)
+        subprocess.run(["bash", str(HOSTS_SH), "stop", prefix], capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory) -> Iterator[Hosts]:
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    with made_hosts(tmp_path_factory.mktemp("hosts")) as made:
+        server = made.start("s3", [str(Path(sys.executable).with_name("moto_server")), "-H", made.address["s3"], "-p",
+                                   str(S3_PORT)], "s3.log")
+        _wait_for_port(made.address["s3"], S3_PORT, "moto_server", server)
+        home = made.folder / "aws"
+        home.mkdir()
+        made.env.update({"AWS_ENDPOINT_URL": f"http://{made.address['s3']}:{S3_PORT}", "AWS_ACCESS_KEY_ID": "testing",
+                         "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                         "AWS_CONFIG_FILE": str(home / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"),
+                         "AWS_EC2_METADATA_DISABLED": "true"})
+        import s3fs
+
+        s3fs.S3FileSystem(endpoint_url=made.env["AWS_ENDPOINT_URL"], key="testing", secret="testing").mkdir(BUCKET)
+        yield made
+
+
+@pytest.fixture
+def on_s3(hosts, monkeypatch):
+    """This process reads the S3 server as the hosts do (for comparing cubes)."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                 "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
+        monkeypatch.setenv(name, hosts.env[name])
+    return hosts
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory) -> tuple[Path, Path]:
+    """A sweep of some seconds on two workers (Gap: 20 reference fits per trial's own box) and its cube computed
+    in this process, undisturbed: what every interrupted run must end equal to."""
+    folder = tmp_path_factory.mktemp("undisturbed")
+    method = {"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "predictor": "nearest_centroid",
+              "criteria": ["lange", "gap"]}
+    config = write_config(folder / "c.yaml", **small_config(resamples=160, methods=[method],
+                                                            execution={"trials_per_chunk": 4, "task_seconds": 0.3}))
+    here = cli_in_process("run", str(config), "--out", str(folder / "local.zarr"), "--no-progress", "--workers", "0")
+    assert here.returncode == 0, here.stderr
+    return config, folder / "local.zarr"
+
+
+def _drive(hosts: Hosts, config: Path, url: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``ordercube run`` on the driver's host against the scheduler's, the cube on the S3 host."""
+    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
+               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress", *extra]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, env=hosts.env, cwd=hosts.folder, timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"the driver did not finish within {timeout:.0f} s: {expired.stdout}{expired.stderr}")
+
+
+def test_a_sweep_across_five_hosts_gives_the_bits_of_one_process(on_s3, tmp_path):
+    hosts = on_s3
+    scheduler = hosts.scheduler()
+    workers = hosts.workers()
+    try:
+        config = write_config(tmp_path / "c.yaml", **small_config())
+        url = f"s3://{BUCKET}/across.zarr"
+        remote = _drive(hosts, config, url)
+        assert remote.returncode == 0, remote.stdout + remote.stderr
+        assert f"-> {url}" in remote.stdout
+        local = tmp_path / "local.zarr"
+        here = cli_in_process("run", str(config), "--out", str(local), "--no-progress", "--workers", "0")
+        assert here.returncode == 0, here.stderr
+        assert_same_cells(local, url)  # every variable but the wall-clock seconds, bit for bit
+        # the tasks really ran on both worker hosts: each worker's log names its own address
+        for host in ("w1", "w2"):
+            assert f"tcp://{hosts.address[host]}:" in (hosts.folder / f"{host}.log").read_text()
+    finally:
+        hosts.stop([*workers, scheduler])
+
+
+@pytest.mark.parametrize("trial", [0, 1])
+def test_the_scheduler_killed_mid_sweep_stops_the_driver_with_the_resume_command_and_loses_no_cell(on_s3, undisturbed,
+                                                                                                  trial):
+    """SIGKILL to the scheduler's host process at a random moment once the sweep is under way (its first values
+    written, then 0-3 s): the driver exits 3 within 30 s with the command that resumes; on a scheduler started again
+    at the same address, that command finishes the sweep and the cube equals an undisturbed run's (every variable
+    but ``seconds``), ``status --verify`` clean."""
+    import random
+
+    hosts = on_s3
+    delay = random.uniform(0.0, 3.0)  # not chosen: printed, so that a failure says when it struck
+    config, local = undisturbed
+    url = f"s3://{BUCKET}/killed{trial}.zarr"
+    scheduler = hosts.scheduler()
+    workers = hosts.workers()
+    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
+               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress"]
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env,
+                              cwd=hosts.folder)
+    try:
+        deadline = time.monotonic() + 120
+        import s3fs
+
+        fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
+                               skip_instance_cache=True, use_listings_cache=False)
+        while time.monotonic() < deadline and driver.poll() is None:  # under way: the cube made, values written
+            if fs.exists(f"{BUCKET}/killed{trial}.zarr/zarr.json") and len(fs.find(f"{BUCKET}/killed{trial}.zarr/status")) > 1:
+                break
+            time.sleep(0.2)
+        time.sleep(delay)
+        assert driver.poll() is None, f"the sweep ended before the scheduler could be killed ({delay:.1f} s in)"
+        scheduler.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        try:
+            out, err = driver.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            pytest.fail("the driver did not stop within 180 s of the scheduler's death")
+        detected = time.monotonic() - killed
+        assert driver.returncode == 3, f"killed {delay:.1f} s after the first values: {out}{err}"
+        assert detected < 30, f"the driver took {detected:.1f} s to stop"
+        resume = re.search(r"ordercube run .*", err + out)
+        assert resume and "--scheduler" in resume.group(0), err
+        print(f"scheduler killed {delay:.1f} s after the first values; the driver stopped {detected:.1f} s later")
+    finally:
+        hosts.stop([*workers, scheduler], grace=3)  # workers of a dead scheduler: waiting for it, not for a stop
+    scheduler = hosts.scheduler()  # the same address, as a cluster manager restarts it
+    workers = hosts.workers()
+    try:
+        started = time.monotonic()
+        again = _drive(hosts, config, url)
+        print(f"resumed in {time.monotonic() - started:.1f} s: {again.stdout[-300:]}")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "computing" in again.stdout
+        assert_same_cells(local, url)
+        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
+        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+    finally:
+        hosts.stop([*workers, scheduler])
