@@ -17,7 +17,7 @@
 ``client=`` (any ``distributed.Client``) or on ``scheduler=``. Errors to catch: :class:`ConfigError`
 (:class:`ConfigErrors` when several keys are wrong: each is in its ``errors``) and :class:`InputError` (bad input:
 nothing written), :class:`ClusterLost`, :class:`NoWorkers`,
-:class:`DiskFull` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
+:class:`DiskFull` and :class:`StoreFailed` (stopped: what was computed is kept) and ``KeyboardInterrupt``.
 
 The reducers (``criterion_scores``, ``summarise``, ``choice_per_trial``, ...) take a cube and return an
 ``xarray.Dataset``, as :func:`select_k` does. The public API is listed in one place for each reader: this module's
@@ -42,6 +42,7 @@ _LAZY = {
     "Choice": "ordercube.choice",
     "ClusterLost": "ordercube.pipeline.run.sweep",
     "DiskFull": "ordercube.pipeline.run.sweep",
+    "StoreFailed": "ordercube.pipeline.run.sweep",
     "NoWorkers": "ordercube.pipeline.run.cluster",
     # reducers: pure functions from a cube (an xarray.Dataset) to an xarray.Dataset
     "choice_per_trial": "ordercube.pipeline.reduce.select",
@@ -72,7 +73,7 @@ __all__ = [
     "at_choice", "choice_per_trial", "criterion_scores", "failure_rate", "gain_rows", "selection_frequency",
     "selection_rows", "sqrt_n_scaled", "status_counts", "summarise",
     # errors
-    "ClusterLost", "ConfigError", "ConfigErrors", "DiskFull", "InputError", "NoWorkers",
+    "ClusterLost", "ConfigError", "ConfigErrors", "DiskFull", "InputError", "NoWorkers", "StoreFailed",
 ]
 
 

@@ -93,7 +93,7 @@ def sweep(config: str | os.PathLike[str] | Mapping[str, Any], *, data: Mapping[s
         Bad input (the message names the key, the value and the fix); nothing was written.
     KeyboardInterrupt
         Ctrl-C, a Jupyter interrupt, or SIGTERM: every finished cell is in the cube; the same call resumes.
-    ClusterLost, NoWorkers, DiskFull
+    ClusterLost, NoWorkers, DiskFull, StoreFailed
         The run stopped; every finished cell is in the cube and the same call resumes.
     """
     unknown = sorted(set(options) - RUN_OPTIONS)

@@ -65,11 +65,12 @@ def run_command(config: str, *, out: str | None, workers: int | None, scheduler:
                 started: Callable[[Config], None], break_lock: str | None = None) -> tuple[Any, dict[str, int]]:
     """``ordercube run``: the config checked, ``started(config)`` called, the sweep run; returns its summary and
     the cube's cell counts. A stop raises ``KeyboardInterrupt``, :class:`ClusterLost`, :class:`NoWorkers` or
-    :class:`DiskFull` (a full disk or file size limit met while growing or creating the cube). ``break_lock``: the
+    :class:`DiskFull` (a full disk or file size limit met while growing or creating the cube) or :class:`StoreFailed`
+    (another failure to write it: an object store's error after its client's retries). ``break_lock``: the
     ``HOST:PID`` of a gone run whose S3 lock object is taken over (:meth:`ordercube.pipeline.cube.owner.Cube.lock`)."""
     from ordercube.pipeline.config.study import load_config
     from ordercube.pipeline.cube.owner import Cube
-    from ordercube.pipeline.run.sweep import DISK_FULL, DiskFull, Interrupted, run_sweep
+    from ordercube.pipeline.run.sweep import Interrupted, run_sweep, write_stopped
 
     _check_run_options(workers, connect_timeout, wait_for_workers)
     dashboard = _dashboard(dashboard_address, no_dashboard, elsewhere=bool(scheduler or scheduler_file))
@@ -86,9 +87,7 @@ def run_command(config: str, *, out: str | None, workers: int | None, scheduler:
     except Interrupted:
         raise KeyboardInterrupt from None
     except OSError as error:  # growing or creating the cube
-        if error.errno not in DISK_FULL:
-            raise
-        raise DiskFull(error) from error
+        raise write_stopped(error) from error
     return summary, Cube.open(parsed.out).count_cells()
 
 

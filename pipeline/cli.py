@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None = None) -> tuple[int, str]:
     """``ordercube run``'s work and what it prints: its exit code and the cube it wrote to. ``before(config)`` is
     called once the config is read, before the sweep starts."""
-    from ordercube import ClusterLost, DiskFull, NoWorkers
+    from ordercube import ClusterLost, DiskFull, NoWorkers, StoreFailed
 
     started: list[Config] = []
 
@@ -209,7 +209,7 @@ def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None 
             wait_for_workers=args.wait_for_workers, dashboard_address=args.dashboard_address,
             no_dashboard=args.no_dashboard, retry_failed=args.retry_failed, progress=not args.no_progress, started=start,
             break_lock=args.break_lock)
-    except (KeyboardInterrupt, ClusterLost, NoWorkers, DiskFull) as error:
+    except (KeyboardInterrupt, ClusterLost, NoWorkers, DiskFull, StoreFailed) as error:
         if not started:  # stopped before the sweep: as any command
             raise
         return _stopped(error, started[0].out, _resume(args, started[0].out)), started[0].out
@@ -231,7 +231,7 @@ def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None 
 
 def _stopped(error: BaseException, out: str, resume: str) -> int:
     """What a stopped sweep says (what is kept, how to resume) and its exit code."""
-    from ordercube import ClusterLost, NoWorkers
+    from ordercube import ClusterLost, NoWorkers, StoreFailed
 
     if isinstance(error, KeyboardInterrupt):
         print(f"interrupted: {_kept(out)}. Resume with:\n  {resume}", file=sys.stderr)
@@ -244,6 +244,11 @@ def _stopped(error: BaseException, out: str, resume: str) -> int:
         print(f"error: {error}; {_kept(out)}. Start workers (or give them longer with "
               f"--wait-for-workers SECONDS), then resume with:\n  {resume}", file=sys.stderr)
         return EXIT_CLUSTER_LOST
+    if isinstance(error, StoreFailed):
+        print(f"error: cannot write the cube {out}: {error} (after the storage client's own retries); every cell "
+              f"written before is kept. Check the store (its endpoint, credentials, quota), then resume with:\n"
+              f"  {resume}", file=sys.stderr)
+        return EXIT_DISK_FULL
     print(f"error: cannot write the cube {out}: {error}; "
           "every cell written before is kept. Free space on its disk (or raise the file size limit: ulimit -f), "
           f"then resume with:\n  {resume}", file=sys.stderr)

@@ -55,6 +55,24 @@ class DiskFull(Exception):
 DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
 
 
+class StoreFailed(Exception):
+    """Writing the cube failed otherwise: an object store's error after its client's own retries (botocore: 503
+    SlowDown, 500 and timeouts retried up to 4 times with backoff), an I/O error of a disk.
+
+    Every block written before is kept: a chunk's values are written before its status, so a cell is never marked
+    done without them, and a resume computes what is missing."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(" ".join(str(error).split())[:300] or type(error).__name__)
+
+
+def write_stopped(error: OSError) -> DiskFull | StoreFailed:
+    """What stops a sweep whose cube could not be written: :class:`DiskFull` for a full disk or a file size limit,
+    :class:`StoreFailed` for any other failure to write."""
+    return DiskFull(error) if error.errno in DISK_FULL else StoreFailed(error)
+
+
 @dataclass(frozen=True)
 class Summary:
     """What a sweep did: its cells by outcome, its wall ``seconds``, and where the time of its ``tasks`` went.
@@ -265,9 +283,7 @@ def compute_here(config: Config, feed: Feed, open_cube_for_writing: Callable[[],
                 future.cancel()
             raise Interrupted() from None
         except OSError as error:
-            if error.errno in DISK_FULL:
-                raise DiskFull(error) from None
-            raise
+            raise write_stopped(error) from None
     return tally.summary()
 
 

@@ -21,8 +21,8 @@ from ordercube.pipeline.system import interrupts
 from ordercube.pipeline.run.cluster import NoWorkers, WorkerWatch
 from ordercube.pipeline.config.specs import Config
 from ordercube.pipeline.cube.owner import Cube
-from ordercube.pipeline.run.execute import DISK_FULL, ClusterLost, DiskFull, Head, Interrupted, Summary, Tally, \
-    failed_results, killed_worker, synthetic_sources
+from ordercube.pipeline.run.execute import ClusterLost, Head, Interrupted, Summary, Tally, failed_results, \
+    killed_worker, synthetic_sources, write_stopped
 from ordercube.pipeline.run.graph import Task, execute_task, isolate
 from ordercube.pipeline.cube.grid import Chunk
 from ordercube.pipeline.run.rounds import Feed
@@ -144,7 +144,7 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
             client.cancel(list(in_flight), force=True)
             if isinstance(error, KeyboardInterrupt):
                 raise Interrupted() from None
-            if isinstance(error, OSError) and error.errno in DISK_FULL:
-                raise DiskFull(error) from None
+            if isinstance(error, OSError):
+                raise write_stopped(error) from None
             raise
     return tally.summary()

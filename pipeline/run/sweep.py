@@ -24,7 +24,8 @@ from ordercube.pipeline.config.specs import Config, MethodSpec
 from ordercube.pipeline.system.cores import usable_cores
 from ordercube.pipeline.run.estimate import Estimate, Pilot, estimate, run_pilot, without
 from ordercube.pipeline.run.execute import (
-    DISK_FULL, ClusterLost, DiskFull, Head, Interrupted, Summary, compute_here, piece_computer,
+    DISK_FULL, ClusterLost, DiskFull, Head, Interrupted, StoreFailed, Summary, compute_here, piece_computer,
+    write_stopped,
 )
 from ordercube.pipeline.run.progress import PROGRESS_FROM_SECONDS
 from ordercube.pipeline.run.graph import Task, build_tasks
@@ -46,7 +47,8 @@ from ordercube.tasks.seeding import Purpose, stream
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["DISK_FULL", "ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "Summary", "run_sweep", "where_to_compute"]
+__all__ = ["DISK_FULL", "ClusterLost", "DiskFull", "Interrupted", "NoWorkers", "StoreFailed", "Summary", "run_sweep",
+           "where_to_compute", "write_stopped"]
 
 
 @dataclass(frozen=True)
