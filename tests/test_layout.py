@@ -146,18 +146,23 @@ def test_no_import_cycle_between_modules(ordercube_graph):
     assert [sorted(cycle) for cycle in cycles(arrows)] == []
 
 
-def test_the_pipeline_subpackages_import_one_way(ordercube_graph):
-    """Walls between config, data, files, system, cube, run, reduce, report and the CLI: no cycle among them."""
-    _, arrows, _ = ordercube_graph
-
+def parts_graph(arrows: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The arrows between the parts of ``package`` (its subpackages and the modules beside them: the first three
+    names, ``ordercube.pipeline.config``, ``ordercube.tasks.cell``), an arrow for any import between their modules."""
     def part(module: str) -> str:
-        return ".".join(module.split(".")[:3])  # ordercube.pipeline.config, ordercube.pipeline.errors, ...
+        return ".".join(module.split(".")[:3])
 
     between: dict[str, set[str]] = {}
     for module, targets in arrows.items():
-        if module.startswith("ordercube.pipeline."):
+        if module.startswith(f"{package}."):
             between.setdefault(part(module), set()).update(
-                part(target) for target in targets if target.startswith("ordercube.pipeline.") and part(target) != part(module))
+                part(target) for target in targets if target.startswith(f"{package}.") and part(target) != part(module))
+    return between
+
+
+def test_the_pipeline_subpackages_import_one_way(ordercube_graph):
+    """Walls between config, data, files, system, cube, run, reduce, report and the CLI: no cycle among them."""
+    between = parts_graph(ordercube_graph[1], "ordercube.pipeline")
     assert {"ordercube.pipeline.config", "ordercube.pipeline.data", "ordercube.pipeline.cube"} <= set(between)
     assert "ordercube.pipeline.data" in between["ordercube.pipeline.config"]  # config reads data files, not the reverse
     assert cycles(between) == []
@@ -167,16 +172,7 @@ def test_the_tasks_subpackages_import_one_way(ordercube_graph):
     """The kernels' parts (algorithms, criteria, predictors, datasets, consensus and the modules beside them) import
     one way: no cycle among them (algorithms -> criteria -> predictors -> algorithms and algorithms <-> datasets were
     two, through a decision rule and data-making functions kept among the kernels)."""
-    _, arrows, _ = ordercube_graph
-
-    def part(module: str) -> str:
-        return ".".join(module.split(".")[:3])  # ordercube.tasks.algorithms, ordercube.tasks.cell, ...
-
-    between: dict[str, set[str]] = {}
-    for module, targets in arrows.items():
-        if module.startswith("ordercube.tasks."):
-            between.setdefault(part(module), set()).update(
-                part(target) for target in targets if target.startswith("ordercube.tasks.") and part(target) != part(module))
+    between = parts_graph(ordercube_graph[1], "ordercube.tasks")
     assert {"ordercube.tasks.algorithms", "ordercube.tasks.criteria", "ordercube.tasks.datasets"} <= set(between)
     assert "ordercube.tasks.algorithms" in between["ordercube.tasks.criteria"]  # criteria read fits, not the reverse
     assert [sorted(cycle) for cycle in cycles(between)] == []
