@@ -29,7 +29,8 @@ class FaultProxy:
     def __init__(self, host: str, upstream_port: int) -> None:
         self.host, self.upstream_port = host, upstream_port
         self.counts = {"forwarded": 0, "failed": 0, "stalled": 0}
-        self._share, self._status, self._stall, self._methods = 0.0, 503, 0.0, None
+        self._share, self._stall, self._methods = 0.0, 0.0, None
+        self._status: int | tuple[int, ...] = 503
         self._rng = random.Random(0)
         self._lock = threading.Lock()
         proxy = self
@@ -103,14 +104,16 @@ class FaultProxy:
             if self._share and self._rng.random() < self._share:
                 key = "stalled" if self._stall else "failed"
                 self.counts[key] += 1
-                return "stall" if self._stall else self._status
+                if self._stall:
+                    return "stall"
+                return self._rng.choice(self._status) if isinstance(self._status, tuple) else self._status
             self.counts["forwarded"] += 1
             return None
 
-    def fail(self, share: float, status: int = 503, *, seed: int = 0, methods: tuple[str, ...] | None = None,
-             stall: float = 0.0) -> None:
-        """Answer ``share`` of the requests (of ``methods``, default all) with ``status``, or hold them ``stall``
-        seconds before forwarding them (when ``stall`` > 0)."""
+    def fail(self, share: float, status: int | tuple[int, ...] = 503, *, seed: int = 0,
+             methods: tuple[str, ...] | None = None, stall: float = 0.0) -> None:
+        """Answer ``share`` of the requests (of ``methods``, default all) with ``status`` (a tuple: one of them at
+        random each time), or hold them ``stall`` seconds before forwarding them (when ``stall`` > 0)."""
         with self._lock:
             self._share, self._status, self._stall = share, status, stall
             self._methods = None if methods is None else set(methods)

@@ -73,20 +73,20 @@ def _run(config, url, env, timeout=300) -> subprocess.CompletedProcess:
         pytest.fail(f"the run did not finish within {timeout} s: {expired.stdout}{expired.stderr}")
 
 
-@pytest.mark.parametrize("status", [503, 500])
-def test_a_share_of_requests_failing_is_retried_and_the_cube_is_the_undisturbed_one(reader, undisturbed, status):
+def test_a_share_of_requests_failing_is_retried_and_the_cube_is_the_undisturbed_one(reader, undisturbed):
+    """One request in ten answered 503 SlowDown or 500 InternalError (drawn at random each time)."""
     proxy, env = reader
     config, local = undisturbed
     seed = random.randrange(10**6)  # printed: a failure names the draws that made it
-    url = f"s3://{BUCKET}/flaky{status}.zarr"
+    url = f"s3://{BUCKET}/flaky.zarr"
     before = dict(proxy.counts)
-    proxy.fail(share=0.1, status=status, seed=seed)
+    proxy.fail(share=0.1, status=(503, 500), seed=seed)
     try:
         done = _run(config, url, env)
     finally:
         proxy.heal()
     failed = proxy.counts["failed"] - before["failed"]
-    print(f"{status}: {failed} of {failed + proxy.counts['forwarded'] - before['forwarded']} requests failed "
+    print(f"503 or 500: {failed} of {failed + proxy.counts['forwarded'] - before['forwarded']} requests failed "
           f"(seed {seed})")
     assert done.returncode == 0, f"seed {seed}: {done.stdout}{done.stderr}"
     assert failed > 0
