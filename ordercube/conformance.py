@@ -5,9 +5,11 @@ criterion or synthetic dataset (a built-in or a plug-in's), builds the smallest 
 dataset its objects fit, an algorithm and criteria that fit it, by :func:`ordercube.tasks.capabilities.why_not`),
 and checks what every record must hold:
 
-- ``runs``: every cell of the sweep, computed in this process, is ok (a failing cell's reason is shown);
-- ``outputs``: every output the criteria declare is in the cube with a finite value, and every criterion gets a
-  decision from :func:`ordercube.select_k`;
+- ``runs``: every cell of the sweep, computed in this process, is ok (a failing cell's reason is shown); the probe
+  datasets are tried in turn (a generated mixture first, then the other generators, fixed rows of a mixture, a 0/1
+  matrix), each validated, until one fits;
+- ``outputs``: every output the criteria declare is in the cube with a finite value, and every criterion that
+  decides (its rule is not ``none``) gets a decision from :func:`ordercube.select_k`;
 - ``same bits in a worker process``: the same config on a local cluster of one worker process gives the same
   cube, every variable but ``seconds`` bit for bit (what the records compute must depend on the seed and the
   coordinates alone, never on the process: the plug-in must register where the worker imports it);

@@ -141,11 +141,17 @@ def hosts(tmp_path_factory) -> Iterator[Hosts]:
 
 @pytest.fixture
 def on_s3(hosts, monkeypatch):
-    """This process reads the S3 server as the hosts do (for comparing cubes)."""
+    """This process reads the S3 server as the hosts do (for comparing cubes). fsspec keeps one S3 filesystem per
+    set of arguments, whatever AWS_ENDPOINT_URL says: cleared before and after, so that neither this module nor
+    the next reads another's endpoint (a gone server's: every object then looks absent)."""
+    import s3fs
+
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
                  "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED"):
         monkeypatch.setenv(name, hosts.env[name])
-    return hosts
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield hosts
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,8 @@ pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
 
 pytestmark = pytest.mark.slow
-BUCKET = "cubes"
+# Every moto server of one process shares one backend: a bucket of another test module's is there too.
+BUCKET = "store-faults"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,9 @@ def store(tmp_path_factory):
                "NO_PROXY": "127.0.0.1,localhost", "XDG_CACHE_HOME": str(home / "cache")}
         import s3fs
 
-        s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", key="testing", secret="testing").mkdir(BUCKET)
+        fs = s3fs.S3FileSystem(endpoint_url=f"http://{host}:{port}", key="testing", secret="testing")
+        if not fs.exists(BUCKET):
+            fs.mkdir(BUCKET)
         yield proxy, env
     server.stop()
 
@@ -49,11 +52,15 @@ def store(tmp_path_factory):
 @pytest.fixture
 def reader(store, monkeypatch):
     """This process reads the store as the runs do (for comparing cubes)."""
+    import s3fs
+
     proxy, env = store
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    s3fs.S3FileSystem.clear_instance_cache()  # fsspec keeps one per arguments: another module's, at its endpoint
     proxy.heal()
-    return proxy, env
+    yield proxy, env
+    s3fs.S3FileSystem.clear_instance_cache()  # and the next module must not read this one's
 
 
 @pytest.fixture(scope="module")

@@ -252,7 +252,34 @@ def test_a_cell_that_kills_its_worker_under_a_load_of_4_on_2_cores(tmp_path):
     assert code == 1, (run.stdout, run.stderr)
     assert _counts(tmp_path / "c.zarr") == {"total": 2, "ok": 1, "failed": 0, "infeasible": 0, "crashed": 1, "pending": 0,
                                             "skipped": 0}
-    assert "Traceback" not in "\n".join(run.stderr)
+    # ordercube prints no traceback; a worker that the nanny restarted may log distributed's own INFO record of its
+    # closed stream with one as the cluster stops (seen in 2 of 3 runs after the slow suite's other modules)
+    assert "Traceback" not in "\n".join(outside_distributed_records(run.stderr))
+
+
+def outside_distributed_records(lines: list[str]) -> list[str]:
+    """``lines`` without distributed's own log records (``2026-11-29 17:21:17,526 - distributed.batched - INFO -
+    ...``) and the traceback lines that continue one (``Traceback (most recent call last):``, indented frames, the
+    exception's line)."""
+    kept, inside = [], False
+    for line in lines:
+        if re.match(r"^\d{4}-\d\d-\d\d [\d:,]+ - distributed\.", line):
+            inside = True
+            continue
+        if inside and (line.startswith((" ", "Traceback")) or re.match(r"^[\w.]+(Error|Exception)\b", line)):
+            continue
+        inside = False
+        kept.append(line)
+    return kept
+
+
+def test_distributed_records_are_told_from_ordercube_s_own_lines():
+    lines = ["2026-11-29 17:21:17,526 - distributed.batched - INFO - Batched Comm Closed <TCP (closed)>",
+             "Traceback (most recent call last):", '  File "batched.py", line 115, in _background_send',
+             "    nbytes = yield coro", "distributed.comm.core.CommClosedError",
+             "1 planned cells of c.zarr have failed or crashed their worker", "Traceback (most recent call last):",
+             '  File "ordercube/cli.py", line 1', "ValueError: ours"]
+    assert outside_distributed_records(lines) == lines[5:]
 
 
 @pytest.mark.slow
