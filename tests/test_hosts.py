@@ -178,6 +178,32 @@ def _drive(hosts: Hosts, config: Path, url: str, *extra: str, timeout: float = 3
         pytest.fail(f"the driver did not finish within {timeout:.0f} s: {expired.stdout}{expired.stderr}")
 
 
+def _under_way(hosts: Hosts, config: Path, url: str, delay: float) -> subprocess.Popen:
+    """``ordercube run`` started on the driver's host, returned once its first values are on S3 and ``delay`` more
+    seconds have passed (the moment a fault is injected), the run still going."""
+    import s3fs
+
+    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
+               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress"]
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env,
+                              cwd=hosts.folder)
+    fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
+                           skip_instance_cache=True, use_listings_cache=False)
+    key = url.removeprefix("s3://")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and driver.poll() is None:
+        if fs.exists(f"{key}/zarr.json") and len(fs.find(f"{key}/status")) > 1:
+            break
+        time.sleep(0.2)
+    time.sleep(delay)
+    if driver.poll() is not None:
+        pytest.fail(f"the sweep ended before the fault ({delay:.1f} s after its first values): make it longer")
+    if not fs.exists(f"{key}/zarr.json"):
+        driver.kill()
+        pytest.fail(f"no values of {url} on S3 within 120 s of the driver's start")
+    return driver
+
+
 def test_a_sweep_across_five_hosts_gives_the_bits_of_one_process(on_s3, tmp_path):
     hosts = on_s3
     scheduler = hosts.scheduler()
@@ -214,22 +240,8 @@ def test_the_scheduler_killed_mid_sweep_stops_the_driver_with_the_resume_command
     url = f"s3://{BUCKET}/killed{trial}.zarr"
     scheduler = hosts.scheduler()
     workers = hosts.workers()
-    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
-               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress"]
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env,
-                              cwd=hosts.folder)
+    driver = _under_way(hosts, config, url, delay)
     try:
-        deadline = time.monotonic() + 120
-        import s3fs
-
-        fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
-                               skip_instance_cache=True, use_listings_cache=False)
-        while time.monotonic() < deadline and driver.poll() is None:  # under way: the cube made, values written
-            if fs.exists(f"{BUCKET}/killed{trial}.zarr/zarr.json") and len(fs.find(f"{BUCKET}/killed{trial}.zarr/status")) > 1:
-                break
-            time.sleep(0.2)
-        time.sleep(delay)
-        assert driver.poll() is None, f"the sweep ended before the scheduler could be killed ({delay:.1f} s in)"
         scheduler.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         try:
@@ -273,22 +285,8 @@ def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_
     port = f"{hosts.prefix}b{NAMES.index('w1') + 1}"  # w1's end of its veth pair on the bridge
     scheduler = hosts.scheduler()
     workers = hosts.workers()
-    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
-               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress"]
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env,
-                              cwd=hosts.folder)
+    driver = _under_way(hosts, config, url, delay)
     try:
-        import s3fs
-
-        fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
-                               skip_instance_cache=True, use_listings_cache=False)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and driver.poll() is None:
-            if fs.exists(f"{BUCKET}/cut.zarr/zarr.json") and len(fs.find(f"{BUCKET}/cut.zarr/status")) > 1:
-                break
-            time.sleep(0.2)
-        time.sleep(delay)
-        assert driver.poll() is None, f"the sweep ended before w1 could be cut off ({delay:.1f} s in)"
         subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=30)
         cut = time.monotonic()
         try:
