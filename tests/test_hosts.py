@@ -8,6 +8,7 @@ the hosts) when the module ends."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,7 +29,7 @@ from test_engine import assert_same_cells
 pytestmark = pytest.mark.slow
 
 HOSTS_SH = REPO / "deploy" / "netns" / "hosts.sh"
-NAMES = ("sched", "w1", "w2", "s3", "drv")
+NAMES = ("sched", "w1", "w2", "s3", "drv", "drv2")
 BUCKET = "cubes"
 SCHEDULER_PORT, S3_PORT = 8786, 5000
 # Each fault is tried this many times at random moments (the faults table's figures come from more: run with
@@ -168,39 +169,53 @@ def undisturbed(tmp_path_factory) -> tuple[Path, Path]:
     return config, folder / "local.zarr"
 
 
-def _drive(hosts: Hosts, config: Path, url: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _driver_command(hosts: Hosts, config: Path, url: str, host: str, extra: tuple[str, ...]) -> list[str]:
+    """``ordercube run`` on the driver host ``host`` (under its own host name) against the scheduler's host."""
+    return ["bash", str(HOSTS_SH), "run", hosts.prefix, host, ORDERCUBE, "run", str(config), "--out", url,
+            "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress", *extra]
+
+
+def _driver_env(hosts: Hosts, host: str, **extra: str) -> dict[str, str]:
+    """The environment of a driver on ``host``: a cache folder of its own (where a run keeps this machine's lock of
+    an S3 cube), as on a machine of its own."""
+    return {**hosts.env, "XDG_CACHE_HOME": str(hosts.folder / f"cache-{host}"), **extra}
+
+
+def _drive(hosts: Hosts, config: Path, url: str, *extra: str, host: str = "drv", timeout: float = 300,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``ordercube run`` on the driver's host against the scheduler's, the cube on the S3 host."""
-    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
-               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress", *extra]
     try:
-        return subprocess.run(command, capture_output=True, text=True, env=hosts.env, cwd=hosts.folder, timeout=timeout)
+        return subprocess.run(_driver_command(hosts, config, url, host, extra), capture_output=True, text=True,
+                              env=env or _driver_env(hosts, host), cwd=hosts.folder, timeout=timeout)
     except subprocess.TimeoutExpired as expired:
         pytest.fail(f"the driver did not finish within {timeout:.0f} s: {expired.stdout}{expired.stderr}")
 
 
-def _under_way(hosts: Hosts, config: Path, url: str, delay: float) -> subprocess.Popen:
-    """``ordercube run`` started on the driver's host, returned once its first values are on S3 and ``delay`` more
-    seconds have passed (the moment a fault is injected), the run still going."""
+def _under_way(hosts: Hosts, config: Path, url: str, delay: float, *, host: str = "drv",
+               env: dict[str, str] | None = None, locked: bool = False) -> subprocess.Popen:
+    """``ordercube run`` started on the driver's host, returned once its first values are on S3 (with ``locked``:
+    once it holds the cube's lock object) and ``delay`` more seconds have passed (the moment a fault is injected),
+    the run still going."""
     import s3fs
 
-    command = ["ip", "netns", "exec", f"{hosts.prefix}-drv", ORDERCUBE, "run", str(config), "--out", url,
-               "--scheduler", f"tcp://{hosts.address['sched']}:{SCHEDULER_PORT}", "--no-progress"]
-    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env,
-                              cwd=hosts.folder)
+    driver = subprocess.Popen(_driver_command(hosts, config, url, host, ()), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env or _driver_env(hosts, host), cwd=hosts.folder)
     fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
                            skip_instance_cache=True, use_listings_cache=False)
     key = url.removeprefix("s3://")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and driver.poll() is None:
-        if fs.exists(f"{key}/zarr.json") and len(fs.find(f"{key}/status")) > 1:
+        if locked and fs.exists(f"{key}.lock"):
+            break
+        if not locked and fs.exists(f"{key}/zarr.json") and len(fs.find(f"{key}/status")) > 1:
             break
         time.sleep(0.2)
     time.sleep(delay)
     if driver.poll() is not None:
         pytest.fail(f"the sweep ended before the fault ({delay:.1f} s after its first values): make it longer")
-    if not fs.exists(f"{key}/zarr.json"):
+    if not fs.exists(f"{key}.lock" if locked else f"{key}/zarr.json"):
         driver.kill()
-        pytest.fail(f"no values of {url} on S3 within 120 s of the driver's start")
+        pytest.fail(f"no {'lock' if locked else 'values'} of {url} on S3 within 120 s of the driver's start")
     return driver
 
 
@@ -306,4 +321,82 @@ def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_
         assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
     finally:
         subprocess.run(["ip", "link", "set", port, "up"], timeout=30)
+        hosts.stop([*workers, scheduler], grace=5)
+
+
+LEASE = 5  # seconds: the lease the killed driver states (ORDERCUBE_LOCK_LEASE_SECONDS), its heartbeat every 1.25 s
+
+
+@pytest.fixture(scope="module")
+def long_undisturbed(tmp_path_factory) -> tuple[Path, Path]:
+    """:func:`undisturbed`'s sweep with 2.5 times the resamples: long enough across two workers (about 20 s) for a
+    holder to be tried alive after its lease."""
+    folder = tmp_path_factory.mktemp("long")
+    method = {"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "predictor": "nearest_centroid",
+              "criteria": ["lange", "gap"]}
+    config = write_config(folder / "c.yaml", **small_config(resamples=400, methods=[method],
+                                                            execution={"trials_per_chunk": 4, "task_seconds": 0.3}))
+    here = cli_in_process("run", str(config), "--out", str(folder / "local.zarr"), "--no-progress", "--workers", "0")
+    assert here.returncode == 0, here.stderr
+    return config, folder / "local.zarr"
+
+
+def test_the_driver_host_killed_the_sweep_is_taken_over_from_another_host_only_once_the_lease_has_run_out(
+        on_s3, long_undisturbed):
+    """The driver on host drv (its own host name and cache folder), the cube's lock object on S3 naming it. While it
+    lives, ``--break-lock`` naming it from host drv2 is refused after more than its lease (its heartbeat is fresh).
+    Then every process of host drv is SIGKILLed at a random moment, and drv2 tries again and again: each refusal
+    states a heartbeat younger than the lease drv stated, and the run that takes the lock over one older; it
+    finishes the sweep, the cube equal to an undisturbed run's and ``status --verify`` clean."""
+    import random
+
+    import s3fs
+
+    hosts = on_s3
+    config, local = long_undisturbed
+    url = f"s3://{BUCKET}/taken-over.zarr"
+    fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
+                           skip_instance_cache=True, use_listings_cache=False)
+    scheduler = hosts.scheduler()
+    workers = hosts.workers()
+    driver = _under_way(hosts, config, url, 0.0, env=_driver_env(hosts, "drv", ORDERCUBE_LOCK_LEASE_SECONDS=str(LEASE)),
+                        locked=True)
+    try:
+        holder = json.loads(fs.cat(f"{url.removeprefix('s3://')}.lock"))
+        assert (holder["host"], holder["lease"]) == ("drv", LEASE), holder
+        name = f"drv:{holder['pid']}"
+        time.sleep(LEASE + 1)  # longer than the lease, the holder alive: its heartbeat keeps the lock its own
+        alive = _drive(hosts, config, url, "--break-lock", name, host="drv2")
+        assert driver.poll() is None, ("the sweep ended before its holder was tried alive: make it longer: "
+                                       + driver.communicate()[0][-800:])
+        assert alive.returncode == 2 and f"under the {LEASE} s lease it stated: it is running" in alive.stderr, \
+            alive.stderr
+        time.sleep(random.uniform(0.0, 2.0))  # not chosen: the kill's moment against the heartbeat's
+        subprocess.run(["bash", "-c", f"ip netns pids {hosts.prefix}-drv | xargs -r kill -9"], check=True, timeout=30)
+        killed = time.monotonic()
+        driver.wait(timeout=30)
+        plain = _drive(hosts, config, url, host="drv2")
+        assert plain.returncode == 2 and f"run again with --break-lock {name}" in plain.stderr, plain.stderr
+        refusals: list[float] = []
+        while True:
+            tried = _drive(hosts, config, url, "--break-lock", name, host="drv2")
+            if tried.returncode == 0:
+                break
+            refused = re.search(r"wrote its heartbeat (\d+) s ago, under the (\d+) s lease it stated", tried.stderr)
+            assert tried.returncode == 2 and refused, tried.stdout + tried.stderr
+            refusals.append(float(refused.group(1)))
+            assert refusals[-1] < LEASE and time.monotonic() - killed < 60, refusals
+            time.sleep(1.0)
+        taken = re.search(r"its last heartbeat (\d+) s old, its lease (\d+) s\) and is taken over", tried.stdout)
+        print(f"drv killed; its lock refused {len(refusals)} times at heartbeat ages {refusals} s, taken over "
+              f"{time.monotonic() - killed:.1f} s after the kill: {tried.stdout[-300:]}")
+        assert taken and float(taken.group(1)) >= LEASE - 0.5 and int(taken.group(2)) == LEASE, tried.stdout
+        assert f"(pid {holder['pid']} on host drv" in tried.stdout and "computing" in tried.stdout
+        assert not fs.exists(f"{url.removeprefix('s3://')}.lock")  # released at the end
+        assert_same_cells(local, url)
+        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
+        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+    finally:
+        if driver.poll() is None:
+            driver.kill()
         hosts.stop([*workers, scheduler], grace=5)

@@ -270,7 +270,6 @@ def test_a_lock_of_another_machine_is_broken_only_by_name_and_only_once_its_hear
     (never while the holder lives). A run's own heartbeat is seen in its lock object while it holds it."""
     import time
 
-    from ordercube.pipeline.cube import remote
     from ordercube.pipeline.cube.lock import CubeLock
 
     config = write_config(tmp_path / "c.yaml", **small_config(n=[40], k=[2, 3], resamples=2))
@@ -282,7 +281,8 @@ def test_a_lock_of_another_machine_is_broken_only_by_name_and_only_once_its_hear
     live = cli_in_process("run", str(config), "--out", url, "--break-lock", "another-machine:77", env=s3)
     assert live.returncode == 2 and live.stderr.startswith("error: --break-lock: another-machine:77 wrote its heartbeat "), \
         live.stderr
-    assert "under the 120 s lease: it is running; its lock is not broken" in live.stderr
+    assert "under the 120 s lease (ordercube's default: it stated none): it is running; its lock is not broken" \
+        in live.stderr
     wrong = cli_in_process("run", str(config), "--out", url, "--break-lock", "another-machine:78", env=s3)
     assert wrong.returncode == 2 and "does not name the lock's holder, which is another-machine:77" in wrong.stderr
     assert json.loads(fs.cat(f"{BUCKET}/leased.zarr.lock")) == alive and not fs.exists(f"{BUCKET}/leased.zarr")
@@ -292,13 +292,22 @@ def test_a_lock_of_another_machine_is_broken_only_by_name_and_only_once_its_hear
     assert taken.returncode == 0, taken.stderr
     assert "a previous run (pid 77 on host another-machine" in taken.stdout and "taken over" in taken.stdout
     assert not fs.exists(f"{BUCKET}/leased.zarr.lock") and fs.exists(f"{BUCKET}/leased.zarr/zarr.json")
-    # a holder's heartbeat: rewritten while it holds the lock, stopped at release (the object removed)
-    monkeypatch.setattr(remote, "HEARTBEAT_SECONDS", 0.2)
-    monkeypatch.setattr("ordercube.pipeline.cube.lock.HEARTBEAT_SECONDS", 0.2)
+    # the holder's own lease decides, not the breaker's: 300 s stated, 200 s old, refused; 5 s stated, 6 s old, taken
+    fs.pipe(f"{BUCKET}/leased.zarr.lock", json.dumps({**alive, "lease": 300, "heartbeat": time.time() - 200}).encode())
+    long_lease = cli_in_process("run", str(config), "--out", url, "--break-lock", "another-machine:77", env=s3)
+    assert long_lease.returncode == 2 and "under the 300 s lease it stated: it is running" in long_lease.stderr
+    fs.pipe(f"{BUCKET}/leased.zarr.lock", json.dumps({**alive, "lease": 5, "heartbeat": time.time() - 6}).encode())
+    short_lease = cli_in_process("run", str(config), "--out", url, "--no-progress", "--workers", "0", "--break-lock",
+                                 "another-machine:77", env=s3)
+    assert short_lease.returncode == 0 and "taken over" in short_lease.stdout, short_lease.stderr
+    # a holder's heartbeat: stated with its lease, rewritten four times per lease while it holds the lock, stopped at
+    # release (the object removed)
+    monkeypatch.setenv("ORDERCUBE_LOCK_LEASE_SECONDS", "0.8")
     with CubeLock(url):
-        first = json.loads(fs.cat(f"{BUCKET}/leased.zarr.lock"))["heartbeat"]
+        first = json.loads(fs.cat(f"{BUCKET}/leased.zarr.lock"))
+        assert first["lease"] == 0.8
         time.sleep(1.0)
-        assert json.loads(_s3fs().cat(f"{BUCKET}/leased.zarr.lock"))["heartbeat"] > first
+        assert json.loads(_s3fs().cat(f"{BUCKET}/leased.zarr.lock"))["heartbeat"] > first["heartbeat"]
     assert not fs.exists(f"{BUCKET}/leased.zarr.lock")
 
 

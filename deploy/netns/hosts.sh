@@ -3,14 +3,16 @@
 # scheduler, workers, driver and object store on hosts of their own (and for the tests that do):
 #   sudo deploy/netns/hosts.sh start PREFIX SUBNET HOST...   # e.g. start oc 10.250.0 sched w1 w2 s3 drv
 #   sudo ip netns exec PREFIX-w1 dask worker tcp://10.250.0.1:8786 --host 10.250.0.2   # run a program on a host
+#   sudo deploy/netns/hosts.sh run PREFIX drv ordercube run c.yaml ...  # the same, the host named HOST too
 #   sudo deploy/netns/hosts.sh stop PREFIX                    # removes the namespaces and the bridge
 # HOST i (from 1) is the namespace PREFIX-HOST at SUBNET.i/24, with its loopback up; the bridge PREFIXbr holds
 # SUBNET.254, so this machine's own namespace reaches every host (and a host reaches this machine there). `start`
-# prints one line per host: NAME ADDRESS. Needs root and iproute2 (`ip`); nothing else is installed or written.
+# prints one line per host: NAME ADDRESS. `run` executes a program on a host under the host's own name (a UTS
+# namespace of its own: `hostname` says HOST, as a lock naming its holder's host must), replaced by it (same pid). Needs root and iproute2 (`ip`); nothing else is installed or written.
 # Exit codes: 2 bad input, 3 not root or no `ip`, 4 a namespace or link could not be made (what was made is removed).
 set -euo pipefail
 
-usage() { echo "usage: $0 start PREFIX SUBNET HOST... | stop PREFIX" >&2; exit 2; }
+usage() { echo "usage: $0 start PREFIX SUBNET HOST... | run PREFIX HOST COMMAND... | stop PREFIX" >&2; exit 2; }
 action=${1:-}
 prefix=${2:-}
 [[ $prefix =~ ^[a-z][a-z0-9]{0,7}$ ]] \
@@ -56,8 +58,17 @@ start() {
     trap - ERR
 }
 
+run() {
+    local host=$1; shift
+    ip netns list | awk '{print $1}' | grep -qx "$prefix-$host" \
+        || { echo "HOST=$host: no namespace $prefix-$host; make it with: $0 start $prefix SUBNET $host" >&2; exit 2; }
+    command -v unshare >/dev/null || { echo "no 'unshare' command: install util-linux" >&2; exit 3; }
+    exec ip netns exec "$prefix-$host" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
+}
+
 case $action in
     start) (( $# >= 4 )) || usage; shift 2; start "$@" ;;
+    run) (( $# >= 4 )) || usage; shift 2; run "$@" ;;
     stop) (( $# == 2 )) || usage; stop ;;
     *) usage ;;
 esac

@@ -33,7 +33,8 @@ from ordercube.pipeline.errors import InputError
 from ordercube.pipeline.files.location import Location, location
 from ordercube.pipeline.files.inputfile import kind_of
 from ordercube.pipeline.cube.remote import (
-    HEARTBEAT_SECONDS, LEASE_SECONDS, drop_lock_object, heartbeat_lock_object, supports_lock_object, take_lock_object,
+    BEATS_PER_LEASE, drop_lock_object, heartbeat_lock_object, holder_lease, lease_seconds, supports_lock_object,
+    take_lock_object,
 )
 
 
@@ -63,8 +64,10 @@ class CubeLock:
         self._object: dict | None = None  # the record in the lock object of an S3 cube, while held
         self._beating: tuple[threading.Event, threading.Thread] | None = None  # the heartbeat: set to stop, its thread
         self.broken = False  # another run broke this run's lock object while it ran
+        self._stale_age: tuple[float, float] | None = None  # a taken lock object's heartbeat age and lease, seconds
 
     def acquire(self) -> CubeLock:
+        lease = lease_seconds() if supports_lock_object(self.place) else None  # a bad setting: exit 2 before locking
         while True:
             try:
                 if not self.local:
@@ -99,9 +102,14 @@ class CubeLock:
         os.pwrite(fd, json.dumps(record).encode(), 0)
         self._fd = fd
         if supports_lock_object(self.place):
-            record["heartbeat"] = time.time()
+            record["lease"], record["heartbeat"] = lease, time.time()
             try:
-                self.stale = take_lock_object(self.place, record, _describe, self.break_lock) or self.stale
+                taken = take_lock_object(self.place, record, _describe, self.break_lock)
+                if taken is not None:
+                    self.stale = taken
+                    beat = taken.get("heartbeat")
+                    if isinstance(beat, (int, float)):
+                        self._stale_age = (time.time() - float(beat), holder_lease(taken))
             except BaseException:
                 self.release()
                 raise
@@ -113,9 +121,9 @@ class CubeLock:
         return self
 
     def _beat(self, stop: threading.Event, record: dict) -> None:
-        """Rewrite the lock object's heartbeat every :data:`HEARTBEAT_SECONDS` until ``stop``: a run on another
-        machine may break the lock only once the heartbeat is older than the lease (its holder is gone)."""
-        while not stop.wait(HEARTBEAT_SECONDS):
+        """Rewrite the lock object's heartbeat :data:`BEATS_PER_LEASE` times per lease until ``stop``: a run on
+        another machine may break the lock only once the heartbeat is older than the lease (its holder is gone)."""
+        while not stop.wait(record["lease"] / BEATS_PER_LEASE):
             if not heartbeat_lock_object(self.place, record):
                 self.broken = True
                 return
@@ -126,7 +134,7 @@ class CubeLock:
         if self._beating is not None:  # stopped, and a beat in flight finished, before the object is deleted: a
             stop, beat = self._beating  # beat written after the delete would leave a lock object nobody holds
             stop.set()
-            beat.join(timeout=LEASE_SECONDS / 4)
+            beat.join(timeout=self._object["lease"] / BEATS_PER_LEASE if self._object else None)
             self._beating = None
         if self._object is not None:
             record, self._object = self._object, None
@@ -143,7 +151,10 @@ class CubeLock:
         """The line a run prints when it took over the lock of a run that died (None when the lock was free)."""
         if self.stale is None:
             return None
-        return f"a previous run ({_describe(self.stale)}) ended without finishing; its lock was stale and is taken over"
+        age = ("" if self._stale_age is None else
+               f" (its last heartbeat {self._stale_age[0]:.0f} s old, its lease {self._stale_age[1]:g} s)")
+        return (f"a previous run ({_describe(self.stale)}) ended without finishing; its lock was stale{age} and is "
+                "taken over")
 
     @property
     def held(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import socket
 import time
@@ -143,10 +144,29 @@ def _lock_key(place: Location) -> tuple[Any, str]:
     return store.fs, store.path.rstrip("/") + ".lock"
 
 
-#: A run holding an S3 cube's lock object rewrites its heartbeat this often ...
-HEARTBEAT_SECONDS = 30.0
-#: ... and a holder whose heartbeat is older than this is taken for dead: its lock may be broken (``--break-lock``).
+#: A holder whose heartbeat is older than its lease is taken for dead: its lock may be broken (``--break-lock``).
+#: ``ORDERCUBE_LOCK_LEASE_SECONDS`` sets another for the runs of a process; each run writes its lease in its lock
+#: object, and a run breaking it reads the holder's own (a holder is never judged by another's setting).
 LEASE_SECONDS = 120.0
+#: A holder rewrites its heartbeat four times per lease (every 30 s by default): one beat lost to a slow or failing
+#: request leaves three more before the lease runs out.
+BEATS_PER_LEASE = 4
+
+
+def lease_seconds() -> float:
+    """The lease a run's lock object states: ``ORDERCUBE_LOCK_LEASE_SECONDS``, else :data:`LEASE_SECONDS` (exit 2
+    on a value that is not a positive number)."""
+    from ordercube.pipeline.system.environment import positive_number
+
+    return float(positive_number("ORDERCUBE_LOCK_LEASE_SECONDS", LEASE_SECONDS, integer=False, example=600,
+                                 unit="seconds"))
+
+
+def holder_lease(holder: Mapping[str, Any]) -> float:
+    """The lease ``holder`` stated in its lock object (:data:`LEASE_SECONDS` for one written before leases were
+    recorded, or a value that is not a positive number)."""
+    lease = holder.get("lease")
+    return float(lease) if isinstance(lease, (int, float)) and math.isfinite(lease) and lease > 0 else LEASE_SECONDS
 
 
 def holder_name(holder: Mapping[str, Any]) -> str:
@@ -163,8 +183,8 @@ def take_lock_object(place: Location, record: dict, describe: Callable[[dict], s
     """Create the lock object ``CUBE.lock`` beside the cube at ``place``, holding ``record``; returns the record
     of the holder it replaced (None if it was free). The caller holds this machine's lock of the cube, so a lock
     object naming this host is stale. One naming another host is an ``InputError``, unless ``break_lock`` names
-    that holder (``HOST:PID``) and its heartbeat (rewritten every :data:`HEARTBEAT_SECONDS` while it runs) is
-    older than :data:`LEASE_SECONDS`: a holder that lives is never broken."""
+    that holder (``HOST:PID``) and its heartbeat (rewritten :data:`BEATS_PER_LEASE` times per lease while it runs) is
+    older than the lease the holder stated (:func:`holder_lease`): a holder that lives is never broken."""
     fs, key = _lock_key(place)
 
     async def create() -> bool:
@@ -195,20 +215,21 @@ def take_lock_object(place: Location, record: dict, describe: Callable[[dict], s
 def _check_break(place: Location, holder: dict, describe: Callable[[dict], str], break_lock: str | None) -> None:
     """``InputError`` unless ``break_lock`` names ``holder`` (a run on another host) and its heartbeat is older
     than the lease."""
-    heartbeat = holder.get("heartbeat")
+    heartbeat, lease = holder.get("heartbeat"), holder_lease(holder)
     age = time.time() - float(heartbeat) if isinstance(heartbeat, (int, float)) else None
     said = (f"its heartbeat {age:.0f} s ago" if age is not None else "no heartbeat (an older ordercube)")
     if break_lock is None:
         raise InputError(f"{place.option}: the cube {place} is being written by another ordercube run ({describe(holder)}; "
                          f"{said}); wait for it to finish (or stop it), then run again. If that run is gone without "
                          f"releasing its lock (its machine died), its heartbeat stops: once it is more than "
-                         f"{LEASE_SECONDS:.0f} s old, run again with --break-lock {holder_name(holder)}")
+                         f"{lease:g} s old, run again with --break-lock {holder_name(holder)}")
     if break_lock != holder_name(holder):
         raise InputError(f"--break-lock: {break_lock!r} does not name the lock's holder, which is {holder_name(holder)} "
                          f"({describe(holder)}); give --break-lock {holder_name(holder)} if that run is gone")
-    if age is not None and age < LEASE_SECONDS:
+    if age is not None and age < lease:
+        stated = "it stated" if "lease" in holder else "(ordercube's default: it stated none)"
         raise InputError(f"--break-lock: {holder_name(holder)} wrote its heartbeat {age:.0f} s ago, under the "
-                         f"{LEASE_SECONDS:.0f} s lease: it is running; its lock is not broken. Wait for it to finish "
+                         f"{lease:g} s lease {stated}: it is running; its lock is not broken. Wait for it to finish "
                          "(or stop it), or until its heartbeat is older than the lease")
 
 

@@ -253,7 +253,7 @@ def run_sweep(config: Config, **options: Any) -> Summary:
     ``options`` are those of :func:`_sweep_locked`.
     """
     path = location(config.out)
-    Cube.check_settings()  # a bad ORDERCUBE_SHARD_CELLS or ORDERCUBE_FLUSH_SECONDS exits 2 before the cube changes
+    Cube.check_settings()  # a bad ORDERCUBE_* setting of the writes exits 2 before the cube changes
     use_writable_cache()  # before numba is imported here or in a LocalCluster's workers: compiled once per machine
     if options.get("scheduler") or options.get("scheduler_file"):  # a bad address is refused before the cube changes
         scheduler_address(scheduler=options.get("scheduler"), scheduler_file=options.get("scheduler_file"),
