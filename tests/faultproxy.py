@@ -1,6 +1,6 @@
 """A fault-injecting HTTP proxy for the tests: in front of a real server (a local S3 server), it forwards every
 request and answers some of them itself, as a failing object store does (503 SlowDown, 500 InternalError), or
-holds them (a stall).
+holds them (a stall: the connection closed unanswered after the stall, the request never forwarded).
 
     with FaultProxy("127.0.0.1", upstream_port) as proxy:   # proxy.url: give it as AWS_ENDPOINT_URL
         proxy.fail(share=0.2, status=503, seed=1)            # about one request in five answered 503 SlowDown
@@ -57,9 +57,11 @@ class FaultProxy:
             def _handle(self) -> None:
                 body = self._body()
                 fault = proxy._draw(self.command)
-                if fault == "stall":
+                if fault == "stall":  # held, then closed unanswered: the request never reaches the server
                     time.sleep(proxy._stall)
-                elif fault is not None:
+                    self.close_connection = True
+                    return
+                if fault is not None:
                     code, message = ERRORS.get(fault, ("InternalError", "injected"))
                     payload = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}'
                                "</Message></Error>").encode()
@@ -113,7 +115,7 @@ class FaultProxy:
     def fail(self, share: float, status: int | tuple[int, ...] = 503, *, seed: int = 0,
              methods: tuple[str, ...] | None = None, stall: float = 0.0) -> None:
         """Answer ``share`` of the requests (of ``methods``, default all) with ``status`` (a tuple: one of them at
-        random each time), or hold them ``stall`` seconds before forwarding them (when ``stall`` > 0)."""
+        random each time), or hold them ``stall`` seconds and close them unanswered (when ``stall`` > 0)."""
         with self._lock:
             self._share, self._status, self._stall = share, status, stall
             self._methods = None if methods is None else set(methods)

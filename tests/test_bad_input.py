@@ -379,6 +379,7 @@ def test_a_sample_of_the_bad_configs_through_a_real_process(tmp_path, case):
     ("ORDERCUBE_FLUSH_SECONDS", "inf", "a non-negative number of seconds, got 'inf'"),
     ("ORDERCUBE_MAX_INPUT_BYTES", "2.5", "a positive whole number of bytes, got '2.5'"),
     ("ORDERCUBE_LOCK_LEASE_SECONDS", "0", "a positive number of seconds, got '0'"),
+    ("ORDERCUBE_STORE_TIMEOUT_SECONDS", "-1", "a positive number of seconds, got '-1'"),
 ])
 def test_a_bad_environment_variable_exits_2_naming_it_before_any_cube_is_made(tmp_path, variable, value, expected):
     """Every numeric environment variable read is checked as a config key is (they ended in tracebacks, one of them

@@ -102,6 +102,33 @@ def test_a_share_of_requests_failing_is_retried_and_the_cube_is_the_undisturbed_
     assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
 
 
+def test_requests_stalled_past_the_timeout_are_given_up_and_retried_and_the_cube_is_the_undisturbed_one(reader,
+                                                                                                      undisturbed):
+    """One request in fifty held 60 s and closed unanswered (never reaching the server), the client's timeout set to
+    1 s (``ORDERCUBE_STORE_TIMEOUT_SECONDS``): each is given up after the timeout, not the stall, and retried; the run
+    ends 0, the cube is the undisturbed one and ``status --verify`` clean."""
+    proxy, env = reader
+    config, local = undisturbed
+    seed = random.randrange(10**6)
+    url = f"s3://{BUCKET}/stalled.zarr"
+    before = dict(proxy.counts)
+    proxy.fail(share=0.02, stall=60.0, seed=seed)
+    started = time.monotonic()
+    try:
+        done = _run(config, url, {**env, "ORDERCUBE_STORE_TIMEOUT_SECONDS": "1"})
+    finally:
+        proxy.heal()
+    stalled = proxy.counts["stalled"] - before["stalled"]
+    took = time.monotonic() - started
+    print(f"stalled past the 1 s timeout: {stalled} of {stalled + proxy.counts['forwarded'] - before['forwarded']} "
+          f"requests (seed {seed}); the run took {took:.1f} s")
+    assert done.returncode == 0, f"seed {seed}: {done.stdout}{done.stderr}"
+    assert stalled > 0 and took < 60, took  # no stall was waited out
+    assert_same_cells(local, url)
+    verify = cli_in_process("status", url, "--verify", "--json", env=env)
+    assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+
+
 def test_every_write_failing_from_a_random_moment_stops_the_run_with_the_resume_command(reader, undisturbed):
     """From a random moment after the cube exists, every PUT is answered 500: the run stops (exit != 0) naming the
     store and the command that resumes, never a traceback; ``status --verify`` then finds no done cell without its

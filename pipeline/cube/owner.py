@@ -218,13 +218,15 @@ class Cube:
     @staticmethod
     def check_settings() -> None:
         """``ConfigError`` (exit 2) when an environment variable that sets how cubes are written holds no valid
-        value (``ORDERCUBE_SHARD_CELLS``, ``ORDERCUBE_FLUSH_SECONDS``, ``ORDERCUBE_LOCK_LEASE_SECONDS``): checked
-        before a cube is created or grown."""
+        value (``ORDERCUBE_SHARD_CELLS``, ``ORDERCUBE_FLUSH_SECONDS``, ``ORDERCUBE_LOCK_LEASE_SECONDS``,
+        ``ORDERCUBE_STORE_TIMEOUT_SECONDS``): checked before a cube is created or grown."""
         from ordercube.pipeline.cube.remote import lease_seconds
+        from ordercube.pipeline.files.location import store_timeouts
 
         shard_cells()
         flush_seconds()
         lease_seconds()
+        store_timeouts()
 
     def count_cells(self) -> dict[str, int]:
         """Planned cells by status (``total, ok, failed, infeasible, crashed, pending, skipped``), read as

@@ -59,8 +59,11 @@ class Location:
 
         # No listing cache: another process (a run, a notebook) may have added chunks since the last listing,
         # and a stale listing would make done cells look lost.
-        defaults = {} if self.url and self.url.startswith("memory://") else {"use_listings_cache": False}
-        return FsspecStore.from_url(self.url or "", storage_options={**defaults, **self.storage_options}, read_only=read_only)
+        defaults: dict[str, Any] = {} if self.url and self.url.startswith("memory://") else {"use_listings_cache": False}
+        options = {**defaults, **self.storage_options}
+        if self.url and self.url.split("://", 1)[0].lower() in ("s3", "s3a"):  # a request unanswered is retried
+            options["config_kwargs"] = {**store_timeouts(), **options.get("config_kwargs", {})}
+        return FsspecStore.from_url(self.url or "", storage_options=options, read_only=read_only)
 
     def __truediv__(self, name: str) -> Path | str:
         """``location / "zarr.json"``: a path for a local cube, a URL for a remote one (for messages)."""
@@ -94,6 +97,23 @@ class Location:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ordercube" / "locks"
         digest = hashlib.sha256(self.canonical_url().encode()).hexdigest()[:16]
         return cache / f"{self.name}-{digest}.lock"
+
+
+#: Seconds an object-store request may go unanswered (to connect, or between bytes of the answer) before the client
+#: gives it up and retries it: botocore's own default, stated; ``ORDERCUBE_STORE_TIMEOUT_SECONDS`` sets another.
+STORE_TIMEOUT_SECONDS = 60.0
+
+
+def store_timeouts() -> dict[str, float]:
+    """The S3 client's connect and read timeouts (:data:`STORE_TIMEOUT_SECONDS`; exit 2 on a setting that is not a
+    positive number). Each request so given up is retried by the client (botocore: 4 retries with backoff by
+    default, ``AWS_MAX_ATTEMPTS`` and ``AWS_RETRY_MODE`` set others); past them the run stops with exit 4 and the
+    command that resumes."""
+    from ordercube.pipeline.system.environment import positive_number
+
+    seconds = float(positive_number("ORDERCUBE_STORE_TIMEOUT_SECONDS", STORE_TIMEOUT_SECONDS, integer=False,
+                                    example=30, unit="seconds"))
+    return {"connect_timeout": seconds, "read_timeout": seconds}
 
 
 def location(where: str | Path | Location, *, key: str = "--out", storage_options: dict[str, Any] | None = None) -> Location:

@@ -1,5 +1,6 @@
 """The numeric environment variables ordercube reads (``ORDERCUBE_SHARD_CELLS``, ``ORDERCUBE_FLUSH_SECONDS``,
-``ORDERCUBE_MAX_INPUT_BYTES``, ``ORDERCUBE_MAX_DENSE_BYTES``, ``ORDERCUBE_LOCK_LEASE_SECONDS``), checked as a config key is: a value that is not a
+``ORDERCUBE_MAX_INPUT_BYTES``, ``ORDERCUBE_MAX_DENSE_BYTES``, ``ORDERCUBE_LOCK_LEASE_SECONDS``,
+``ORDERCUBE_STORE_TIMEOUT_SECONDS``), checked as a config key is: a value that is not a
 positive number exits 2 naming the variable, what it holds and the fix, never a traceback (nor a cube created
 first)."""
 
