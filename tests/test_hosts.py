@@ -450,3 +450,55 @@ def test_a_sweep_over_slow_lossy_links_gives_the_bits_of_one_process(on_s3, undi
         hosts.stop([*workers, scheduler], grace=5)
         for link in links.values():
             link.__exit__(None, None, None)
+
+
+def test_a_plugin_installed_on_the_worker_hosts_after_their_workers_started_runs_there(on_s3, tmp_path):
+    """The workers of w1 and w2 start with an empty folder on their path (their environment before the plug-in is
+    installed); the driver has the demo plug-in (tests/plugins/ordercube_demo). Its family's sweep fails on the
+    workers, every cell recorded with a reason naming the plug-ins loaded and the fix. The plug-in is then
+    installed in the workers' folder, without a restart: the same config, run again, finds it (each worker
+    rescans the installed entry points on its next miss), every cell ok and the cube on S3 the bits of one
+    process."""
+    from test_plugins import _config, install_demo
+
+    hosts = on_s3
+    site, driver_site = tmp_path / "site", install_demo(tmp_path / "driver-site")
+    site.mkdir()
+    env = {**hosts.env, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    driver_env = {**_driver_env(hosts, "drv"), "PYTHONPATH": os.pathsep.join([str(driver_site), str(REPO)])}
+    scheduler = hosts.scheduler()
+    workers = hosts.workers(env=env)
+    try:
+        for host in ("w1", "w2"):  # both started and registered before the install
+            _wait_for_log(hosts.folder / f"{host}.log", "Registered to", workers)
+        config = _config(tmp_path)
+        before = _drive(hosts, config, f"s3://{BUCKET}/before-plugin.zarr", "--wait-for-workers", "30", env=driver_env)
+        assert before.returncode == 1 and "24 failed" in before.stdout, before.stdout + before.stderr
+        from ordercube import open_cube
+
+        reasons = {str(reason) for reason in open_cube(f"s3://{BUCKET}/before-plugin.zarr")["reason"].values.ravel()}
+        assert len(reasons) == 1, reasons  # every cell: the worker's miss, naming what to do
+        assert "unknown dataset 'piecewise_constant'" in str(reasons) or "unknown algorithm 'dp_segments'" in str(reasons)
+        assert "restart the workers" in str(reasons) and "ORDERCUBE_PLUGINS" in str(reasons), reasons
+        install_demo(site)
+        url = f"s3://{BUCKET}/late-plugin.zarr"
+        after = _drive(hosts, config, url, env=driver_env)
+        assert after.returncode == 0 and "0 failed" in after.stdout, after.stdout + after.stderr
+        local = tmp_path / "local.zarr"
+        here = subprocess.run([ORDERCUBE, "run", str(config), "--out", str(local), "--no-progress", "--workers", "0"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert here.returncode == 0, here.stderr
+        assert_same_cells(local, url)
+    finally:
+        hosts.stop([*workers, scheduler])
+
+
+def _wait_for_log(path: Path, text: str, processes: list[subprocess.Popen], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text():
+            return
+        if any(process.poll() is not None for process in processes):
+            pytest.fail(f"a worker exited before '{text}' in {path.name}: {path.read_text()[-500:]}")
+        time.sleep(0.2)
+    pytest.fail(f"no '{text}' in {path.name} within {timeout:.0f} s")

@@ -39,7 +39,11 @@ def _segmentation():
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The demo plug-in installed (as a user would, from its pyproject.toml) into a folder of its own."""
-    target = tmp_path_factory.mktemp("site")
+    return install_demo(tmp_path_factory.mktemp("site"))
+
+
+def install_demo(target: Path) -> Path:
+    """Install the demo plug-in into the folder ``target`` (offline), as pip does; returns ``target``."""
     pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
            "--target", str(target), str(DEMO)]
     # Without the network a wheel is built with the environment's setuptools, which needs `wheel` before

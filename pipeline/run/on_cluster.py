@@ -123,8 +123,9 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
                         raise
                     except Exception as error:  # the task failed as a whole
                         failure = error
-                    if task.cells > 1:  # find the cell that broke it: the others are computed
-                        isolated.extend(isolate(task))
+                    pieces = isolate(task) if task.cells > 1 else [task]
+                    if len(pieces) > 1:  # find the cell that broke it: the others are computed
+                        isolated.extend(pieces)
                         tally.count_isolated()
                     elif second_chance and killed_worker(failure) and task.blocks[0][0] not in struck:
                         struck.add(task.blocks[0][0])
