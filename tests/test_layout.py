@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
+
 
 
 
@@ -324,3 +326,26 @@ def test_every_package_folder_is_listed_for_the_wheel():
              if not any(part.startswith((".", "_")) or part == "build" for part in init.parent.relative_to(folder).parts)}
     assert found - listed == set(), f"add to pyproject.toml's [tool.setuptools] packages: {sorted(found - listed)}"
     assert "ordercube.tasks.schemes" in found and len(found) >= 15, sorted(found)
+
+
+# The engine asks an algorithm what it can do (BaseAlgorithm's facts: runs_schemes, partitions, gives,
+# shares_fit_across_k), never which kind it is. The family checks still in the engine's folders are registered by
+# kind (their one isinstance asserts what their registration guarantees); they move beside their kernels with the
+# built-in families as packages.
+KINDS = ("BaseAlgorithm", "Clusterer", "Classifier", "MatrixModel")
+FAMILY_CHECKS_BY_KIND = {"pipeline/config/familychecks.py", "pipeline/config/supervision.py"}
+
+
+def test_the_engine_never_tests_an_algorithms_kind():
+    """No ``isinstance(..., Clusterer)`` (or another algorithm kind) in ``pipeline/`` or ``ordercube/`` but the
+    family checks registered by kind: a plug-in kind gets what a built-in one gets, by its facts."""
+    found = []
+    for path in sorted([*(REPO / "pipeline").rglob("*.py"), *(REPO / "ordercube").rglob("*.py")]):
+        relative = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                named = [getattr(kind, "id", getattr(kind, "attr", None)) for kind in kinds]
+                if any(name in KINDS for name in named) and relative not in FAMILY_CHECKS_BY_KIND:
+                    found.append(f"{relative}:{node.lineno}")
+    assert found == []

@@ -22,7 +22,7 @@ from typing import Any
 from ordercube.pipeline.config.checks import param_fix
 from ordercube.pipeline.config.specs import Config, DatasetSpec, MethodSpec
 from ordercube.pipeline.errors import ConfigError
-from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Clusterer
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
 from ordercube.tasks.criteria import get_criterion, is_reduced
 from ordercube.tasks.params import ParamError, show
 from ordercube.tasks.schemes import DEFAULT, SCHEMES, get_scheme
@@ -45,7 +45,7 @@ def method_scheme(entry: Mapping[str, Any], key: str, algorithm: BaseAlgorithm,
     if not isinstance(name, str) or name not in SCHEMES:
         errors.append(ConfigError(f"{key}.scheme", f"unknown scheme {show(name)}", f"expected one of {sorted(SCHEMES)}"))
         return algorithm, "", {}
-    if not isinstance(algorithm, Clusterer):
+    if not algorithm.runs_schemes:
         errors.append(ConfigError(f"{key}.scheme", f"{name!r} is a resampling scheme of clustering algorithms, and "
                                   f"{algorithm.name!r} is {algorithm.kind}", "remove 'scheme' (and 'scheme_params') "
                                   "from this method, or use a clustering algorithm"))
@@ -85,7 +85,7 @@ def method_assignments(entry: Mapping[str, Any], key: str, algorithm: BaseAlgori
     """``methods[i].assignments``: whether the method stores them, and the key filled by default (when true by
     default). ``names`` are the method's criteria; refusals go to ``errors``."""
     readers = [name for name in names if is_reduced(name)]
-    labelless = isinstance(algorithm, Clusterer) and "labels" not in algorithm.gives
+    labelless = algorithm.runs_schemes and "labels" not in algorithm.gives
     why = (f"{', '.join(readers)} {'is' if len(readers) == 1 else 'are'} computed from stored assignments" if readers
            else "its scheme gives no halves' labels: its clusterings are what it computes")
     if "assignments" not in entry:

@@ -19,7 +19,7 @@ from ordercube.pipeline.config.familychecks import run_family_checks
 from ordercube.pipeline.config.limits import check_size
 from ordercube.pipeline.config.yamlload import read_yaml
 from ordercube.tasks.algorithms import ALGORITHMS, get_algorithm
-from ordercube.tasks.algorithms.kinds import BaseAlgorithm, Clusterer
+from ordercube.tasks.algorithms.kinds import BaseAlgorithm
 from ordercube.tasks.algorithms.estimators import is_import_path
 from ordercube.pipeline.config.adaptive import parse_adaptive
 from ordercube.pipeline.config.checks import (
@@ -329,7 +329,7 @@ def _check_fit(datasets: tuple[DatasetSpec, ...], methods: tuple[MethodSpec, ...
     them (:func:`ordercube.tasks.capabilities.why_not`), and a variant of the algorithm for them accepts its parameters."""
     for i, method in enumerate(methods):
         algorithm = get_algorithm(method.algorithm)
-        if method.scheme and isinstance(algorithm, Clusterer):
+        if method.scheme and algorithm.runs_schemes:
             algorithm = algorithm.with_scheme(method.scheme)
         predictor = method.predictor if algorithm.needs_predictor else None
         named = method.all_criteria

@@ -28,7 +28,7 @@ import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -274,9 +274,10 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     if spec.objects != "points":
         raise InputError(f"--dataset: {dataset!r} holds {spec.objects} data; a partition of it is not available yet "
                          "(points only)")
-    if not isinstance(algorithm, Clusterer) or algorithm.takes != spec.objects:
+    if not algorithm.partitions or algorithm.takes != spec.objects:
         raise InputError(f"--method: {method!r} ({m.algorithm}) does not partition points; partition a method whose "
                          "algorithm clusters points (kmeans, gaussian_mixture, agglomerative, ...)")
+    clusterer = cast(Clusterer, algorithm)  # a kind that partitions labels its objects through cluster()
     n = _largest_n(cube, dataset, method)
     chosen_by = "--k"
     if k is None:
@@ -292,7 +293,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
     if not algorithm.feasible(k, X.shape[0] // 2):
         raise InputError(f"--k: k = {k} is too large for halves of {X.shape[0] // 2} rows of {dataset}; give a smaller k")
     method_id = label_id(method)
-    labels = np.asarray(algorithm.cluster(X, k, stream(seed, Purpose.PARTITION, *ids, FIT_WHOLE, method_id, k, 0, 0),
+    labels = np.asarray(clusterer.cluster(X, k, stream(seed, Purpose.PARTITION, *ids, FIT_WHOLE, method_id, k, 0, 0),
                                           **params), dtype=np.int64)
     labels = np.unique(labels, return_inverse=True)[1].astype(np.int64)  # codes 0.. of the clusters that are not empty
     k_found = int(labels.max()) + 1
@@ -306,7 +307,7 @@ def compute_partition(cube: xr.Dataset, dataset: str, method: str, *, k: int | N
             halves = halves_of_rows(stream(seed, Purpose.PARTITION, *ids, SPLIT, trial, 0, 0, 0).permutation(n), n)
             rngs = [stream(seed, Purpose.PARTITION, *ids, FIT_HALF, method_id, k, trial, part) for part in (0, 1)]
         for rows, rng in zip(halves, rngs):
-            scores.append(clusterwise_jaccard(labels, k_found, rows, np.asarray(algorithm.cluster(X[rows], k, rng, **params))))
+            scores.append(clusterwise_jaccard(labels, k_found, rows, np.asarray(clusterer.cluster(X[rows], k, rng, **params))))
     read = spec.read or f"{X.shape[0]} points drawn from {spec.kind} {dict(spec.params)} (the partition's own sample)"
     return Partition(dataset=dataset, method=method, k=k, n=n, chosen_by=chosen_by, labels=labels, names=tuple(names),
                      truth=None if truth is None else np.asarray(truth, dtype=np.int64), classes=spec.classes,

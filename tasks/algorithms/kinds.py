@@ -126,6 +126,25 @@ class BaseAlgorithm:
         (a task computing some of them must be given all of them)."""
         return False
 
+    @property
+    def runs_schemes(self) -> bool:
+        """Whether a method of it may name a resampling scheme (``methods[i].scheme``: consensus clustering,
+        M3C), run through :meth:`with_scheme`."""
+        return False
+
+    @property
+    def partitions(self) -> bool:
+        """Whether a fit labels each of its objects with a group in ``0..k-1`` (``cluster(X, k, rng)``): what
+        ``ordercube partition`` reports for a chosen k."""
+        return False
+
+    def with_scheme(self, scheme: str) -> BaseAlgorithm:
+        """This algorithm as a method of the resampling scheme ``scheme`` runs it: itself for the default ("");
+        ``ValueError`` for another scheme unless the kind runs schemes (:attr:`runs_schemes`)."""
+        if scheme:
+            raise ValueError(f"{self.name!r} is {self.kind}: it runs no resampling scheme ({scheme!r})")
+        return self
+
     def feasible(self, k: int, size: int) -> bool:
         """Whether order ``k`` can be fitted on ``size`` objects (a half, a learning set, a matrix's rank)."""
         return 1 <= k <= size
@@ -216,6 +235,14 @@ class Clusterer(BaseAlgorithm):
     @property
     def shares_fit_across_k(self) -> bool:
         return self.cluster_many is not None
+
+    @property
+    def runs_schemes(self) -> bool:
+        return True
+
+    @property
+    def partitions(self) -> bool:
+        return True
 
     def feasible(self, k: int, size: int) -> bool:
         return 1 <= k and k * self.min_points_per_cluster <= size
