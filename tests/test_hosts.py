@@ -298,7 +298,9 @@ def test_the_scheduler_killed_mid_sweep_stops_the_driver_with_the_resume_command
         hosts.stop([*workers, scheduler])
 
 
-def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_undisturbed_cube(on_s3, undisturbed):
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_undisturbed_cube(on_s3, undisturbed,
+                                                                                                 trial):
     """The link of worker host w1 taken down (its bridge port) at a random moment once the sweep is under way, up
     again 30 s later: nothing hangs, the tasks it held finish on its return (or elsewhere), the run ends 0 and the
     cube equals an undisturbed run's, ``status --verify`` clean."""
@@ -306,7 +308,7 @@ def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_
 
     hosts = on_s3
     config, local = undisturbed
-    url = f"s3://{BUCKET}/cut.zarr"
+    url = f"s3://{BUCKET}/cut{trial}.zarr"
     delay = random.uniform(0.0, 2.0)
     port = f"{hosts.prefix}b{NAMES.index('w1') + 1}"  # w1's end of its veth pair on the bridge
     scheduler = hosts.scheduler()
@@ -352,8 +354,9 @@ def long_undisturbed(tmp_path_factory) -> tuple[Path, Path]:
     return config, folder / "local.zarr"
 
 
+@pytest.mark.parametrize("trial", range(TRIALS))
 def test_the_driver_host_killed_the_sweep_is_taken_over_from_another_host_only_once_the_lease_has_run_out(
-        on_s3, long_undisturbed):
+        on_s3, long_undisturbed, trial):
     """The driver on host drv (its own host name and cache folder), the cube's lock object on S3 naming it. While it
     lives, ``--break-lock`` naming it from host drv2 is refused after more than its lease (its heartbeat is fresh).
     Then every process of host drv is SIGKILLed at a random moment, and drv2 tries again and again: each refusal
@@ -365,7 +368,7 @@ def test_the_driver_host_killed_the_sweep_is_taken_over_from_another_host_only_o
 
     hosts = on_s3
     config, local = long_undisturbed
-    url = f"s3://{BUCKET}/taken-over.zarr"
+    url = f"s3://{BUCKET}/taken-over{trial}.zarr"
     fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
                            skip_instance_cache=True, use_listings_cache=False)
     scheduler = hosts.scheduler()
