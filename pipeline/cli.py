@@ -226,6 +226,8 @@ def _run_with(args: argparse.Namespace, before: Callable[[Config], None] | None 
     if failed:
         print(f"{failed} planned cells of {out} have failed or crashed their worker (reasons in its 'reason' "
               "variable); 'ordercube run --retry-failed' computes them again", file=sys.stderr)
+        for reason, cells in summary.reasons:  # this run's: what to fix, without opening the cube
+            print(f"  {cells} cell{'s' * (cells > 1)} of this run: {show.shortened(reason)}", file=sys.stderr)
     return (EXIT_FAILED_CELLS if failed else EXIT_OK), out
 
 

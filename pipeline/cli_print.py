@@ -43,6 +43,15 @@ def overhead_line(summary: Any) -> str:
             f"writes {ms(summary.write_seconds)}, driver {ms(summary.driver_seconds)} ms per cell")
 
 
+REASON_CHARACTERS = 400  # a failed cell's reason, as the run's summary prints it
+
+
+def shortened(text: str, limit: int = REASON_CHARACTERS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (an ellipsis says where)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def print_status(counts: dict[str, int], *, as_json: bool) -> None:
     """The cell counts by status: one line, or a JSON object."""
     if as_json:

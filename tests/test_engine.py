@@ -142,6 +142,8 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     env = {"ORDERCUBE_PLUGINS": "ordercube_test_stubs"}
     result = cli("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "2", env=env)
     assert result.returncode == 1, result.stderr
+    # what failed, said where the run ends: each distinct reason with its cells (12: k = 4 at n = 40, 6 trials x 2)
+    assert "\n  12 cells of this run: RuntimeError: stub failure at k=4\n" in result.stderr, result.stderr
     cube = open_cube(tmp_path / "f.zarr").load()
     status = cube["status"].sel(model="stub")
     # n = 8: halves of 4 points fit k = 2 only (2 points per cluster); k = 4 fails wherever it is feasible
@@ -160,6 +162,8 @@ def test_failing_and_infeasible_cells_are_recorded_and_the_sweep_goes_on(tmp_pat
     retried = cli_in_process("run", str(path), "--out", str(tmp_path / "f.zarr"), "--no-progress", "--workers", "0",
                              "--retry-failed", env=env)
     assert retried.returncode == 1 and "computing 12 of 72" in retried.stdout
+    assert "  12 cells of this run: RuntimeError: stub failure at k=4" in retried.stderr
+    assert "cells of this run" not in again.stderr  # nothing computed: no reason of this run to show
 
 
 def _status_counts(path: Path) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ class DiskFull(Exception):
 
 
 DISK_FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+REASONS_SHOWN = 3  # a run's summary names this many of its failed cells' most frequent reasons
 
 
 class StoreFailed(Exception):
@@ -95,6 +97,7 @@ class Summary:
     bookkeeping_seconds: float = 0.0
     write_seconds: float = 0.0
     driver_seconds: float = 0.0
+    reasons: tuple[tuple[str, int], ...] = ()  # the failed or crashed cells' most frequent reasons, with their counts
 
     @property
     def overhead_seconds(self) -> float:
@@ -150,6 +153,7 @@ class Tally:
         self.writes = 0.0
         self.waited = 0.0
         self._lock = threading.Lock()  # compute threads count the tasks they cut up
+        self.reasons: Counter[str] = Counter()  # of the failed and crashed cells
 
     def count_isolated(self) -> None:
         with self._lock:
@@ -172,6 +176,8 @@ class Tally:
             for code in self.counts:
                 self.counts[code] += int((result.status == code).sum())
             broken = (result.status == Status.FAILED) | (result.status == Status.CRASHED)
+            if broken.any():
+                self.reasons.update(str(reason) for reason in result.reason[broken])
             self.progress.advance(chunk.cells, failed=int(broken.sum()), chunk=chunk)
         self.writes += time.perf_counter() - started
 
@@ -188,7 +194,8 @@ class Tally:
                        crashed=counts[Status.CRASHED], isolated_tasks=self.isolated_tasks, skipped=self.skipped,
                        tasks=self.tasks, kernel_seconds=self.kernel,
                        bookkeeping_seconds=max(self.worker - self.kernel, 0.0), write_seconds=self.writes,
-                       driver_seconds=max(seconds - self.waited - self.writes, 0.0))
+                       driver_seconds=max(seconds - self.waited - self.writes, 0.0),
+                       reasons=tuple(self.reasons.most_common(REASONS_SHOWN)))
 
 
 def failed_results(task: Task, error: BaseException) -> list[tuple[Chunk, BlockResult]]:
