@@ -239,8 +239,9 @@ def _stopped(error: BaseException, out: str, resume: str) -> int:
         print(f"interrupted: {_kept(out)}. Resume with:\n  {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     if isinstance(error, ClusterLost):
-        print(f"error: lost the Dask scheduler mid-sweep ({error}); {_kept(out)}. "
-              f"Start the scheduler and workers again, then resume with:\n  {resume}", file=sys.stderr)
+        print(f"error: lost a connection to the Dask cluster mid-sweep ({error}); {_kept(out)}. "
+              f"Check that the scheduler and workers run (start them again if not), then resume with:\n  {resume}",
+              file=sys.stderr)
         return EXIT_CLUSTER_LOST
     if isinstance(error, NoWorkers):
         print(f"error: {error}; {_kept(out)}. Start workers (or give them longer with "

@@ -38,7 +38,8 @@ class Interrupted(Exception):
 
 
 class ClusterLost(Exception):
-    """The connection to the Dask scheduler was lost mid-sweep; what arrived is on disk."""
+    """A connection to the Dask cluster was lost mid-sweep (the scheduler's, or one to a worker that distributed
+    did not make again); what arrived is on disk."""
 
 
 class DiskFull(Exception):
@@ -170,6 +171,14 @@ class Tally:
         self.waited += seconds
 
     def store(self, cube_arrays: BlockWriter, done: Iterable[tuple[Chunk, BlockResult]]) -> None:
+        """Write ``done`` (:class:`DiskFull` or :class:`StoreFailed` when the cube cannot be written: said here, at
+        the write, so that a connection's OSError elsewhere is never taken for the store's)."""
+        try:
+            self._store(cube_arrays, done)
+        except OSError as error:
+            raise write_stopped(error) from None
+
+    def _store(self, cube_arrays: BlockWriter, done: Iterable[tuple[Chunk, BlockResult]]) -> None:
         # Pieces of the same storage chunk are written together: at small n the writes set the pace.
         started = time.perf_counter()
         for chunk, result in cube_arrays.write_merged(done):

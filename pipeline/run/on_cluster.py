@@ -105,7 +105,10 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
         try:
             for _ in range(window):
                 submit_next()
-            cube_arrays = open_cube_for_writing().writer()
+            try:
+                cube_arrays = open_cube_for_writing().writer()
+            except OSError as error:  # the store's: the cube could not be created or opened
+                raise write_stopped(error) from None
             head.store(tally, cube_arrays)
             tally.skip(feed.stored([]))
             # Whatever has finished while the driver was writing arrives as one batch, written together.
@@ -138,14 +141,14 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
                     future.release()
                 while len(in_flight) < window and submit_next():  # a decided look may release a whole round
                     pass
-        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
+        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError, OSError) as error:
+            # the store's errors were said at their writes (Tally.store): an OSError here is a connection's, as
+            # distributed's when a handshake is reset
             raise ClusterLost(describe(error)) from None
-        except (KeyboardInterrupt, NoWorkers, OSError) as error:
+        except (KeyboardInterrupt, NoWorkers) as error:
             futures.clear()
             client.cancel(list(in_flight), force=True)
             if isinstance(error, KeyboardInterrupt):
                 raise Interrupted() from None
-            if isinstance(error, OSError):
-                raise write_stopped(error) from None
             raise
     return tally.summary()
