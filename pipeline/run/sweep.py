@@ -39,7 +39,7 @@ from ordercube.pipeline.system.kernel_cache import use_writable_cache
 from ordercube.pipeline.files.location import location
 from ordercube.pipeline.run.rounds import AdaptiveFeed, Feed, FixedFeed, forget_records
 from ordercube.tasks.algorithms import get_algorithm
-from ordercube.tasks.cell import Status
+from ordercube.tasks.cell import Status, describe
 from ordercube.tasks.criteria import get_criterion
 from ordercube.tasks.criteria.stability import random_labeling_disagreement
 from ordercube.tasks.seeding import Purpose, stream
@@ -328,8 +328,11 @@ def _sweep_locked(
         plan = make_plan(config, coords, default_chunks(config), np.zeros(coords.shape, dtype=np.int8))
 
         def open_cube_for_writing() -> Cube:
-            return Cube.create(path, config, coords, default_chunks(config),
-                               prepare=lambda new: fill_baseline(new, config, coords))
+            try:
+                return Cube.create(path, config, coords, default_chunks(config),
+                                   prepare=lambda new: fill_baseline(new, config, coords))
+            except OSError as error:  # said at the store, wherever the executor opens it
+                raise write_stopped(error) from None
 
     pilot, guess = pilot_and_estimate(plan)
     plan = without(plan, pilot)  # the pilot's cells are stored first (Head)
@@ -368,11 +371,29 @@ def _sweep_locked(
     if placement.reason:
         echo(placement.reason)
     local = not (client or scheduler or scheduler_file)
-    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line, refuse_records_from_main
+    from ordercube.pipeline.run.cluster import refuse_records_from_main
     if local:
         refuse_records_from_main()  # before the estimate of a cluster that will not start
         at_hand = workers or usable_cores()
         say(guess.line(at_hand, cluster=True), guess.wall(at_hand, cluster=True))
+    try:
+        return _on_cluster(plan, config, pilot, planning, path, feed_for, open_cube_for_writing, head, bar, say, echo,
+                           guess, local=local, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+                           connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client,
+                           wait_for_workers=wait_for_workers, notify=notify)
+    except OSError as error:  # the cube's writes said theirs (StoreFailed, DiskFull): this one is a connection's
+        raise ClusterLost(describe(error)) from None
+
+
+def _on_cluster(plan: Plan, config: Config, pilot: Pilot, planning: float, path: Any, feed_for: Callable[[int], Feed],
+                open_cube_for_writing: Callable[[], Cube], head: Callable[[int], Head], bar: Callable[[int], bool],
+                say: Callable[..., None], echo: Callable[[str], None], guess: Any, *, local: bool, workers: int | None,
+                scheduler: str | None, scheduler_file: str | None, connect_timeout: float | None,
+                dashboard_address: str | None, client: Any, wait_for_workers: float | None,
+                notify: Callable[[str], None] | None) -> Summary:
+    """The sweep on a Dask cluster: connected (a LocalCluster started, or a scheduler's), the workers waited for,
+    the tasks computed there (:func:`ordercube.pipeline.run.on_cluster.compute_on_cluster`)."""
+    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
     from ordercube.pipeline.run.on_cluster import compute_on_cluster
 
     with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
