@@ -168,10 +168,15 @@ def on_s3(hosts, monkeypatch):
 def undisturbed(tmp_path_factory) -> tuple[Path, Path]:
     """A sweep of some seconds on two workers (Gap: 20 reference fits per trial's own box) and its cube computed
     in this process, undisturbed: what every interrupted run must end equal to."""
-    folder = tmp_path_factory.mktemp("undisturbed")
+    return _computed_here(tmp_path_factory.mktemp("undisturbed"), resamples=160)
+
+
+def _computed_here(folder: Path, *, resamples: int) -> tuple[Path, Path]:
+    """The Gap and Lange sweep of the fault tests with ``resamples`` trials: its config, and its cube computed in
+    this process."""
     method = {"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "predictor": "nearest_centroid",
               "criteria": ["lange", "gap"]}
-    config = write_config(folder / "c.yaml", **small_config(resamples=160, methods=[method],
+    config = write_config(folder / "c.yaml", **small_config(resamples=resamples, methods=[method],
                                                             execution={"trials_per_chunk": 4, "task_seconds": 0.3}))
     here = cli_in_process("run", str(config), "--out", str(folder / "local.zarr"), "--no-progress", "--workers", "0")
     assert here.returncode == 0, here.stderr
@@ -344,14 +349,7 @@ LEASE = 5  # seconds: the lease the killed driver states (ORDERCUBE_LOCK_LEASE_S
 def long_undisturbed(tmp_path_factory) -> tuple[Path, Path]:
     """:func:`undisturbed`'s sweep with 2.5 times the resamples: long enough across two workers (about 20 s) for a
     holder to be tried alive after its lease."""
-    folder = tmp_path_factory.mktemp("long")
-    method = {"name": "km", "algorithm": "kmeans", "params": {"n_init": 3}, "predictor": "nearest_centroid",
-              "criteria": ["lange", "gap"]}
-    config = write_config(folder / "c.yaml", **small_config(resamples=400, methods=[method],
-                                                            execution={"trials_per_chunk": 4, "task_seconds": 0.3}))
-    here = cli_in_process("run", str(config), "--out", str(folder / "local.zarr"), "--no-progress", "--workers", "0")
-    assert here.returncode == 0, here.stderr
-    return config, folder / "local.zarr"
+    return _computed_here(tmp_path_factory.mktemp("long"), resamples=400)
 
 
 @pytest.mark.parametrize("trial", range(TRIALS))

@@ -65,13 +65,10 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
     overlaps the first tasks: for a small sweep, creation costs as much as the computation.
     """
     window = config.execution.max_tasks_in_flight or 4 * threads
-    try:  # the scheduler sends them on to every worker: a connection lost there is the cluster's, not the store's
-        arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
-                  if d.data is not None and d.name in feed.datasets}
-        labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
-                  if d.labels is not None and d.name in feed.datasets}
-    except OSError as error:  # CommClosedError among them
-        raise ClusterLost(describe(error)) from None
+    arrays = {d.name: client.scatter(d.data, broadcast=True) for d in config.datasets
+              if d.data is not None and d.name in feed.datasets}
+    labels = {d.name: client.scatter(d.labels, broadcast=True) for d in config.datasets
+              if d.labels is not None and d.name in feed.datasets}
     synthetic = synthetic_sources(config)
     pending: deque[Task] = deque()
     isolated: deque[Task] = deque()  # cells of a task that failed as a whole, resubmitted one by one first
