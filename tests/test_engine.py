@@ -234,7 +234,12 @@ def test_a_cell_that_kills_its_worker_every_time_is_isolated_and_recorded_as_cra
     path = write_config(tmp_path / "c.yaml", **config)
     result = cli("run", str(path), "--out", str(tmp_path / "c.zarr"), "--workers", "2", "--no-progress", env=env)
     assert result.returncode == 1, result.stderr
-    assert "failed as a whole" in result.stdout and "Traceback" not in result.stderr
+    # ordercube prints no traceback; distributed may log its own record of a dead worker's closed stream, with one
+    # (2 of 10 runs of the default suite under -n 2)
+    from test_waits import outside_distributed_records
+
+    assert "failed as a whole" in result.stdout
+    assert "Traceback" not in "\n".join(outside_distributed_records(result.stderr.splitlines())), result.stderr
     cube = open_cube(tmp_path / "c.zarr").load()
     assert (cube["status"].sel(model="fine") == 1).all()
     crash = cube.sel(model="crash")
