@@ -141,9 +141,8 @@ def compute_on_cluster(client: Client, config: Config, feed: Feed, open_cube_for
                     future.release()
                 while len(in_flight) < window and submit_next():  # a decided look may release a whole round
                     pass
-        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError, OSError) as error:
-            # the store's errors were said at their writes (Tally.store): an OSError here is a connection's, as
-            # distributed's when a handshake is reset
+        except (CommClosedError, ConnectionError, FutureCancelledError, CancelledError) as error:
+            # another OSError of the sweep (distributed's, for a reset connection) is mapped around it in sweep.py
             raise ClusterLost(describe(error)) from None
         except (KeyboardInterrupt, NoWorkers) as error:
             futures.clear()

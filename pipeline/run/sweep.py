@@ -371,47 +371,32 @@ def _sweep_locked(
     if placement.reason:
         echo(placement.reason)
     local = not (client or scheduler or scheduler_file)
-    from ordercube.pipeline.run.cluster import refuse_records_from_main
+    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line, refuse_records_from_main
     if local:
         refuse_records_from_main()  # before the estimate of a cluster that will not start
         at_hand = workers or usable_cores()
         say(guess.line(at_hand, cluster=True), guess.wall(at_hand, cluster=True))
-    try:
-        return _on_cluster(plan, config, pilot, planning, path, feed_for, open_cube_for_writing, head, bar, say, echo,
-                           guess, local=local, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
-                           connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client,
-                           wait_for_workers=wait_for_workers, notify=notify)
-    except OSError as error:  # the cube's writes said theirs (StoreFailed, DiskFull): this one is a connection's
-        raise ClusterLost(describe(error)) from None
-
-
-def _on_cluster(plan: Plan, config: Config, pilot: Pilot, planning: float, path: Any, feed_for: Callable[[int], Feed],
-                open_cube_for_writing: Callable[[], Cube], head: Callable[[int], Head], bar: Callable[[int], bool],
-                say: Callable[..., None], echo: Callable[[str], None], guess: Any, *, local: bool, workers: int | None,
-                scheduler: str | None, scheduler_file: str | None, connect_timeout: float | None,
-                dashboard_address: str | None, client: Any, wait_for_workers: float | None,
-                notify: Callable[[str], None] | None) -> Summary:
-    """The sweep on a Dask cluster: connected (a LocalCluster started, or a scheduler's), the workers waited for,
-    the tasks computed there (:func:`ordercube.pipeline.run.on_cluster.compute_on_cluster`)."""
-    from ordercube.pipeline.run.cluster import WorkerWatch, connect, dashboard_line
     from ordercube.pipeline.run.on_cluster import compute_on_cluster
 
-    with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
-                 connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
-        watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
-        threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
-        feed_started = time.perf_counter()
-        if not local:
-            say(guess.line(threads, cluster=False, where=f"on the {threads} worker thread(s) there"),
-                guess.wall(threads, cluster=False))
-        feed = feed_for(threads)
-        echo(_computing(plan, feed, path, pilot))
-        planning += time.perf_counter() - feed_started
-        if line := dashboard_line(connected, dashboard_address):
-            echo(line)
-        return _with_pilot(compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
-                                              show_progress=bar(threads), watch=watch, head=head(threads)),
-                           pilot, planning)
+    try:
+        with connect(workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+                     connect_timeout=connect_timeout, dashboard_address=dashboard_address, client=client) as connected:
+            watch = WorkerWatch(connected, patience=wait_for_workers, notify=notify, owned=client is None)
+            threads = watch.wait()  # tasks are sized for the threads there are: wait for the first worker
+            feed_started = time.perf_counter()
+            if not local:
+                say(guess.line(threads, cluster=False, where=f"on the {threads} worker thread(s) there"),
+                    guess.wall(threads, cluster=False))
+            feed = feed_for(threads)
+            echo(_computing(plan, feed, path, pilot))
+            planning += time.perf_counter() - feed_started
+            if line := dashboard_line(connected, dashboard_address):
+                echo(line)
+            return _with_pilot(compute_on_cluster(connected, config, feed, open_cube_for_writing, threads=threads,
+                                                  show_progress=bar(threads), watch=watch, head=head(threads)),
+                               pilot, planning)
+    except OSError as error:  # the cube's writes said theirs (StoreFailed, DiskFull): this one is a connection's,
+        raise ClusterLost(describe(error)) from None  # as distributed's when a connection is reset
 
 
 def _with_pilot(summary: Summary, pilot: Pilot, planning: float) -> Summary:
