@@ -136,7 +136,7 @@ def remote_documents(place: Location) -> dict[str, str | None]:
 def supports_lock_object(place: Location) -> bool:
     """Can runs on other machines be kept out by a lock object (a write that fails if the object exists)?
     s3fs makes one (``If-None-Match: *``); the other backends are locked on this machine only."""
-    return place.url is not None and place.url.split("://", 1)[0].lower() in ("s3", "s3a")
+    return place.is_s3
 
 
 def _lock_key(place: Location) -> tuple[Any, str]:

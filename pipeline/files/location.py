@@ -44,6 +44,11 @@ class Location:
     def is_local(self) -> bool:
         return self.path is not None
 
+    @property
+    def is_s3(self) -> bool:
+        """An S3 URL (``s3://``, ``s3a://``): botocore's client, with its timeouts and conditional writes."""
+        return self.url is not None and self.url.split("://", 1)[0].lower() in ("s3", "s3a")
+
     def __str__(self) -> str:
         return self.text
 
@@ -61,7 +66,7 @@ class Location:
         # and a stale listing would make done cells look lost.
         defaults: dict[str, Any] = {} if self.url and self.url.startswith("memory://") else {"use_listings_cache": False}
         options = {**defaults, **self.storage_options}
-        if self.url and self.url.split("://", 1)[0].lower() in ("s3", "s3a"):  # a request unanswered is retried
+        if self.is_s3:  # a request unanswered is given up and retried
             options["config_kwargs"] = {**store_timeouts(), **options.get("config_kwargs", {})}
         return FsspecStore.from_url(self.url or "", storage_options=options, read_only=read_only)
 
