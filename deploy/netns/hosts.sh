@@ -8,8 +8,10 @@
 # HOST i (from 1) is the namespace PREFIX-HOST at SUBNET.i/24, with its loopback up; the bridge PREFIXbr holds
 # SUBNET.254, so this machine's own namespace reaches every host (and a host reaches this machine there). `start`
 # prints one line per host: NAME ADDRESS. `run` executes a program on a host under the host's own name (a UTS
-# namespace of its own: `hostname` says HOST, as a lock naming its holder's host must), replaced by it (same pid). Needs root and iproute2 (`ip`); nothing else is installed or written.
-# Exit codes: 2 bad input, 3 not root or no `ip`, 4 a namespace or link could not be made (what was made is removed).
+# namespace of its own: `hostname` says HOST, as a lock naming its holder's host must), replaced by it (same pid).
+# Needs root, iproute2 (`ip`) and, for `run`, util-linux (`unshare`); nothing else is installed or written.
+# Exit codes: 2 bad input, 3 not root or no `ip` (no `unshare`, for run), 4 a namespace or link could not be made (what
+# was made is removed).
 set -euo pipefail
 
 usage() { echo "usage: $0 start PREFIX SUBNET HOST... | run PREFIX HOST COMMAND... | stop PREFIX" >&2; exit 2; }
