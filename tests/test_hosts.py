@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,6 +198,22 @@ def _driver_env(hosts: Hosts, host: str, **extra: str) -> dict[str, str]:
     return {**hosts.env, "XDG_CACHE_HOME": str(hosts.folder / f"cache-{host}"), **extra}
 
 
+def _fresh_fs(hosts: Hosts) -> Any:
+    """The S3 server as this process reads it, listings and instances never cached (the runs write it meanwhile)."""
+    import s3fs
+
+    return s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
+                             skip_instance_cache=True, use_listings_cache=False)
+
+
+def _assert_undisturbed(hosts: Hosts, local: Path, url: str) -> None:
+    """The cube at ``url`` holds the cells of the undisturbed ``local`` one (every variable but ``seconds``, bit for
+    bit), and ``status --verify`` reads every chunk back clean with no cell pending."""
+    assert_same_cells(local, url)
+    verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
+    assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+
+
 def _drive(hosts: Hosts, config: Path, url: str, *extra: str, host: str = "drv", timeout: float = 300,
            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``ordercube run`` on the driver's host against the scheduler's, the cube on the S3 host."""
@@ -212,12 +229,9 @@ def _under_way(hosts: Hosts, config: Path, url: str, delay: float, *, host: str 
     """``ordercube run`` started on the driver's host, returned once its first values are on S3 (with ``locked``:
     once it holds the cube's lock object) and ``delay`` more seconds have passed (the moment a fault is injected),
     the run still going."""
-    import s3fs
-
     driver = subprocess.Popen(_driver_command(hosts, config, url, host, ()), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env or _driver_env(hosts, host), cwd=hosts.folder)
-    fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
-                           skip_instance_cache=True, use_listings_cache=False)
+    fs = _fresh_fs(hosts)
     key = url.removeprefix("s3://")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and driver.poll() is None:
@@ -296,9 +310,7 @@ def test_the_scheduler_killed_mid_sweep_stops_the_driver_with_the_resume_command
         print(f"resumed in {time.monotonic() - started:.1f} s: {again.stdout[-300:]}")
         assert again.returncode == 0, again.stdout + again.stderr
         assert "computing" in again.stdout
-        assert_same_cells(local, url)
-        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
-        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+        _assert_undisturbed(hosts, local, url)
     finally:
         hosts.stop([*workers, scheduler])
 
@@ -334,9 +346,7 @@ def test_a_worker_host_cut_off_for_30_s_returns_and_the_sweep_finishes_with_the_
         print(f"w1 cut off {delay:.1f} s after the first values for 30 s; the run ended {time.monotonic() - cut:.1f} s "
               f"after the cut with exit {driver.returncode}")
         assert driver.returncode == 0, out + err
-        assert_same_cells(local, url)
-        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
-        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+        _assert_undisturbed(hosts, local, url)
     finally:
         subprocess.run(["ip", "link", "set", port, "up"], timeout=30)
         hosts.stop([*workers, scheduler], grace=5)
@@ -362,13 +372,10 @@ def test_the_driver_host_killed_the_sweep_is_taken_over_from_another_host_only_o
     finishes the sweep, the cube equal to an undisturbed run's and ``status --verify`` clean."""
     import random
 
-    import s3fs
-
     hosts = on_s3
     config, local = long_undisturbed
     url = f"s3://{BUCKET}/taken-over{trial}.zarr"
-    fs = s3fs.S3FileSystem(endpoint_url=hosts.env["AWS_ENDPOINT_URL"], key="testing", secret="testing",
-                           skip_instance_cache=True, use_listings_cache=False)
+    fs = _fresh_fs(hosts)
     scheduler = hosts.scheduler()
     workers = hosts.workers()
     driver = _under_way(hosts, config, url, 0.0, env=_driver_env(hosts, "drv", ORDERCUBE_LOCK_LEASE_SECONDS=str(LEASE)),
@@ -405,9 +412,7 @@ def test_the_driver_host_killed_the_sweep_is_taken_over_from_another_host_only_o
         assert taken and float(taken.group(1)) >= LEASE - 0.5 and int(taken.group(2)) == LEASE, tried.stdout
         assert f"(pid {holder['pid']} on host drv" in tried.stdout and "computing" in tried.stdout
         assert not fs.exists(f"{url.removeprefix('s3://')}.lock")  # released at the end
-        assert_same_cells(local, url)
-        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
-        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
+        _assert_undisturbed(hosts, local, url)
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -418,23 +423,24 @@ def test_a_sweep_over_slow_lossy_links_gives_the_bits_of_one_process(on_s3, tmp_
     """Every connection to the scheduler, to each worker and to the S3 server passes a link that delays each chunk
     50 ms each way and drops 5% of the connections made through it, and its first (five times the 1% asked, as a
     link carries few: a proxy on this machine's end of the bridge, as this kernel has no netem; the workers are
-    reached at their proxies through ``--contact-address``). The sweep finishes, the cube is the bits of one process, ``status --verify`` clean; its
-    wall time is printed (the same sweep on plain links: 16-17 s)."""
+    reached at their proxies through ``--contact-address``). The sweep finishes (or, where distributed does not
+    make a reset connection again, stops with exit 3 and the command that resumes, which finishes it), the cube is
+    the bits of one process, ``status --verify`` clean; its wall time is printed."""
     hosts = on_s3
     config, local = write_config(tmp_path / "c.yaml", **small_config()), tmp_path / "local.zarr"
     here = cli_in_process("run", str(config), "--out", str(local), "--no-progress", "--workers", "0")
     assert here.returncode == 0, here.stderr
-    scheduler = hosts.scheduler()
-    links = {name: LinkProxy(hosts.bridge, (hosts.address[name], port), delay=0.05, drop=0.05, seed=i, drop_first=1)
-             for i, (name, port) in enumerate((("sched", SCHEDULER_PORT), ("w1", WORKER_PORT), ("w2", WORKER_PORT),
-                                               ("s3", S3_PORT)))}
-    for link in links.values():
-        link.__enter__()
     url = f"s3://{BUCKET}/slow-links.zarr"
-    env = {**hosts.env, "AWS_ENDPOINT_URL": f"http://{links['s3'].address}"}
-    workers = hosts.workers(scheduler=links["sched"].address, contact={host: links[host].address for host in ("w1", "w2")},
-                            env=env)
-    try:
+    scheduler = hosts.scheduler()
+    with ExitStack() as stack:
+        links = {name: stack.enter_context(LinkProxy(hosts.bridge, (hosts.address[name], port), delay=0.05, drop=0.05,
+                                                     seed=i, drop_first=1))
+                 for i, (name, port) in enumerate((("sched", SCHEDULER_PORT), ("w1", WORKER_PORT),
+                                                   ("w2", WORKER_PORT), ("s3", S3_PORT)))}
+        env = {**hosts.env, "AWS_ENDPOINT_URL": f"http://{links['s3'].address}"}
+        workers = hosts.workers(scheduler=links["sched"].address,
+                                contact={host: links[host].address for host in ("w1", "w2")}, env=env)
+        stack.callback(hosts.stop, [*workers, scheduler], grace=5)  # before the links close (callbacks run last first)
         started = time.monotonic()
         driving = ("--scheduler", f"tcp://{links['sched'].address}")
         driver_env = _driver_env(hosts, "drv", AWS_ENDPOINT_URL=env["AWS_ENDPOINT_URL"])
@@ -452,13 +458,7 @@ def test_a_sweep_over_slow_lossy_links_gives_the_bits_of_one_process(on_s3, tmp_
         # the scheduler's and the store's links each dropped connections that were made again; a worker's link
         # carries only what others open to it (a worker's own traffic goes out through the scheduler's link)
         assert all(counts[name]["connections"] > 1 and counts[name]["dropped"] > 0 for name in ("sched", "s3")), counts
-        assert_same_cells(local, url)
-        verify = cli_in_process("status", url, "--verify", "--json", env=hosts.env)
-        assert verify.returncode == 0 and '"pending": 0' in verify.stdout, verify.stdout + verify.stderr
-    finally:
-        hosts.stop([*workers, scheduler], grace=5)
-        for link in links.values():
-            link.__exit__(None, None, None)
+        _assert_undisturbed(hosts, local, url)
 
 
 def test_a_plugin_installed_on_the_worker_hosts_after_their_workers_started_runs_there(on_s3, tmp_path):
